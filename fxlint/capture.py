@@ -1,0 +1,250 @@
+"""Capture a lint target into canonical graph views.
+
+Three kinds of target:
+
+* an ``nn.Module`` or any callable: run once through Dynamo with graph breaks
+  allowed; every captured graph is analysed. The model's buffers (BatchNorm
+  running stats) and the RNG state are restored afterwards, so linting leaves
+  the model as it found it.
+* a ``torch.fx.GraphModule`` (e.g. from ``symbolic_trace``): shapes and strides
+  are propagated from the example inputs with fake tensors, on a copy of the
+  graph; nothing real runs.
+* a ``torch.export.ExportedProgram``: its ATen graph already carries values.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import torch
+import torch.fx as fx
+
+from .canon import GraphView, build_view, dynamo_roles
+from .errors import CaptureError, ModelError
+from .source import Location, is_internal_file
+
+
+@dataclass(frozen=True)
+class GraphBreak:
+    """A Dynamo graph break: the reason and the user's line."""
+
+    reason: str
+    location: Location | None
+    stack: tuple[Location, ...] = ()
+
+
+@dataclass
+class Captured:
+    views: list[GraphView] = field(default_factory=list)
+    breaks: list[GraphBreak] = field(default_factory=list)
+    training: bool = True
+    origin: str = "dynamo"
+    module: torch.nn.Module | None = None
+
+
+def normalise_inputs(example_inputs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``example_inputs`` as (args, kwargs): a tensor, a tuple/list, or a dict of kwargs."""
+    if example_inputs is None:
+        return (), {}
+    if isinstance(example_inputs, dict):
+        return (), dict(example_inputs)
+    if isinstance(example_inputs, (list, tuple)):
+        return tuple(example_inputs), {}
+    return (example_inputs,), {}
+
+
+def capture(target: Any, example_inputs: Any = None) -> Captured:
+    """Capture ``target`` into canonical views (see module docstring)."""
+    args, kwargs = normalise_inputs(example_inputs)
+    if isinstance(target, torch.export.ExportedProgram):
+        return _capture_export(target)
+    if isinstance(target, fx.GraphModule):
+        return _capture_fx(target, args, kwargs)
+    if isinstance(target, torch.nn.Module) or callable(target):
+        return _capture_dynamo(target, args, kwargs)
+    raise CaptureError(
+        f"cannot lint {type(target).__name__}: expected an nn.Module, a callable, "
+        "a torch.fx.GraphModule or a torch.export.ExportedProgram"
+    )
+
+
+# --------------------------------------------------------------------------- dynamo
+
+
+def graph_break_from_reason(reason: Any) -> GraphBreak:
+    stack = tuple(
+        Location(fs.filename, fs.lineno or 0, fs.name, (fs.line or "").strip() or None)
+        for fs in (getattr(reason, "user_stack", None) or [])
+    )
+    loc = next((f for f in reversed(stack) if not is_internal_file(f.file)), None)
+    text = str(getattr(reason, "reason", reason)).strip()
+    return GraphBreak(reason=text, location=loc, stack=stack)
+
+
+def view_from_dynamo(gm: fx.GraphModule, label: str) -> GraphView:
+    """The canonical view of a graph handed to a Dynamo backend."""
+    return build_view(
+        gm,
+        origin="dynamo",
+        label=label,
+        grad_enabled=torch.is_grad_enabled(),
+        roles=dynamo_roles(gm),
+    )
+
+
+@contextlib.contextmanager
+def preserved_state(module: torch.nn.Module | None) -> Iterator[None]:
+    """Restore buffers and RNG state after running the user's model once."""
+    buffers: list[tuple[torch.Tensor, torch.Tensor]] = []
+    params: list[tuple[torch.Tensor, int]] = []
+    if module is not None:
+        with torch.no_grad():
+            buffers = [(b, b.detach().clone()) for b in module.buffers()]
+        params = [(p, p._version) for p in module.parameters()]
+    rng = torch.get_rng_state()
+    cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for live, saved in buffers:
+                if live._version != saved._version or not torch.equal(live, saved):
+                    live.copy_(saved)
+        torch.set_rng_state(rng)
+        if cuda_rng is not None:
+            torch.cuda.set_rng_state_all(cuda_rng)
+        changed = [p for p, v in params if p._version != v]
+        if changed:
+            import warnings
+
+            warnings.warn(
+                f"fxlint: the model changed {len(changed)} parameter(s) in place while it ran; "
+                "they were not restored",
+                stacklevel=3,
+            )
+
+
+def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Captured:
+    import torch._dynamo
+    import torch._dynamo.convert_frame as convert_frame
+    import torch._dynamo.utils as dynamo_utils
+
+    module = target if isinstance(target, torch.nn.Module) else getattr(target, "__self__", None)
+    module = module if isinstance(module, torch.nn.Module) else None
+    result = Captured(training=module.training if module is not None else True, origin="dynamo", module=module)
+
+    def backend(gm: fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        result.views.append(view_from_dynamo(gm, f"graph {len(result.views)}"))
+        return gm.forward
+
+    seen_codes = {id(ref()) for ref in convert_frame.input_codes.seen if ref() is not None}
+    n_reasons = len(dynamo_utils.graph_break_reasons)
+    compiled = torch.compile(target, backend=backend, isolate_recompiles=True, recompile_limit=64)
+    try:
+        with preserved_state(module):
+            compiled(*args, **kwargs)
+    except torch._dynamo.exc.Unsupported as exc:  # pragma: no cover - graph breaks are allowed
+        raise CaptureError(f"Dynamo could not capture the model: {exc}") from exc
+    except Exception as exc:
+        raise ModelError(f"the model raised while it ran: {type(exc).__name__}: {exc}") from exc
+    finally:
+        _forget_new_codes(seen_codes)
+    result.breaks = [graph_break_from_reason(r) for r in dynamo_utils.graph_break_reasons[n_reasons:]]
+    return result
+
+
+def _forget_new_codes(seen_before: set[int]) -> None:
+    """Drop Dynamo cache entries made for code objects no one had compiled before.
+
+    Without this, linting the same model class again and again would pile up
+    cache entries until Dynamo's recompile limits stopped capturing anything.
+    Code the user compiled themselves keeps its entries.
+    """
+    try:
+        import torch._dynamo.convert_frame as convert_frame
+        from torch._dynamo.eval_frame import reset_code
+
+        for ref in list(convert_frame.input_codes.seen):
+            code = ref()
+            if code is not None and id(code) not in seen_before:
+                reset_code(code)
+    except Exception:  # noqa: BLE001 - cache hygiene must never fail a lint
+        pass
+
+
+# --------------------------------------------------------------------------- fx
+
+
+def _has_values(gm: fx.GraphModule) -> bool:
+    return any(
+        ("val" in n.meta or "example_value" in n.meta)
+        for n in gm.graph.nodes
+        if n.op not in ("output", "get_attr")
+    )
+
+
+def _capture_fx(gm: fx.GraphModule, args: tuple, kwargs: dict) -> Captured:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+    work = fx.GraphModule(gm, copy.deepcopy(gm.graph))  # same submodules, private node metadata
+    if not _has_values(work):
+        placeholders = [n for n in work.graph.nodes if n.op == "placeholder"]
+        flat = list(args) + [kwargs[n.target] for n in placeholders[len(args):] if n.target in kwargs]
+        if len(flat) < len(placeholders):
+            missing = [n.target for n in placeholders[len(flat):]]
+            raise CaptureError(f"the GraphModule needs inputs for {', '.join(map(str, missing))}")
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
+        fake = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in flat]
+        try:
+            FakeTensorProp(work, mode).propagate(*fake)
+        except Exception as exc:
+            raise ModelError(
+                f"shape propagation through the GraphModule failed: {type(exc).__name__}: {exc}"
+            ) from exc
+    roles: dict[str, tuple[str, str | None]] = {}
+    params = {id(p): n for n, p in work.named_parameters(remove_duplicate=False)}
+    buffers = {id(b): n for n, b in work.named_buffers(remove_duplicate=False)}
+    for node in work.graph.nodes:
+        if node.op == "get_attr":
+            obj: Any = work
+            for part in str(node.target).split("."):
+                obj = getattr(obj, part, None)
+            if id(obj) in params:
+                roles[node.name] = ("parameter", str(node.target))
+            elif id(obj) in buffers and not str(node.target).rsplit(".", 1)[-1].startswith("_tensor_constant"):
+                roles[node.name] = ("buffer", str(node.target))
+    view = build_view(work, origin="fx", label="graph 0", grad_enabled=torch.is_grad_enabled(), roles=roles)
+    return Captured(views=[view], training=gm.training, origin="fx", module=gm)
+
+
+# --------------------------------------------------------------------------- export
+
+
+def _capture_export(ep: torch.export.ExportedProgram) -> Captured:
+    from torch.export.graph_signature import InputKind
+
+    kinds = {
+        InputKind.USER_INPUT: "input",
+        InputKind.PARAMETER: "parameter",
+        InputKind.BUFFER: "buffer",
+        InputKind.CONSTANT_TENSOR: "constant",
+        InputKind.CUSTOM_OBJ: "constant",
+        InputKind.TOKEN: "constant",
+    }
+    roles: dict[str, tuple[str, str | None]] = {}
+    constants: dict[str, Any] = {}
+    for spec in ep.graph_signature.input_specs:
+        name = getattr(spec.arg, "name", None)
+        if name is None:
+            continue
+        kind = kinds.get(spec.kind, "input")
+        roles[name] = (kind, spec.target)
+        if kind == "constant" and spec.target in ep.constants:
+            constants[name] = ep.constants[spec.target]
+    view = build_view(ep.graph_module, origin="export", label="exported program", grad_enabled=True,
+                      roles=roles, constants=constants)
+    return Captured(views=[view], training=True, origin="export", module=None)

@@ -1,0 +1,72 @@
+"""Run the selected rules over canonical views and turn hits into findings."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Iterable, Sequence
+
+import sympy
+
+from .canon import GraphView
+from .errors import FxlintWarning
+from .findings import Finding, Report, dedupe
+from .registry import Hit, Rule, RuleContext
+from .source import is_suppressed, source_line
+from .tensorinfo import known
+
+
+
+def finding_from_hit(rule: Rule, hit: Hit, label: str | None) -> Finding:
+    node = hit.node
+    loc = hit.location or (node.location if node is not None else None)
+    nbytes = known(hit.bytes) if hit.bytes is not None else None
+    expr = None
+    if hit.bytes is not None and nbytes is None and isinstance(hit.bytes, sympy.Expr):
+        expr = str(hit.bytes)
+    return Finding(
+        code=rule.code,
+        name=rule.name,
+        severity=hit.severity or rule.severity,
+        message=hit.message,
+        file=loc.file if loc else None,
+        line=loc.line if loc else None,
+        module_path=node.module_path if node is not None else None,
+        bytes=nbytes,
+        fix=hit.fix,
+        bytes_expr=expr,
+        source=(loc.code or source_line(loc.file, loc.line)) if loc else None,
+        node=node.name if node is not None else None,
+        graph=label,
+        details=dict(hit.details),
+    )
+
+
+def run_rules(
+    views: Sequence[GraphView],
+    rules: Iterable[Rule],
+    ctx: RuleContext,
+) -> Report:
+    """Every rule over every view. A rule that raises is reported in
+    ``Report.errors`` and skipped; it never takes the others down."""
+    report = Report(graphs=len(views))
+    active: list[Finding] = []
+    silenced: list[Finding] = []
+    rules = list(rules)
+    for view in views:
+        for rule in rules:
+            try:
+                hits = list(rule.check(view, ctx))
+            except Exception as exc:  # noqa: BLE001 - isolate rule failures
+                msg = f"{rule.code} {rule.name} failed on {view.label}: {type(exc).__name__}: {exc}"
+                warnings.warn(FxlintWarning(f"fxlint: rule skipped: {msg}"), stacklevel=2)
+                report.errors.append(msg)
+                continue
+            for hit in hits:
+                f = finding_from_hit(rule, hit, view.label)
+                if is_suppressed(f.code, f.file, f.line):
+                    silenced.append(f.with_(suppressed=True))
+                else:
+                    active.append(f)
+    report.findings = dedupe(active)
+    report.suppressed = dedupe(silenced)
+    return report

@@ -1,0 +1,32 @@
+"""Typed errors. Every error fxlint raises on purpose is an ``FxlintError``;
+the CLI prints its message on one line and exits with code 2."""
+
+from __future__ import annotations
+
+
+class FxlintError(Exception):
+    """Base class for errors that are the user's to fix (bad input, bad config)."""
+
+
+class TargetError(FxlintError):
+    """A TARGET (``file.py:Name`` or ``pkg.mod:Name``) could not be loaded or built."""
+
+
+class SpecError(FxlintError):
+    """An input SPEC such as ``randn(2,3)`` could not be parsed or built."""
+
+
+class ConfigError(FxlintError):
+    """Bad options: unknown rule codes, unknown option keys, bad values."""
+
+
+class CaptureError(FxlintError):
+    """The target could not be captured into an FX graph (it raised, or is not traceable)."""
+
+
+class ModelError(FxlintError):
+    """The user's model raised while it ran (during capture or the audit)."""
+
+
+class FxlintWarning(UserWarning):
+    """Emitted when fxlint itself fails inside ``torch.compile``; the compile goes on untouched."""

@@ -1,0 +1,177 @@
+"""The findings model: what a rule reports, and the report a lint returns."""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections import Counter
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Iterable
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {"error": 3, "warning": 2, "info": 1}[self.value]
+
+    @classmethod
+    def parse(cls, value: "str | Severity") -> "Severity":
+        if isinstance(value, Severity):
+            return value
+        try:
+            return cls(str(value).lower())
+        except ValueError:
+            from .errors import ConfigError
+
+            raise ConfigError(
+                f"unknown severity {value!r}; expected one of error, warning, info"
+            ) from None
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem at one place in the user's program.
+
+    ``file``/``line`` point at the user's source (never a torch or fxlint frame);
+    ``bytes`` is the estimated number of bytes copied per call (None when the
+    rule is not about a copy or the size depends on dynamic shapes, in which
+    case ``bytes_expr`` holds the formula).
+    """
+
+    code: str
+    name: str
+    severity: Severity
+    message: str
+    file: str | None = None
+    line: int | None = None
+    module_path: str | None = None
+    bytes: int | None = None
+    fix: str | None = None
+    bytes_expr: str | None = None
+    source: str | None = None  # the user's source line, stripped
+    node: str | None = None  # FX node name, for graphs without source locations
+    graph: str | None = None  # which captured graph ("graph 0", "forward")
+    status: str | None = None  # runtime confirmation: confirmed / refuted / not-run
+    suppressed: bool = False
+    details: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def location(self) -> str:
+        if self.file is None:
+            return f"<graph>:{self.node}" if self.node else "<unknown>"
+        path = _display_path(self.file)
+        return f"{path}:{self.line}" if self.line is not None else path
+
+    def key(self) -> tuple:
+        """Identity used to deduplicate the same finding across graphs and recompiles."""
+        where = (self.file, self.line) if self.file is not None else (None, self.node)
+        return (self.code, *where, self.module_path, self.details.get("dedup", ""))
+
+    def with_(self, **changes: Any) -> "Finding":
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["severity"] = self.severity.value
+        return d
+
+
+def _display_path(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # different drive on Windows
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def dedupe(findings: Iterable[Finding]) -> list[Finding]:
+    """Keep the first finding per ``Finding.key()``, preserving order."""
+    seen: set[tuple] = set()
+    out: list[Finding] = []
+    for f in findings:
+        k = f.key()
+        if k not in seen:
+            seen.add(k)
+            out.append(f)
+    return out
+
+
+def sort_by_cost(findings: Iterable[Finding]) -> list[Finding]:
+    """Most expensive first, then most severe, then by location."""
+    return sorted(
+        findings,
+        key=lambda f: (
+            -(f.bytes or 0),
+            -f.severity.rank,
+            f.file or "",
+            f.line or 0,
+            f.code,
+        ),
+    )
+
+
+@dataclass
+class Report:
+    """The result of a lint: active findings, silenced ones, and any internal errors."""
+
+    findings: list[Finding] = field(default_factory=list)
+    suppressed: list[Finding] = field(default_factory=list)
+    graphs: int = 0
+    graph_breaks: int = 0
+    errors: list[str] = field(default_factory=list)  # fxlint internal failures, per rule
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def __iter__(self):
+        return iter(self.findings)
+
+    def __len__(self) -> int:
+        return len(self.findings)
+
+    def codes(self) -> set[str]:
+        return {f.code for f in self.findings}
+
+    def by_code(self, code: str) -> list[Finding]:
+        return [f for f in self.findings if f.code == code]
+
+    def at_or_above(self, severity: "Severity | str") -> list[Finding]:
+        sev = Severity.parse(severity)
+        return [f for f in self.findings if f.severity.rank >= sev.rank]
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(f.bytes or 0 for f in self.findings)
+
+    def summary(self) -> dict[str, Any]:
+        counts = Counter(f.severity.value for f in self.findings)
+        return {
+            "findings": len(self.findings),
+            "errors": counts.get("error", 0),
+            "warnings": counts.get("warning", 0),
+            "infos": counts.get("info", 0),
+            "suppressed": len(self.suppressed),
+            "bytes_per_call": self.total_bytes,
+            "graphs": self.graphs,
+            "graph_breaks": self.graph_breaks,
+            "internal_errors": len(self.errors),
+            "by_code": dict(sorted(Counter(f.code for f in self.findings).items())),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "findings": [f.to_dict() for f in sort_by_cost(self.findings)],
+            "suppressed": [f.to_dict() for f in self.suppressed],
+            "summary": self.summary(),
+            "errors": list(self.errors),
+        }
+
+    def __str__(self) -> str:
+        from .renderers.text import render_text
+
+        return render_text(self)

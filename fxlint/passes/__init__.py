@@ -1,0 +1,11 @@
+"""Rule modules. Every module in this package is imported, and registers its
+rule with ``@fxlint.registry.rule``; adding a rule is adding a file."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+    if not _info.name.startswith("_"):
+        importlib.import_module(f"{__name__}.{_info.name}")

@@ -1,0 +1,1 @@
+"""Graph rewrites (see ``fxlint.rewrite``); each is tied to a rule and verified."""

@@ -1,0 +1,168 @@
+"""Where a node came from in the user's source, and inline suppressions.
+
+Stack traces on FX nodes (``node.meta["stack_trace"]``) list frames outermost
+first; the user's line is the innermost frame that is not inside torch or
+fxlint (``self.lin(x)`` rather than ``torch/nn/modules/linear.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import linecache
+import os
+import re
+from dataclasses import dataclass
+
+import torch
+
+_FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>[^\n]+)')
+_SUPPRESS_RE = re.compile(r"#\s*fxlint:\s*ignore\b(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE)
+
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+_FXLINT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+@dataclass(frozen=True)
+class Location:
+    file: str
+    line: int
+    function: str
+    code: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def is_internal_file(path: str) -> bool:
+    """True for frames the user did not write: torch, fxlint, generated code."""
+    if not path or path.startswith("<"):
+        return True
+    p = os.path.abspath(path)
+    return p.startswith(_TORCH_DIR) or p.startswith(_FXLINT_DIR)
+
+
+def parse_stack_trace(trace: str | None) -> list[Location]:
+    """All frames of an FX stack-trace string, outermost first."""
+    if not trace:
+        return []
+    frames: list[Location] = []
+    lines = trace.splitlines()
+    for i, text in enumerate(lines):
+        m = _FRAME_RE.search(text)
+        if not m:
+            continue
+        code = lines[i + 1].strip() if i + 1 < len(lines) and not _FRAME_RE.search(lines[i + 1]) else None
+        frames.append(Location(m["file"], int(m["line"]), m["func"].strip(), code or None))
+    return frames
+
+
+def user_frame(trace: str | None) -> Location | None:
+    """The innermost frame of ``trace`` outside torch and fxlint."""
+    for loc in reversed(parse_stack_trace(trace)):
+        if not is_internal_file(loc.file):
+            return loc
+    return None
+
+
+_PATH_PATTERNS = [
+    (re.compile(r"getattr\((.*?), '([^']*)'\)"), r"\1.\2"),
+    (re.compile(r"\._(?:modules|parameters|buffers)\['([^']*)'\]"), r".\1"),
+    (re.compile(r"\[(\d+)\]"), r".\1"),
+    (re.compile(r"\['([^']*)'\]"), r".\1"),
+]
+
+
+def clean_path(raw: str | None) -> str | None:
+    """Turn Dynamo's source names into the user's dotted module path.
+
+    ``L['self'].encoder.layers[3].attn`` -> ``encoder.layers.3.attn``;
+    ``L['self']._modules['lin']._parameters['weight']`` -> ``lin.weight``.
+    """
+    if raw is None:
+        return None
+    s = str(raw)
+    s = re.sub(r"^L\['[^']*'\]", "", s)  # the compiled function's local (self, model, ...)
+    s = re.sub(r"^L__self___?", "", s)
+    for _ in range(3):  # nested getattr(...) spellings
+        for pat, rep in _PATH_PATTERNS:
+            s = pat.sub(rep, s)
+    s = re.sub(r"^L\.[^.]*", "", s)  # L.self left over by getattr rewriting
+    s = s.strip(".")
+    return s or None
+
+
+def module_path(meta: dict) -> str | None:
+    """Dotted path of the innermost nn.Module that produced a node."""
+    stack = meta.get("nn_module_stack")
+    if not stack:
+        return None
+    path = list(stack.values())[-1][0]
+    return clean_path(path)
+
+
+# --------------------------------------------------------------------------- suppressions
+
+
+@functools.lru_cache(maxsize=256)
+def _statement_spans(path: str, mtime: float) -> list[tuple[int, int]]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and not isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.With, ast.For, ast.While, ast.If, ast.Try)
+        ):
+            spans.append((node.lineno, node.end_lineno or node.lineno))
+    return spans
+
+
+def _statement_lines(path: str, line: int) -> range:
+    """The lines of the simple statement that contains ``line`` (multi-line calls)."""
+    try:
+        mtime = os.path.getmtime(path)
+    except OSError:
+        return range(line, line + 1)
+    best = (line, line)
+    for lo, hi in _statement_spans(path, mtime):
+        if lo <= line <= hi and (best == (line, line) or hi - lo < best[1] - best[0]):
+            best = (lo, hi)
+    return range(best[0], best[1] + 1)
+
+
+def suppressed_codes(path: str | None, line: int | None) -> set[str] | None:
+    """Codes silenced at ``path:line`` by ``# fxlint: ignore[...]``.
+
+    Returns None when nothing is silenced, ``{"ALL"}`` for a bare
+    ``# fxlint: ignore``. The comment may sit on any line of the statement.
+    """
+    if not path or line is None or is_internal_file(path):
+        return None
+    codes: set[str] = set()
+    found = False
+    for ln in _statement_lines(path, line):
+        text = linecache.getline(path, ln)
+        for m in _SUPPRESS_RE.finditer(text):
+            found = True
+            if m["codes"] is None:
+                codes.add("ALL")
+            else:
+                codes.update(c.strip().upper() for c in m["codes"].split(",") if c.strip())
+    return codes if found else None
+
+
+def is_suppressed(code: str, path: str | None, line: int | None) -> bool:
+    codes = suppressed_codes(path, line)
+    if not codes:
+        return False
+    return "ALL" in codes or any(code.startswith(c) for c in codes)
+
+
+def source_line(path: str | None, line: int | None) -> str | None:
+    if not path or line is None:
+        return None
+    text = linecache.getline(path, line).strip()
+    return text or None

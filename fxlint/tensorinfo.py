@@ -1,0 +1,216 @@
+"""Shape, stride, dtype and device of a node's value, safe for dynamic shapes.
+
+Sizes and strides are ``int`` when known and ``sympy`` expressions when they
+depend on dynamic-shape symbols. We never call ``int()`` or ``bool()`` on a
+``SymInt`` here: that would add a guard to the user's compile. Comparisons
+return ``None`` when the answer depends on the symbols.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence, Union
+
+import sympy
+import torch
+
+Dim = Union[int, sympy.Expr]
+
+
+def to_dim(x: Any) -> Dim:
+    """An ``int`` or a sympy expression for a size, stride or offset."""
+    if isinstance(x, bool):
+        return int(x)
+    if isinstance(x, int):
+        return x
+    if isinstance(x, torch.SymInt):
+        node = x.node
+        const = node.maybe_as_int() if hasattr(node, "maybe_as_int") else None
+        if const is not None:
+            return int(const)
+        expr = getattr(node, "expr", None)
+        if expr is not None:
+            if isinstance(expr, sympy.Integer):
+                return int(expr)
+            return expr
+        return sympy.Symbol(str(x))
+    if isinstance(x, sympy.Expr):
+        return int(x) if isinstance(x, sympy.Integer) else x
+    return int(x)
+
+
+def known(x: Dim | None) -> int | None:
+    """The value as an int, or None when it is symbolic."""
+    if x is None:
+        return None
+    if isinstance(x, int):
+        return x
+    if isinstance(x, sympy.Integer):
+        return int(x)
+    return None
+
+
+def dim_eq(a: Dim, b: Dim) -> bool | None:
+    """a == b; None when it depends on dynamic-shape symbols."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    diff = sympy.simplify(sympy.sympify(a) - sympy.sympify(b))
+    if diff == 0:
+        return True
+    if diff.is_number:
+        return False
+    return None
+
+
+def is_one(a: Dim) -> bool:
+    """Size-1 test. Dynamo specialises sizes 0 and 1, so a symbol is never 1."""
+    return isinstance(a, int) and a == 1
+
+
+def prod(xs: Sequence[Dim]) -> Dim:
+    out: Dim = 1
+    for x in xs:
+        out = out * x
+    return out if isinstance(out, int) else sympy.expand(out)
+
+
+def fmt_dim(x: Dim) -> str:
+    return str(x)
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    shape: tuple[Dim, ...]
+    stride: tuple[Dim, ...]
+    storage_offset: Dim
+    dtype: torch.dtype
+    device: torch.device
+    requires_grad: bool = False
+    is_parameter: bool = False
+
+    @classmethod
+    def from_tensor(cls, t: torch.Tensor) -> "TensorInfo":
+        try:
+            stride = tuple(to_dim(s) for s in t.stride())
+            offset = to_dim(t.storage_offset())
+        except (RuntimeError, NotImplementedError):  # sparse / nested tensors have no strides
+            stride, offset = (), 0
+        return cls(
+            shape=tuple(to_dim(s) for s in t.shape),
+            stride=stride,
+            storage_offset=offset,
+            dtype=t.dtype,
+            device=t.device,
+            requires_grad=bool(t.requires_grad),
+            is_parameter=isinstance(t, torch.nn.Parameter),
+        )
+
+    # -- sizes -------------------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> Dim:
+        return prod(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> Dim:
+        n = self.numel
+        return n * self.itemsize if isinstance(n, int) else sympy.expand(n * self.itemsize)
+
+    @property
+    def is_symbolic(self) -> bool:
+        return any(not isinstance(d, int) for d in (*self.shape, *self.stride))
+
+    @property
+    def is_floating(self) -> bool:
+        return self.dtype.is_floating_point or self.dtype.is_complex
+
+    def size(self, dim: int) -> Dim:
+        return self.shape[dim]
+
+    # -- layout ------------------------------------------------------------
+    def is_contiguous_in_order(self, order: Sequence[int]) -> bool | None:
+        """Dense with ``order[0]`` the fastest-moving dim, ``order[-1]`` the slowest.
+
+        Same rule as ATen's ``compute_contiguous``: size-1 dims may have any
+        stride; an empty tensor is contiguous. None when symbols decide it.
+        """
+        if not self.stride and self.shape:
+            return None
+        n = self.numel
+        if isinstance(n, int) and n == 0:
+            return True
+        expected: Dim = 1
+        unknown = False
+        for d in order:
+            size = self.shape[d]
+            if is_one(size):
+                continue
+            eq = dim_eq(self.stride[d], expected)
+            if eq is False:
+                return False
+            if eq is None:
+                unknown = True
+            expected = expected * size
+        return None if unknown else True
+
+    def is_contiguous(self) -> bool | None:
+        return self.is_contiguous_in_order(list(reversed(range(self.ndim))))
+
+    def is_channels_last(self) -> bool | None:
+        """channels_last (4-D, NHWC) or channels_last_3d (5-D, NDHWC) dense layout."""
+        if self.ndim == 4:
+            return self.is_contiguous_in_order([1, 3, 2, 0])
+        if self.ndim == 5:
+            return self.is_contiguous_in_order([1, 4, 3, 2, 0])
+        return False
+
+    def is_non_overlapping_and_dense(self) -> bool | None:
+        """Dense in some dim order (a permutation of a contiguous tensor)."""
+        if self.ndim == 0:
+            return True
+        if not all(isinstance(s, int) for s in (*self.shape, *self.stride)):
+            return None
+        order = sorted(range(self.ndim), key=lambda d: (self.stride[d], self.shape[d]))
+        return self.is_contiguous_in_order(order)
+
+    def has_zero_stride(self) -> bool:
+        return any(isinstance(s, int) and s == 0 and not is_one(self.shape[i]) for i, s in enumerate(self.stride))
+
+    def describe(self) -> str:
+        shape = ",".join(fmt_dim(s) for s in self.shape)
+        return f"{str(self.dtype).replace('torch.', '')}[{shape}]"
+
+
+def human_bytes(n: Dim | None) -> str:
+    """``6291456`` -> ``6.3 MB`` (decimal units, as users read them)."""
+    if n is None:
+        return "-"
+    if not isinstance(n, int):
+        return f"{n} B"
+    if n < 1000:
+        return f"{n} B"
+    for unit in ("kB", "MB", "GB", "TB"):
+        n_f = n / 1000.0
+        n = n_f  # type: ignore[assignment]
+        if n_f < 1000:
+            return f"{n_f:.1f} {unit}"
+    return f"{n:.1f} PB"
+
+
+def info_of(value: Any) -> "TensorInfo | tuple | None":
+    """TensorInfo for a tensor value, a tuple of them for tuple values, else None."""
+    if isinstance(value, torch.Tensor):
+        return TensorInfo.from_tensor(value)
+    if isinstance(value, (list, tuple)):
+        return tuple(info_of(v) for v in value)
+    return None
+
+
+__all__ = ["Dim", "TensorInfo", "to_dim", "known", "dim_eq", "prod", "human_bytes", "info_of"]

@@ -1,0 +1,205 @@
+"""The canonical view: one op name per operation whatever the spelling, from
+Dynamo, symbolic_trace and torch.export graphs alike."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+
+from fxlint.canon import GraphView
+from fxlint.capture import capture
+
+
+def dynamo_view(fn, *inputs) -> GraphView:
+    cap = capture(fn, inputs)
+    assert len(cap.views) == 1
+    return cap.views[0]
+
+
+def export_view(module: nn.Module, *inputs) -> GraphView:
+    return capture(torch.export.export(module, inputs)).views[0]
+
+
+def fx_view(module: nn.Module, *inputs) -> GraphView:
+    return capture(torch.fx.symbolic_trace(module), inputs).views[0]
+
+
+class Fn(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+PERMUTE_SPELLINGS = [
+    ("x.T", lambda x: x.T, (1, 0)),
+    ("x.mT", lambda x: x.mT, (1, 0)),
+    ("x.t()", lambda x: x.t(), (1, 0)),
+    ("torch.transpose", lambda x: torch.transpose(x, 0, 1), (1, 0)),
+    ("x.transpose(-1,-2)", lambda x: x.transpose(-1, -2), (1, 0)),
+    ("x.permute", lambda x: x.permute(1, 0), (1, 0)),
+    ("torch.permute", lambda x: torch.permute(x, (1, 0)), (1, 0)),
+    ("x.swapaxes", lambda x: x.swapaxes(0, 1), (1, 0)),
+    ("torch.movedim", lambda x: torch.movedim(x, 0, 1), (1, 0)),
+]
+
+
+@pytest.mark.parametrize("label,fn,dims", PERMUTE_SPELLINGS, ids=[p[0] for p in PERMUTE_SPELLINGS])
+@pytest.mark.parametrize("origin", ["dynamo", "fx", "export"])
+def test_every_transpose_spelling_is_one_permute(label, fn, dims, origin):
+    x = torch.randn(3, 4)
+    if origin == "dynamo":
+        view = dynamo_view(lambda x: fn(x) + 1, x)
+    elif origin == "fx":
+        view = fx_view(Fn(lambda x: fn(x) + 1), x)
+    else:
+        view = export_view(Fn(lambda x: fn(x) + 1), x)
+    perms = view.ops("permute")
+    assert len(perms) == 1, [(n.op, n.spelling) for n in view]
+    assert perms[0].args["dims"] == dims
+    assert perms[0].tensor.shape == (4, 3)
+    assert perms[0].tensor.stride == (1, 4)
+    assert perms[0].input.kind == "input"
+
+
+def test_permute_of_3d_tensor_and_movedim_lists():
+    x = torch.randn(2, 3, 4)
+    view = dynamo_view(lambda x: (x.permute(2, 0, 1) + 1, x.mT + 1, torch.movedim(x, (0, 1), (2, 0)) + 1), x)
+    dims = [n.args["dims"] for n in view.ops("permute")]
+    assert dims == [(2, 0, 1), (0, 2, 1), (1, 2, 0)]
+    ref = torch.movedim(x, (0, 1), (2, 0))
+    assert ref.shape == x.permute(1, 2, 0).shape
+
+
+def test_getitem_decoding_slices_ints_none_ellipsis_lists_and_tensors():
+    x = torch.randn(4, 8, 6)
+    idx = torch.tensor([1, 2])
+
+    def f(x, idx):
+        a = x[..., None, 1:3]
+        b = x[:, [0, 2, 4]]
+        c = x[1, :, ::2]
+        d = x[idx]
+        e = x[x > 0]
+        return a, b, c, d, e
+
+    view = capture(f, (x, idx)).views[0]
+    by_line = {n.name: n for n in view}
+    slices = view.ops("slice")
+    index = view.ops("index")
+    kinds = [[i.kind for i in n.args["index"].items] for n in slices]
+    assert ["slice", "slice", "newaxis", "slice"] in kinds  # x[..., None, 1:3]
+    assert ["int", "slice", "slice"] in kinds  # x[1, :, ::2]
+    adv = {n.args["index"].advanced[0].kind for n in index}
+    assert "tensor" in adv
+    lists = [n for n in index if n.args["index"].advanced[0].values == (0, 2, 4)]
+    assert len(lists) == 1 and lists[0].args["index"].advanced[0].dim == 1
+    assert by_line  # the view keeps every node by name
+
+
+def test_index_select_and_aten_index_share_the_index_op():
+    x = torch.randn(4, 8)
+    m = Fn(lambda x: (x.index_select(1, torch.arange(2, 6)), x[:, [1, 3]]))
+    for view in (dynamo_view(m, x), export_view(m, x)):
+        idx = view.ops("index")
+        assert len(idx) == 2, [(n.op, n.spelling) for n in view]
+        values = sorted(view.const_ints(i.args["index"].advanced[0].index) or i.args["index"].advanced[0].values
+                        for i in idx)
+        assert values == [(1, 3), (2, 3, 4, 5)]
+
+
+def test_roles_of_inputs_parameters_and_buffers_in_every_origin():
+    m = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))
+    x = torch.randn(3, 4)
+    for view in (dynamo_view(m, x), export_view(m, x), fx_view(m, x)):
+        kinds = {n.param_name: n.kind for n in view if n.kind in ("parameter", "buffer")}
+        if view.origin == "fx":  # symbolic_trace keeps leaf modules as call_module nodes
+            mods = [n for n in view if n.node.op == "call_module"]
+            assert any("0.weight" in n.module_params for n in mods)
+            continue
+        assert kinds["0.weight"] == "parameter", kinds
+        assert kinds["0.bias"] == "parameter"
+        assert kinds["1.running_mean"] == "buffer"
+        inputs = [n for n in view if n.kind == "input"]
+        assert len(inputs) == 1
+
+
+def test_values_locations_and_module_paths():
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.proj(x)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([Block(), Block()])
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x.t()
+
+    view = dynamo_view(Net(), torch.randn(2, 8))
+    linears = view.ops("linear")
+    assert [n.module_path for n in linears] == ["layers.0.proj", "layers.1.proj"]
+    # the user's line is the call in Block.forward, not torch/nn/modules/linear.py
+    assert all(n.location.file == __file__ for n in linears)
+    assert all("self.proj(x)" in n.location.code for n in linears)
+    assert linears[0].args["weight"].param_name == "layers.0.proj.weight"
+    assert view.ops("permute")[0].tensor.stride == (1, 8)
+
+
+def test_dataflow_graph_and_mutation_and_grad_regions():
+    def f(x, w):
+        y = x @ w
+        with torch.no_grad():
+            z = y * 2
+        y.add_(1)
+        return y, z
+
+    view = dynamo_view(f, torch.randn(2, 2), torch.randn(2, 2, requires_grad=True))
+    g = view.graph
+    mm = view.ops("matmul")[0]
+    assert g.has_edge(mm.args["a"].name, mm.name)
+    assert all(isinstance(n, str) for n in g.nodes)
+    add_ = [n for n in view if n.mutates]
+    assert add_ and add_[0].mutates[0] is mm
+    mul = view.ops("mul")[0]
+    assert mul.grad_enabled is False and mm.grad_enabled is True
+
+
+def test_to_family_and_factories():
+    def f(x):
+        a = x.half().float()
+        b = x.to(torch.float64)
+        c = x.to("cpu")
+        d = torch.arange(4) + torch.zeros(4, device=x.device)
+        return a, b, c, d
+
+    view = dynamo_view(f, torch.randn(4))
+    tos = view.ops("to")
+    assert [n.args["dtype"] for n in tos] == [torch.float16, torch.float32, torch.float64, None]
+    assert tos[-1].args["device"] == "cpu"
+    facts = {n.args["kind"]: n.args["device"] for n in view.ops("factory")}
+    assert facts["arange"] is None and facts["zeros"] is not None
+    assert view.const_ints(view.ops("factory")[0]) == (0, 1, 2, 3)
+
+
+def test_dynamic_shapes_keep_symbols_without_guards():
+    def f(x):
+        return x.t().reshape(-1)
+
+    torch._dynamo.reset()
+    x = torch.randn(5, 6)
+    torch._dynamo.mark_dynamic(x, 0)
+    view = dynamo_view(f, x)
+    t = view.ops("permute")[0].tensor
+    assert t.is_symbolic
+    assert t.is_contiguous() is False  # decided without knowing the symbol

@@ -1,0 +1,235 @@
+"""The CLI: targets, specs, formats, exit codes, and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from fxlint.cli import main
+from fxlint.errors import SpecError
+from fxlint.spec import parse_spec, parse_specs
+from tests.conftest import ROOT, line_of, run_cli
+
+MODEL = """
+import torch
+import torch.nn as nn
+
+
+class Gather(nn.Module):
+    def forward(self, x):
+        return x[:, [0, 2, 4, 6]] * 2  # the finding
+
+
+class Clean(nn.Module):
+    def forward(self, x):
+        return x[:, ::2] * 2
+
+
+class NeedsArgs(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+
+
+def make():
+    return Gather(), (torch.randn(3, 8),)
+
+
+def make_module():
+    return Clean()
+
+
+def make_inputs():
+    return (torch.randn(2, 8),)
+
+
+def fn(x):
+    return x[[1]]
+
+
+def broken():
+    raise RuntimeError("factory exploded")
+
+
+class Raises(nn.Module):
+    def forward(self, x):
+        raise ValueError("model exploded")
+"""
+
+
+@pytest.fixture
+def model_file(write_module):
+    return write_module(MODEL, name="cli_model.py")
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_text_output_and_exit_code_1(capsys, model_file):
+    code, out, err = run(capsys, "lint", f"{model_file}:Gather", "--input", "randn(3,8)")
+    assert code == 1
+    assert "FXL401" in out and f"cli_model.py:{line_of(model_file, '# the finding')}" in out
+    assert "1 finding (1 warning)" in out
+
+
+def test_clean_model_exits_0(capsys, model_file):
+    code, out, _ = run(capsys, "lint", f"{model_file}:Clean", "-i", "randn(3,8)")
+    assert code == 0 and "No findings" in out
+
+
+def test_fail_on_levels(capsys, model_file):
+    assert run(capsys, "lint", f"{model_file}:Gather", "-i", "randn(3,8)", "--fail-on", "error")[0] == 0
+    assert run(capsys, "lint", f"{model_file}:Gather", "-i", "randn(3,8)", "--fail-on", "info")[0] == 1
+    assert run(capsys, "lint", f"{model_file}:Gather", "-i", "randn(3,8)", "--fail-on", "never")[0] == 0
+
+
+def test_json_format(capsys, model_file):
+    code, out, _ = run(capsys, "lint", f"{model_file}:make", "--format", "json")
+    data = json.loads(out)
+    [f] = data["findings"]
+    assert {"code", "name", "severity", "message", "file", "line", "module_path", "bytes", "fix"} <= set(f)
+    assert f["code"] == "FXL401" and f["bytes"] == 3 * 4 * 4 and f["severity"] == "warning"
+    assert data["summary"]["findings"] == 1
+
+
+def test_sarif_format_to_file(capsys, model_file, tmp_path):
+    out_file = tmp_path / "r.sarif"
+    code, out, _ = run(capsys, "lint", f"{model_file}:make", "--format", "sarif", "-o", str(out_file))
+    assert code == 1 and out == ""
+    sarif = json.loads(out_file.read_text())
+    assert sarif["version"] == "2.1.0"
+    run_ = sarif["runs"][0]
+    [res] = run_["results"]
+    assert res["ruleId"] == "FXL401" and res["level"] == "warning"
+    loc = res["locations"][0]["physicalLocation"]
+    assert loc["region"]["startLine"] == line_of(model_file, "# the finding")
+    assert any(r["id"] == "FXL401" for r in run_["tool"]["driver"]["rules"])
+    assert run_["tool"]["driver"]["rules"][res["ruleIndex"]]["id"] == "FXL401"
+
+
+def test_target_forms(capsys, model_file, monkeypatch):
+    # a factory returning (module, inputs), a module factory with @inputs, a plain function
+    assert run(capsys, "lint", f"{model_file}:make")[0] == 1
+    assert run(capsys, "lint", f"{model_file}:make_module", "-i", f"@{model_file}:make_inputs")[0] == 0
+    code, out, _ = run(capsys, "lint", f"{model_file}:fn", "-i", "randn(4,4)")
+    assert code == 1 and "[1:2]" in out
+    # package.module:Name form, importable from the working directory
+    monkeypatch.chdir(model_file.parent)
+    assert run(capsys, "lint", "cli_model:Gather", "-i", "randn(3,8)")[0] == 1
+
+
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["lint", "missing_file.py:Model", "-i", "randn(2)"], "no such file"),
+        (["lint", "no_colon_here"], "must be 'path/to/file.py:Name'"),
+        (["lint", "{f}:Nope", "-i", "randn(2)"], "has no attribute 'Nope'"),
+        (["lint", "{f}:NeedsArgs", "-i", "randn(2)"], "needs constructor arguments (width)"),
+        (["lint", "{f}:broken"], "factory exploded"),
+        (["lint", "{f}:Gather"], "needs example inputs"),
+        (["lint", "{f}:Gather", "-i", "randn(3,"], "cannot parse input SPEC"),
+        (["lint", "{f}:Gather", "-i", "__import__('os').system('true')"], "bad input SPEC"),
+        (["lint", "{f}:Gather", "-i", "randn(3, dtype=float17)"], "unknown dtype"),
+        (["lint", "{f}:Gather", "-i", "randn(3,8)", "--select", "FXL999"], "matches no rule"),
+        (["lint", "{f}:Raises", "-i", "randn(3,8)"], "model exploded"),
+        (["lint", "no_such_pkg_xyz.mod:Model", "-i", "randn(2)"], "no module named 'no_such_pkg_xyz'"),
+        (["explain", "FXL000"], "unknown rule"),
+        (["lint"], "needs a TARGET"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, model_file, argv, needle):
+    argv = [a.replace("{f}", str(model_file)) for a in argv]
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("fxlint: error:") and needle in lines[0], err
+    assert "Traceback" not in err
+
+
+def test_import_error_inside_target_file(capsys, write_module):
+    bad = write_module("import torch\nimport definitely_not_a_module_abc\n", name="bad_import.py")
+    code, _, err = run(capsys, "lint", f"{bad}:M", "-i", "randn(2)")
+    assert code == 2 and "definitely_not_a_module_abc" in err and len(err.strip().splitlines()) == 1
+
+
+def test_debug_shows_traceback(capsys, model_file):
+    code, _, err = run(capsys, "lint", f"{model_file}:Raises", "-i", "randn(3,8)", "--debug")
+    assert code == 2 and "Traceback" in err
+
+
+def test_usage_error_exit_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["lint", "--format", "xml"])
+    assert exc.value.code == 2
+
+
+def test_rules_and_explain(capsys):
+    code, out, _ = run(capsys, "rules")
+    assert code == 0 and "FXL401" in out and "index-as-slice" in out
+    code, out, _ = run(capsys, "rules", "--format", "json")
+    assert any(r["code"] == "FXL401" for r in json.loads(out))
+    code, out, _ = run(capsys, "explain", "FXL401")
+    assert code == 0 and out.startswith("# FXL401 index-as-slice") and "## Use instead" in out
+    assert run(capsys, "explain", "index-as-slice")[1] == out
+
+
+def test_zoo_lints_every_scenario_model(capsys):
+    code, out, err = run(capsys, "lint", "--zoo", str(ROOT / "models"), "--fail-on", "never")
+    assert code == 0
+    assert "== speech_separation ==" in out and "== clean_mlp ==" in out
+    assert "[1/" in err  # progress
+
+
+def test_subprocess_entry_point_and_exit_codes(model_file):
+    proc = run_cli("lint", f"{model_file}:Gather", "-i", "randn(3,8)", "--format", "json")
+    assert proc.returncode == 1, proc.stderr
+    assert json.loads(proc.stdout)["findings"][0]["code"] == "FXL401"
+    proc = run_cli("lint", f"{model_file}:Gather", "-i", "randn(3,")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+# --------------------------------------------------------------------------- SPEC parsing
+
+
+@pytest.mark.parametrize(
+    "text,shape,dtype",
+    [
+        ("randn(2,3,224,224)", (2, 3, 224, 224), torch.float32),
+        ("randint(0,1000,(2,64))", (2, 64), torch.int64),
+        ("zeros(4,8,dtype=float16)", (4, 8), torch.float16),
+        ("ones(2, 3, dtype=torch.bfloat16)", (2, 3), torch.bfloat16),
+        ("full((2,2), 7)", (2, 2), torch.int64),
+        ("full((2,2), 0.5)", (2, 2), torch.float32),
+        ("arange(10)", (10,), torch.int64),
+        ("randn(2,224,224,3).permute(0,3,1,2)", (2, 3, 224, 224), torch.float32),
+        ("randn(3,4).T", (4, 3), torch.float32),
+        ("rand(2,3).half()", (2, 3), torch.float16),
+    ],
+)
+def test_specs(text, shape, dtype):
+    t = parse_spec(text)
+    assert tuple(t.shape) == shape and t.dtype == dtype
+
+
+def test_spec_layouts_and_flags():
+    t = parse_spec("randn(8,3,32,32).to(memory_format=channels_last)")
+    assert t.is_contiguous(memory_format=torch.channels_last) and not t.is_contiguous()
+    assert parse_spec("randn(2,2,requires_grad=True)").requires_grad
+    assert not parse_spec("randn(2,3,4).transpose(1,2)").is_contiguous()
+    assert parse_spec("3") == 3 and parse_spec("-1.5") == -1.5
+    assert len(parse_specs(["randn(2)", "randn(3)"])) == 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "randn(", "os.system('x')", "randn(2).numpy()", "randn(x)", "eval('1')", "randn(2, device=7)",
+     "randn(2)[0]", "lambda: 1", "randn(-1)", "zeros(2, memory_format=fast)"],
+)
+def test_bad_specs_raise_spec_error(text):
+    with pytest.raises(SpecError):
+        parse_spec(text)
