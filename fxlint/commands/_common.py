@@ -1,0 +1,89 @@
+"""Helpers shared by CLI subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Sequence
+
+from ..errors import TargetError
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+TARGET_HELP = """\
+TARGET is path/to/file.py:Name or package.module:Name, where Name is an
+nn.Module class (built without arguments), a factory returning a module or
+(module, inputs), a module instance, GraphModule or ExportedProgram, or a
+plain function to lint.
+
+SPEC builds one input without eval: randn(2,3,224,224), randint(0,1000,(2,64)),
+zeros(4,8,dtype=float16), randn(2,224,224,3).permute(0,3,1,2),
+randn(8,3,32,32).to(memory_format=channels_last), or @pkg.mod:make_inputs.
+
+exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage or load error.
+"""
+
+
+def split_codes(values: Sequence[str] | None) -> list[str] | None:
+    """``--select FXL4,FXL101 --select FXL2`` -> ["FXL4", "FXL101", "FXL2"]."""
+    if not values:
+        return None
+    return [c.strip() for v in values for c in v.split(",") if c.strip()]
+
+
+def add_target_args(p: argparse.ArgumentParser, *, zoo: bool = False) -> None:
+    p.add_argument("target", nargs="?", metavar="TARGET", help="what to analyse (see below)")
+    p.add_argument("-i", "--input", action="append", default=[], metavar="SPEC",
+                   help="an example input; repeat for several positional inputs")
+    if zoo:
+        p.add_argument("--zoo", nargs="?", const="models", metavar="DIR",
+                       help="every scenario model in DIR (default ./models) instead of TARGET")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def add_rule_filter_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--select", action="append", metavar="CODES",
+                   help="only these rule codes or prefixes, comma-separated (e.g. FXL4,FXL101)")
+    p.add_argument("--ignore", action="append", metavar="CODES", help="skip these rule codes or prefixes")
+
+
+def load_inputs(specs: list[str], factory_inputs: Any, target: str) -> Any:
+    from ..spec import parse_specs
+
+    if specs:
+        return parse_specs(specs)
+    if factory_inputs is not None:
+        return factory_inputs
+    raise TargetError(f"{target} needs example inputs: pass --input SPEC (e.g. --input 'randn(2,3,224,224)')")
+
+
+def emit(text: str, output: str | None) -> None:
+    if not text.endswith("\n"):
+        text += "\n"
+    if output:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+
+
+def zoo_models(folder: str) -> list[str]:
+    """Scenario model files in ``folder`` that define ``make()``."""
+    import glob
+    import os
+
+    if not os.path.isdir(folder):
+        raise TargetError(f"no model folder {folder!r} (run from the repository root, or pass --zoo DIR)")
+    files = sorted(f for f in glob.glob(os.path.join(folder, "*.py")) if not os.path.basename(f).startswith("_"))
+    out = []
+    for f in files:
+        with open(f, encoding="utf-8") as fh:
+            if "\ndef make(" in fh.read():
+                out.append(f)
+    if not out:
+        raise TargetError(f"no scenario models (files defining make()) in {folder!r}")
+    return out
+
+
+def progress(i: int, n: int, what: str) -> None:
+    print(f"[{i}/{n}] {what}", file=sys.stderr, flush=True)

@@ -1,0 +1,49 @@
+"""``fxlint rules`` and ``fxlint explain CODE``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ._common import EXIT_CLEAN
+
+ORDER = 90
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("rules", help="list the rules")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=run_rules)
+    e = sub.add_parser("explain", help="print a rule's documentation")
+    e.add_argument("code", metavar="CODE", help="a rule code (FXL401) or name (index-as-slice)")
+    e.set_defaults(func=run_explain)
+
+
+def run_rules(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from ..registry import all_rules
+
+    rules = all_rules()
+    if args.format == "json":
+        print(json.dumps([{"code": r.code, "name": r.name, "severity": str(r.severity), "summary": r.summary}
+                          for r in rules], indent=2))
+    else:
+        print(tabulate([[r.code, r.name, str(r.severity), r.summary] for r in rules],
+                       headers=["Code", "Name", "Default", "Summary"], tablefmt="simple",
+                       maxcolwidths=[None, None, None, 80]))
+    return EXIT_CLEAN
+
+
+def explain_text(code: str) -> str:
+    from ..registry import get_rule
+
+    r = get_rule(code)
+    return f"# {r.code} {r.name} (default severity: {r.severity})\n\n{r.doc}\n"
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    sys.stdout.write(explain_text(args.code))
+    return EXIT_CLEAN
