@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .errors import (
     CaptureError,
@@ -23,6 +23,9 @@ from .errors import (
 from .findings import Finding, Report, Severity
 from .session import Session, collect
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .runtime import AuditReport
+
 
 def lint(
     target: Any,
@@ -30,6 +33,7 @@ def lint(
     *,
     select: str | Sequence[str] | None = None,
     ignore: str | Sequence[str] | None = None,
+    confirm: bool = False,
 ) -> Report:
     """Lint ``target`` and return a ``Report``.
 
@@ -40,6 +44,11 @@ def lint(
     ``torch.export.ExportedProgram``. ``example_inputs`` is a tensor, a
     tuple/list of positional inputs, or a dict of keyword inputs.
     ``select``/``ignore`` take rule codes or prefixes (``"FXL4"``).
+
+    ``confirm=True`` also runs the runtime audit (``fxlint.audit``) and marks
+    each copy-type finding ``confirmed``, ``refuted`` or ``not-run``
+    (``Finding.status``); runtime copies no finding explains are listed in
+    ``Report.unexplained``.
     """
     from .capture import capture
     from .engine import run_rules
@@ -50,12 +59,25 @@ def lint(
     report = run_rules(captured.views, rules, RuleContext(training=captured.training))
     report.graph_breaks = len(captured.breaks)
     report.extras["breaks"] = captured.breaks
+    if confirm:
+        from .runtime.confirm import confirm as _confirm
+
+        report = _confirm(report, audit(target, example_inputs))
     return report
+
+
+def audit(target: Any, example_inputs: Any = None, *, train: bool = False) -> "AuditReport":
+    """Run ``target`` eagerly under ``torch.profiler`` and return every copy it makes,
+    attributed to source lines (see the ``fxlint.runtime`` module documentation)."""
+    from .runtime import audit as _audit
+
+    return _audit(target, example_inputs, train=train)
 
 
 __all__ = [
     "__version__",
     "lint",
+    "audit",
     "collect",
     "Session",
     "Finding",

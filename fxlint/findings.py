@@ -126,6 +126,8 @@ class Report:
     graphs: int = 0
     graph_breaks: int = 0
     errors: list[str] = field(default_factory=list)  # fxlint internal failures, per rule
+    unexplained: list[dict[str, Any]] = field(default_factory=list)  # runtime copies no finding explains
+    audit_summary: dict[str, Any] | None = None  # set when the report was confirmed by the audit
     extras: dict[str, Any] = field(default_factory=dict)
 
     def __iter__(self):
@@ -160,16 +162,23 @@ class Report:
             "graphs": self.graphs,
             "graph_breaks": self.graph_breaks,
             "internal_errors": len(self.errors),
+            **({"confirmed": sum(f.status == "confirmed" for f in self.findings),
+                "refuted": sum(f.status == "refuted" for f in self.findings),
+                "not_run": sum(f.status == "not-run" for f in self.findings)}
+               if self.audit_summary is not None else {}),
             "by_code": dict(sorted(Counter(f.code for f in self.findings).items())),
         }
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "findings": [f.to_dict() for f in sort_by_cost(self.findings)],
             "suppressed": [f.to_dict() for f in self.suppressed],
             "summary": self.summary(),
             "errors": list(self.errors),
         }
+        if self.audit_summary is not None:
+            d["runtime"] = {"audit": self.audit_summary, "unexplained": self.unexplained}
+        return d
 
     def __str__(self) -> str:
         from .renderers.text import render_text

@@ -36,8 +36,12 @@ class Location:
 
 def is_internal_file(path: str) -> bool:
     """True for frames the user did not write: torch, fxlint, generated code."""
-    if not path or path.startswith("<"):
+    if not path:
         return True
+    if path.startswith("<"):
+        # generated code (FX's <eval_with_key>, <frozen ...>) is not the user's; <stdin>, <string>
+        # and notebook cells are
+        return path.startswith(("<eval_with_key>", "<frozen", "<fx_", "<torch_"))
     p = os.path.abspath(path)
     return p.startswith(_TORCH_DIR) or p.startswith(_FXLINT_DIR)
 

@@ -36,6 +36,9 @@ def add_parser(sub: Any) -> None:
     add_rule_filter_args(p)
     p.add_argument("--fail-on", choices=["error", "warning", "info", "never"], default="warning",
                    help="exit 1 when a finding is at or above this severity (default warning)")
+    p.add_argument("--confirm", action="store_true",
+                   help="also run the model under torch.profiler and mark each copy finding confirmed, "
+                        "refuted or not-run; list runtime copies no finding explains")
     p.set_defaults(func=run)
 
 
@@ -59,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         raise TargetError("lint needs a TARGET (or --zoo); see `fxlint lint --help`")
     loaded = load_target(args.target)
     inputs = load_inputs(args.input, loaded.inputs, args.target)
-    report = fxlint.lint(loaded.obj, inputs, select=select, ignore=ignore)
+    report = fxlint.lint(loaded.obj, inputs, select=select, ignore=ignore, confirm=args.confirm)
     emit(render(report, args.format), args.output)
     return exit_code([report], args.fail_on)
 
@@ -79,7 +82,8 @@ def _zoo(args: argparse.Namespace, select: Any, ignore: Any) -> int:
         name = os.path.splitext(os.path.basename(path))[0]
         progress(i, len(files), name)
         loaded = load_target(f"{path}:make")
-        report = fxlint.lint(loaded.obj, load_inputs(args.input, loaded.inputs, path), select=select, ignore=ignore)
+        report = fxlint.lint(loaded.obj, load_inputs(args.input, loaded.inputs, path), select=select,
+                             ignore=ignore, confirm=args.confirm)
         reports.append(report)
         if args.format == "text":
             chunks.append(f"== {name} ==\n{render(report, 'text')}\n")

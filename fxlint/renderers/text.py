@@ -39,6 +39,14 @@ def render_text(report: Report, *, width: int | None = None) -> str:
         )
         lines.append("")
     lines.append(summary_line(report))
+    if report.unexplained:
+        lines.append("")
+        lines.append("Runtime copies that no finding explains (the audit saw them; no rule predicted them):")
+        lines.append(tabulate(
+            [[u["location"], u["module_path"] or "-", u["count"], human_bytes(u["bytes"]), ", ".join(u["ops"])]
+             for u in report.unexplained],
+            headers=["Location", "Module", "Copies", "Bytes/call", "Ops (top>copy)"], tablefmt="simple",
+            maxcolwidths=[40, 24, None, None, 60]))
     for err in report.errors:
         lines.append(f"internal error (rule skipped): {err}")
     return "\n".join(lines)
@@ -58,6 +66,8 @@ def summary_line(report: Report) -> str:
     if s["suppressed"]:
         parts.append(f"{s['suppressed']} suppressed")
     parts.append(f"{s['graphs']} graph{'s' if s['graphs'] != 1 else ''} analysed")
+    if "confirmed" in s:
+        parts.append(f"runtime: {s['confirmed']} confirmed, {s['refuted']} refuted, {s['not_run']} not run")
     if s["graph_breaks"]:
         parts.append(f"{s['graph_breaks']} graph break{'s' if s['graph_breaks'] != 1 else ''}")
     return ", ".join(parts) + "."

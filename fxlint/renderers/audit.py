@@ -1,0 +1,49 @@
+"""Render an ``AuditReport``: a table of copies per source line, most bytes first."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from typing import TYPE_CHECKING
+
+from tabulate import tabulate
+
+from ..tensorinfo import human_bytes
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..runtime import AuditReport
+
+
+def render_audit_text(report: "AuditReport", *, width: int | None = None) -> str:
+    width = width or shutil.get_terminal_size((140, 24)).columns
+    stats = report.by_line()
+    lines: list[str] = []
+    if stats:
+        rows = []
+        for s in stats:
+            what = ", ".join(s.ops)
+            if not s.avoidable:
+                what += f"\nunavoidable: {s.reason}"
+            rows.append([s.location, s.module_path or "-", s.phase, s.count, human_bytes(s.bytes),
+                         f"{100 * s.share:.1f}%", what])
+        lines.append(tabulate(rows, headers=["Location", "Module", "Phase", "Copies", "Bytes/call", "Share",
+                                             "Ops (top>copy)"],
+                              tablefmt="simple", maxcolwidths=[40, 24, None, None, None, None, max(30, width - 100)]))
+        lines.append("")
+    s = report.summary()
+    what = "training step (forward + backward)" if report.train else "forward call"
+    if not s["copies"]:
+        lines.append(f"No copies in one {what}.")
+    else:
+        lines.append(
+            f"{s['copies']} copies, {human_bytes(s['bytes_per_call'])} per {what} "
+            f"({human_bytes(s['avoidable_bytes_per_call'])} avoidable, "
+            f"{human_bytes(s['unavoidable_bytes_per_call'])} that every program pays)"
+            + (f"; forward {human_bytes(s['forward_bytes'])}, backward {human_bytes(s['backward_bytes'])}"
+               if report.train else "") + "."
+        )
+    return "\n".join(lines)
+
+
+def render_audit_json(report: "AuditReport") -> str:
+    return json.dumps(report.to_dict(), indent=2, default=str)

@@ -1,0 +1,209 @@
+"""The runtime copy audit: what the program really copies, measured with ``torch.profiler``.
+
+``audit(model, example_inputs, train=False)`` runs the model eagerly (one
+warm-up call, then one profiled call), records every data copy including the
+ones kernels make internally, attributes each to the user's source line and
+module, and aggregates them per line. With ``train=True`` the profiled call is
+a training step: forward, then backward of a scalar made from the outputs
+(each floating output times a fixed random tensor, summed, so the gradients
+flowing back are dense and the loss itself adds no copies).
+
+The model is left as it was found: buffers, ``.grad`` of parameters and the
+RNG state are restored.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import torch
+
+from ..errors import CaptureError, ModelError
+from .profiler import CopyEvent, profile_copies
+
+__all__ = ["audit", "AuditReport", "CopyEvent", "LineStat"]
+
+
+@dataclass
+class LineStat:
+    """The copies made by one source line (and phase) in one call."""
+
+    file: str | None
+    line: int | None
+    function: str | None
+    code: str | None
+    module_path: str | None
+    phase: str
+    count: int
+    bytes: int
+    share: float  # of all copied bytes
+    ops: tuple[str, ...]
+    kinds: tuple[str, ...]
+    avoidable: bool
+    reason: str | None
+    location: str = ""
+
+
+@dataclass
+class AuditReport:
+    copies: list[CopyEvent] = field(default_factory=list)
+    train: bool = False
+    lines_run: set[tuple[str, int]] = field(default_factory=set)  # user lines that ran a torch op
+    nodes_run: set[str] = field(default_factory=set)  # GraphModule nodes (no source) that ran
+    internal_bytes: int = 0  # copies made by fxlint's own loss (train=True), excluded
+
+    def __iter__(self) -> Iterator[CopyEvent]:
+        return iter(self.copies)
+
+    def __len__(self) -> int:
+        return len(self.copies)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(c.bytes for c in self.copies)
+
+    @property
+    def avoidable_bytes(self) -> int:
+        return sum(c.bytes for c in self.copies if c.avoidable)
+
+    def at(self, file: str, line: int, phase: str | None = None) -> list[CopyEvent]:
+        return [c for c in self.copies if c.file == file and c.line == line and (phase is None or c.phase == phase)]
+
+    def ran(self, file: str | None, line: int | None) -> bool:
+        return file is not None and line is not None and (file, line) in self.lines_run
+
+    def by_line(self) -> list[LineStat]:
+        """Copies aggregated per (line, phase, avoidable), most bytes first."""
+        groups: dict[tuple, list[CopyEvent]] = defaultdict(list)
+        for c in self.copies:
+            groups[(c.file, c.line, c.function if c.file in (None, "<graph>") else None, c.phase, c.avoidable)].append(c)
+        total = self.total_bytes or 1
+        stats = []
+        for (_file, _line, _fn, phase, avoidable), cs in groups.items():
+            first = cs[0]
+            nbytes = sum(c.bytes for c in cs)
+            stats.append(LineStat(
+                file=first.file, line=first.line, function=first.function, code=first.code,
+                module_path=first.module_path, phase=phase, count=len(cs), bytes=nbytes, share=nbytes / total,
+                ops=tuple(dict.fromkeys(f"{c.top_op}>{c.op}" if c.top_op != c.op else c.op for c in cs)),
+                kinds=tuple(dict.fromkeys(c.kind for c in cs)), avoidable=avoidable, reason=first.reason,
+                location=first.location,
+            ))
+        return sorted(stats, key=lambda s: (-s.bytes, s.file or "", s.line or 0, s.phase))
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "copies": len(self.copies),
+            "bytes_per_call": self.total_bytes,
+            "avoidable_bytes_per_call": self.avoidable_bytes,
+            "unavoidable_bytes_per_call": self.total_bytes - self.avoidable_bytes,
+            "forward_bytes": sum(c.bytes for c in self.copies if c.phase == "forward"),
+            "backward_bytes": sum(c.bytes for c in self.copies if c.phase == "backward"),
+            "lines": len({(c.file, c.line) for c in self.copies}),
+            "train": self.train,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return {"summary": self.summary(), "lines": [asdict(s) for s in self.by_line()],
+                "copies": [asdict(c) for c in self.copies]}
+
+    def __str__(self) -> str:
+        from ..renderers.audit import render_audit_text
+
+        return render_audit_text(self)
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _as_runnable(target: Any) -> tuple[Callable[..., Any], torch.nn.Module | None]:
+    if isinstance(target, torch.export.ExportedProgram):
+        mod = target.module()
+        return mod, mod
+    orig = getattr(target, "_orig_mod", None)  # a torch.compile'd module: audit the eager original
+    if isinstance(orig, torch.nn.Module):
+        target = orig
+    if isinstance(target, torch.nn.Module):
+        return target, target
+    if callable(target):
+        owner = getattr(target, "__self__", None)
+        return target, owner if isinstance(owner, torch.nn.Module) else None
+    raise CaptureError(f"cannot audit {type(target).__name__}: expected an nn.Module, a callable or an ExportedProgram")
+
+
+def _floating_outputs(out: Any) -> list[torch.Tensor]:
+    found: list[torch.Tensor] = []
+
+    def walk(x: Any) -> None:
+        if isinstance(x, torch.Tensor):
+            if (x.dtype.is_floating_point or x.dtype.is_complex) and x.requires_grad:
+                found.append(x)
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                walk(v)
+        elif isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+        elif hasattr(x, "__dataclass_fields__"):
+            for name in x.__dataclass_fields__:
+                walk(getattr(x, name))
+
+    walk(out)
+    return found
+
+
+def audit(target: Any, example_inputs: Any = None, *, train: bool = False) -> AuditReport:
+    """Measure every copy ``target`` makes on ``example_inputs`` (see module docstring)."""
+    from ..capture import normalise_inputs, preserved_state
+
+    fn, module = _as_runnable(target)
+    args, kwargs = normalise_inputs(example_inputs)
+    weights: dict[int, torch.Tensor] = {}
+    params = list(module.parameters()) if module is not None else []
+    leaves = params + [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor) and a.is_leaf
+                       and a.requires_grad]
+    saved_grads = [(p, p.grad) for p in leaves]
+
+    def step() -> Any:
+        out = fn(*args, **kwargs)
+        if train:
+            outs = _floating_outputs(out)
+            if not outs:
+                raise ModelError("train=True needs a floating-point output that requires grad; none did")
+            loss = None
+            for i, o in enumerate(outs):
+                w = weights.get(i)
+                if w is None or w.shape != o.shape or w.dtype != o.dtype:
+                    w = weights[i] = torch.randn(o.shape, dtype=o.dtype, device=o.device)
+                term = (o * w).sum()
+                loss = term if loss is None else loss + term
+            loss.backward()  # type: ignore[union-attr]
+            for p in leaves:
+                p.grad = None
+        return out
+
+    try:
+        with preserved_state(module):
+            try:
+                with torch.set_grad_enabled(train or torch.is_grad_enabled()):
+                    step()  # warm-up: lazy initialisation and first-call caches are not per-call costs
+                    raw = profile_copies(step, module)
+            except (ModelError, CaptureError):
+                raise
+            except Exception as exc:
+                raise ModelError(f"the model raised while it ran: {type(exc).__name__}: {exc}") from exc
+    finally:
+        for p, g in saved_grads:
+            p.grad = g
+    report = AuditReport(copies=raw.copies, train=train, internal_bytes=raw.internal_bytes)
+    for site in raw.sites.values():
+        if site.location is not None and not site.internal:
+            if site.location.file == "<graph>":
+                report.nodes_run.add(site.location.function)
+            else:
+                report.lines_run.add((site.location.file, site.location.line))
+    return report

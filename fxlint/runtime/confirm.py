@@ -1,0 +1,92 @@
+"""Cross-check static findings against the runtime audit.
+
+Each copy-type finding (FXL1xx, FXL2xx, FXL4xx) becomes
+
+* ``confirmed``: a copy of the predicted size ran on that line (or, when the
+  finding gives no size, some avoidable copy did). Several copies on the line
+  that add up to the prediction also confirm it.
+* ``refuted``: the line ran, but no such copy did.
+* ``not-run``: the line never ran with these inputs (another branch), so the
+  runtime can say nothing.
+
+Avoidable forward copies on user lines that no finding explains are listed
+in ``Report.unexplained``, so missing rules show up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Iterable
+
+from ..findings import Finding, Report
+from ..registry import COPY_FAMILIES
+from . import AuditReport, CopyEvent
+
+CONFIRMED, REFUTED, NOT_RUN = "confirmed", "refuted", "not-run"
+
+
+def _candidates(f: Finding, audit: AuditReport) -> list[CopyEvent]:
+    if f.file is not None and f.line is not None:
+        return [c for c in audit.copies if c.phase == "forward" and c.file == f.file and c.line == f.line]
+    if f.node:
+        return [c for c in audit.copies if c.phase == "forward" and c.file == "<graph>" and c.function == f.node]
+    return []
+
+
+def _ran(f: Finding, audit: AuditReport) -> bool:
+    if f.file is not None:
+        return audit.ran(f.file, f.line)
+    return bool(f.node) and f.node in audit.nodes_run
+
+
+def match(f: Finding, audit: AuditReport) -> tuple[str, list[CopyEvent]]:
+    """The status of one finding and the runtime copies that back it."""
+    cands = _candidates(f, audit)
+    if f.bytes is None:
+        hits = [c for c in cands if c.avoidable]
+    else:
+        hits = [c for c in cands if c.bytes == f.bytes]
+        if not hits:
+            avoidable = [c for c in cands if c.avoidable]
+            if avoidable and sum(c.bytes for c in avoidable) == f.bytes:
+                hits = avoidable
+    if hits:
+        return CONFIRMED, hits
+    return (REFUTED if _ran(f, audit) else NOT_RUN), []
+
+
+def confirm(report: Report, audit: AuditReport) -> Report:
+    """Mark every copy-type finding of ``report`` and list unexplained runtime copies."""
+    explained: set[int] = set()
+    marked: list[Finding] = []
+    for f in report.findings:
+        if not f.code.startswith(COPY_FAMILIES):
+            marked.append(f)
+            continue
+        status, hits = match(f, audit)
+        explained.update(id(c) for c in hits)
+        marked.append(replace(f, status=status))
+    report.findings = marked
+    # a silenced finding still explains its copy
+    for f in report.suppressed:
+        if f.code.startswith(COPY_FAMILIES):
+            explained.update(id(c) for c in match(f, audit)[1])
+    report.unexplained = _unexplained(c for c in audit.copies if id(c) not in explained)
+    report.audit_summary = audit.summary()
+    return report
+
+
+def _unexplained(copies: Iterable[CopyEvent]) -> list[dict]:
+    rows: dict[tuple, dict] = {}
+    for c in copies:
+        if not c.avoidable or c.phase != "forward" or c.file is None:
+            continue
+        key = (c.file, c.line, c.function if c.file == "<graph>" else None)
+        row = rows.setdefault(key, {"file": c.file, "line": c.line, "location": c.location, "code": c.code,
+                                    "module_path": c.module_path, "bytes": 0, "count": 0, "ops": []})
+        row["bytes"] += c.bytes
+        row["count"] += 1
+        label = f"{c.top_op}>{c.op}" if c.top_op != c.op else c.op
+        if label not in row["ops"]:
+            row["ops"].append(label)
+    return sorted(rows.values(), key=lambda r: -r["bytes"])

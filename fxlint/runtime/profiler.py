@@ -1,0 +1,387 @@
+"""Run a model eagerly under ``torch.profiler`` and record every data copy it makes.
+
+How a copy is found and attributed:
+
+* A ``TorchFunctionMode`` wraps every torch call the user's code makes in a
+  ``record_function("fxlint@N")`` annotation and remembers N's source line
+  (the innermost frame outside torch and fxlint) and module path (from
+  forward hooks). Copies a kernel makes internally (``aten::convolution`` ->
+  ``aten::contiguous`` -> ``aten::clone`` -> ``aten::copy_``) nest under that
+  annotation in the profiler's event tree.
+* Copy kernels are the leaves that move data: ``aten::copy_`` (every clone,
+  contiguous, ``_to_copy``, repeat, reshape-copy goes through it), gathers
+  (``aten::index``, ``index_select``, ``gather``, ``take``, ``masked_select``)
+  and scatters (``index_put_``, ``index_add_``, ``scatter_``...).
+* Bytes: ``copy_`` writes its destination (shape x itemsize); a gather writes
+  its output (the largest allocation the op makes, from ``profile_memory``); a
+  scatter writes its source values.
+* Backward: ``autograd::engine::evaluate_function: XBackward0`` events carry
+  the sequence number of the forward op that created the node, which maps the
+  backward copy to the forward annotation, hence to the user's line.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import re
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from ..source import Location, is_internal_file, user_frame
+
+# Kineto prints "USDT: profiler_start/stop" lines on stderr at its default level; it reads the
+# level when the profiler first starts, so setting it here (before any profile) silences them.
+os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+
+COPY_KERNELS = {"aten::copy_"}
+GATHER_KERNELS = {
+    "aten::index", "aten::_unsafe_index", "aten::index_select", "aten::gather", "aten::take",
+    "aten::masked_select", "aten::take_along_dim",
+}
+SCATTER_KERNELS = {  # op name -> position of the values/source argument
+    "aten::index_put_": 2, "aten::_index_put_impl_": 2, "aten::index_put": 2, "aten::index_add_": 3,
+    "aten::index_add": 3, "aten::scatter_": 3, "aten::scatter_add_": 3, "aten::scatter": 3,
+    "aten::index_copy_": 3, "aten::masked_scatter_": 2,
+}
+#: ops that name *why* a copy happened; the first of these in a copy's chain is reported as its op
+#: (reshape, flatten and to are not among them: they copy only through clone / _to_copy, which are)
+COPY_ENTRY_OPS = {
+    "aten::contiguous", "aten::clone", "aten::_to_copy", "aten::repeat", "aten::tile",
+    "aten::expand_copy", "aten::_reshape_copy", "aten::copy_",
+    "aten::index", "aten::_unsafe_index", "aten::index_select", "aten::gather", "aten::take",
+    "aten::masked_select", "aten::take_along_dim", "aten::repeat_interleave", "aten::lift_fresh_copy",
+} | set(SCATTER_KERNELS)
+#: a copy directly under one of these parents is paid by every program (BLAS beta=1 bias copy)
+_BIAS_INTO_OUTPUT = {"aten::addmm", "aten::addmv", "aten::baddbmm", "aten::addbmm", "aten::addr"}
+_EMBEDDING = {"aten::embedding", "aten::embedding_dense_backward", "aten::embedding_backward",
+              "aten::_embedding_bag", "aten::embedding_bag"}
+
+_ANNOTATION = re.compile(r"^fxlint@(\d+)$")
+_EVAL_WITH_KEY = "<eval_with_key>"
+_ASSIGN = re.compile(r"^\s*(\w+)\s*=")
+_SEQ_EVENT = "autograd::engine::evaluate_function: "
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """Where one torch call came from."""
+
+    location: Location | None  # None: fxlint's own code (e.g. the training loss)
+    module_path: str | None
+    func: str
+    internal: bool = False
+
+
+@dataclass(frozen=True)
+class CopyEvent:
+    """One copy the runtime made."""
+
+    kernel: str  # the op that wrote the bytes: aten::copy_, aten::index, ...
+    op: str  # the op that asked for the copy: aten::contiguous, aten::clone, aten::index, ...
+    top_op: str  # the outermost ATen op: aten::conv3d, aten::matmul, ...
+    chain: tuple[str, ...]  # ATen ops from top_op down to kernel
+    bytes: int
+    shape: tuple[int, ...]
+    dtype: str
+    kind: str  # layout | dtype | device | gather | scatter
+    phase: str  # forward | backward
+    file: str | None
+    line: int | None
+    function: str | None
+    code: str | None
+    module_path: str | None
+    grad_fn: str | None = None  # backward node, e.g. ConvolutionBackward0
+    avoidable: bool = True
+    reason: str | None = None  # why it is unavoidable
+
+    @property
+    def location(self) -> str:
+        if self.file is None:
+            return f"<{self.grad_fn or 'runtime'}>"
+        if self.file == "<graph>":
+            return f"<graph>:{self.function}"
+        rel = os.path.relpath(self.file)
+        path = self.file if rel.startswith("..") else rel
+        return f"{path}:{self.line}"
+
+
+@dataclass
+class RawAudit:
+    copies: list[CopyEvent] = field(default_factory=list)
+    sites: dict[int, CallSite] = field(default_factory=dict)
+    internal_bytes: int = 0
+
+
+# --------------------------------------------------------------------------- call-site recording
+
+
+class _SiteMode(TorchFunctionMode):
+    """Annotate every torch call with the user's source line."""
+
+    def __init__(self, module_stack: list[str]) -> None:
+        super().__init__()
+        self.sites: dict[int, CallSite] = {}
+        self._cache: dict[tuple, int] = {}
+        self._module_stack = module_stack
+        self._owner = threading.get_ident()
+
+    def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        if threading.get_ident() != self._owner:
+            return func(*args, **kwargs)
+        site = _call_site(sys._getframe(1))
+        mod = self._module_stack[-1] if self._module_stack else None
+        name = getattr(func, "__name__", str(func))
+        key = (site[0], mod, name)
+        idx = self._cache.get(key)
+        if idx is None:
+            idx = len(self.sites)
+            self._cache[key] = idx
+            self.sites[idx] = CallSite(location=site[0], module_path=mod or None, func=name, internal=site[1])
+        with torch.profiler.record_function(f"fxlint@{idx}"):
+            return func(*args, **kwargs)
+
+
+def _call_site(frame: Any) -> tuple[Location | None, bool]:
+    """(user location, is fxlint-internal) of the innermost frame outside torch and fxlint."""
+    f = frame
+    while f is not None:
+        path = f.f_code.co_filename
+        if path.startswith(_EVAL_WITH_KEY):
+            loc = _graph_module_location(f)
+            if loc is not None:
+                return loc, False
+            f = f.f_back
+            continue
+        if not is_internal_file(path):
+            code = linecache.getline(path, f.f_lineno).strip() or None
+            return Location(path, f.f_lineno, f.f_code.co_name, code), False
+        if os.path.abspath(path).startswith(_FXLINT_DIR):
+            return None, True  # fxlint's own code (the training loss, the audit itself)
+        f = f.f_back
+    return None, True
+
+
+_FXLINT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # fxlint/
+
+
+def _graph_module_location(frame: Any) -> Location | None:
+    """A frame in GraphModule-generated code: map the line to its node, then to the node's source."""
+    gm = frame.f_locals.get("self")
+    if not isinstance(gm, torch.fx.GraphModule):
+        return None
+    text = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    m = _ASSIGN.match(text)
+    if not m:
+        return None
+    name = m.group(1)
+    for node in gm.graph.nodes:
+        if node.name == name:
+            loc = user_frame(node.meta.get("stack_trace"))
+            return loc if loc is not None else Location("<graph>", 0, name, text.strip())
+    return None
+
+
+class _ModuleTracker:
+    """Keeps the dotted path of the module whose forward is running."""
+
+    def __init__(self, root: torch.nn.Module | None) -> None:
+        self.names = {id(m): n for n, m in root.named_modules()} if root is not None else {}
+        self.stack: list[str] = []
+        self._handles: list[Any] = []
+
+    def __enter__(self) -> "_ModuleTracker":
+        from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+        def pre(mod: torch.nn.Module, args: Any) -> None:
+            name = self.names.get(id(mod))
+            self.stack.append(name if name is not None else (self.stack[-1] if self.stack else ""))
+
+        def post(mod: torch.nn.Module, args: Any, out: Any) -> None:
+            if self.stack:
+                self.stack.pop()
+
+        self._handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True)]
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for h in self._handles:
+            h.remove()
+
+
+# --------------------------------------------------------------------------- profiling
+
+
+def profile_copies(fn: Callable[[], Any], root: torch.nn.Module | None) -> RawAudit:
+    """Run ``fn()`` once under the profiler and return every copy with its call site."""
+    from torch.profiler import ProfilerActivity, profile
+
+    tracker = _ModuleTracker(root)
+    mode = _SiteMode(tracker.stack)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=True) as prof:
+        with tracker, mode:
+            fn()
+    tree = prof.profiler.kineto_results.experimental_event_tree()
+    return _extract(tree, mode.sites)
+
+
+def _is_op(e: Any) -> bool:
+    return type(e.extra_fields).__name__ == "_ExtraFields_TorchOp"
+
+
+def _alloc(e: Any) -> int:
+    ef = e.extra_fields
+    return int(ef.alloc_size) if type(ef).__name__ == "_ExtraFields_Allocation" else 0
+
+
+def _largest_alloc(e: Any) -> int:
+    best = 0
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        best = max(best, _alloc(x))
+        stack.extend(x.children)
+    return best
+
+
+def _tensor_meta(e: Any, pos: int) -> Any:
+    inputs = e.extra_fields.inputs
+    if pos < len(inputs) and hasattr(inputs[pos], "sizes"):
+        return inputs[pos]
+    return None
+
+
+def _numel(sizes: Iterable[int]) -> int:
+    n = 1
+    for s in sizes:
+        n *= int(s)
+    return n
+
+
+def _itemsize(dtype: Any) -> int:
+    try:
+        return torch.empty((), dtype=dtype).element_size()
+    except Exception:  # noqa: BLE001
+        return 0
+
+
+def _extract(roots: list[Any], sites: dict[int, CallSite]) -> RawAudit:
+    raw = RawAudit(sites=sites)
+    seq_to_site: dict[int, int] = {}
+
+    # pass 1: forward sequence numbers -> annotation (last forward op with that number created the node)
+    def index_forward(e: Any, site: int | None) -> None:
+        if _is_op(e):
+            if e.name.startswith(_SEQ_EVENT):
+                return  # backward nodes reuse their forward op's number; only forward ops define it
+            m = _ANNOTATION.match(e.name)
+            if m:
+                site = int(m.group(1))
+            elif site is not None and e.extra_fields.sequence_number >= 0 and e.name.startswith("aten::"):
+                seq_to_site[e.extra_fields.sequence_number] = site
+        for c in e.children:
+            index_forward(c, site)
+
+    for r in roots:
+        index_forward(r, None)
+
+    # pass 2: copies
+    def visit(e: Any, site: int | None, chain: tuple[str, ...], grad_fn: str | None, phase: str) -> None:
+        if not _is_op(e):
+            return
+        name = e.name
+        m = _ANNOTATION.match(name)
+        if m:
+            site = int(m.group(1))
+            chain = ()
+        elif name.startswith(_SEQ_EVENT):
+            grad_fn = name[len(_SEQ_EVENT):]
+            phase = "backward"
+            site = seq_to_site.get(e.extra_fields.sequence_number)
+            chain = ()
+        elif name.startswith("aten::"):
+            chain = chain + (name,)
+            event = _as_copy(e, chain)
+            if event is not None:
+                _record(raw, event, sites.get(site) if site is not None else None, grad_fn, phase)
+                return  # nothing inside a copy kernel is a second copy
+        for c in e.children:
+            visit(c, site, chain, grad_fn, phase)
+
+    for r in roots:
+        visit(r, None, (), None, "forward")
+    return raw
+
+
+def _as_copy(e: Any, chain: tuple[str, ...]) -> dict[str, Any] | None:
+    name = e.name
+    if name in COPY_KERNELS:
+        dst, src = _tensor_meta(e, 0), _tensor_meta(e, 1)
+        if dst is None:
+            return None
+        sizes = tuple(int(s) for s in dst.sizes)
+        n = _numel(sizes)
+        if n == 0:
+            return None
+        kind = "layout"
+        if src is not None and src.dtype != dst.dtype:
+            kind = "dtype"
+        if src is not None and str(src.device) != str(dst.device):
+            kind = "device"
+        return {"kernel": name, "bytes": n * _itemsize(dst.dtype), "shape": sizes, "dtype": str(dst.dtype),
+                "kind": kind, "chain": chain}
+    if name in GATHER_KERNELS:
+        src = _tensor_meta(e, 0)
+        nbytes = _largest_alloc(e)
+        if nbytes <= 0:
+            return None
+        return {"kernel": name, "bytes": nbytes, "shape": tuple(int(s) for s in src.sizes) if src else (),
+                "dtype": str(src.dtype) if src else "?", "kind": "gather", "chain": chain}
+    if name in SCATTER_KERNELS:
+        vals = _tensor_meta(e, SCATTER_KERNELS[name])
+        if vals is None:
+            return None
+        sizes = tuple(int(s) for s in vals.sizes)
+        n = _numel(sizes)
+        if n == 0:
+            return None
+        return {"kernel": name, "bytes": n * _itemsize(vals.dtype), "shape": sizes, "dtype": str(vals.dtype),
+                "kind": "scatter", "chain": chain}
+    return None
+
+
+def _classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...]) -> tuple[bool, str | None]:
+    parent = chain[-2] if len(chain) >= 2 else None
+    if _numel(shape) <= 1 and chain[0] not in COPY_ENTRY_OPS:
+        return False, "a Python scalar wrapped into a one-element tensor for the op"
+    if chain[-1] == "aten::copy_" and parent in _BIAS_INTO_OUTPUT:
+        return False, "bias copied into the output buffer before the BLAS call (every addmm pays it)"
+    if any(op in _EMBEDDING for op in chain) or (grad_fn or "").startswith("Embedding"):
+        return False, "the embedding lookup itself"
+    return True, None
+
+
+def _record(raw: RawAudit, ev: dict[str, Any], site: CallSite | None, grad_fn: str | None, phase: str) -> None:
+    chain = ev["chain"]
+    if site is not None and site.internal:
+        raw.internal_bytes += ev["bytes"]
+        return
+    op = next((c for c in chain if c in COPY_ENTRY_OPS), chain[-1])
+    avoidable, reason = _classify(chain, grad_fn, ev["shape"])
+    loc = site.location if site is not None else None
+    raw.copies.append(
+        CopyEvent(
+            kernel=ev["kernel"], op=op, top_op=chain[0], chain=chain, bytes=ev["bytes"], shape=ev["shape"],
+            dtype=ev["dtype"].replace("torch.", ""), kind=ev["kind"], phase=phase,
+            file=loc.file if loc else None, line=loc.line if loc else None,
+            function=loc.function if loc else (grad_fn or None), code=loc.code if loc else None,
+            module_path=site.module_path if site is not None else None, grad_fn=grad_fn,
+            avoidable=avoidable, reason=reason,
+        )
+    )

@@ -1,0 +1,280 @@
+"""The runtime copy audit: what the profiler records, attributed to the user's line;
+and the cross-check of static findings against it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import torch.nn as nn
+
+import fxlint
+from fxlint.findings import Finding, Severity
+from fxlint.runtime.confirm import match
+from fxlint.runtime.oracle import check
+from tests.conftest import line_of, run_cli
+
+HERE = __file__
+
+
+def _line(marker: str) -> int:
+    return line_of(HERE, marker)
+
+
+class Video(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv3d(3, 8, 3, padding=1)
+
+    def forward(self, clips):  # clips: (B, T, C, H, W)
+        return self.conv(clips.permute(0, 2, 1, 3, 4))  # conv3d on permuted clips
+
+
+CLIPS = torch.randn(2, 4, 3, 8, 8)
+
+
+def test_permuted_conv3d_input_is_one_input_sized_copy_on_the_conv_line():
+    report = fxlint.audit(Video(), (CLIPS,))
+    line = _line("# conv3d on permuted clips")
+    copies = report.at(HERE, line)
+    assert len(copies) == 1
+    c = copies[0]
+    assert c.bytes == CLIPS.numel() * 4
+    assert c.kernel == "aten::copy_" and c.op == "aten::contiguous" and c.top_op == "aten::conv3d"
+    assert "aten::convolution" in c.chain and c.kind == "layout" and c.avoidable
+    assert c.module_path == "conv" and c.phase == "forward"
+    assert report.total_bytes == c.bytes
+
+
+def test_training_step_pays_the_layout_copy_again_in_backward():
+    m = Video()
+    report = fxlint.audit(m, (CLIPS,), train=True)
+    line = _line("# conv3d on permuted clips")
+    fwd = report.at(HERE, line, phase="forward")
+    bwd = report.at(HERE, line, phase="backward")
+    assert [c.bytes for c in fwd] == [CLIPS.numel() * 4]
+    assert CLIPS.numel() * 4 in [c.bytes for c in bwd]
+    assert all(c.grad_fn == "ConvolutionBackward0" for c in bwd)
+    assert all(p.grad is None for p in m.parameters()), "the audit left gradients on the model"
+
+
+def test_contiguous_input_to_conv3d_copies_nothing():
+    m = Video()
+    report = fxlint.audit(lambda x: m.conv(x), (CLIPS.permute(0, 2, 1, 3, 4).contiguous(),))
+    assert report.copies == []
+
+
+def test_last_two_dims_transpose_into_bmm_copies_nothing():
+    def attn(q, k):
+        return torch.bmm(q, k.transpose(1, 2))  # bmm with transposed k
+
+    q, k = torch.randn(4, 16, 8), torch.randn(4, 16, 8)
+    assert fxlint.audit(attn, (q, k)).copies == []
+    report = fxlint.audit(attn, (q, k.requires_grad_()), train=True)
+    assert report.at(HERE, _line("# bmm with transposed k")) == []
+    # the gradient of k arrives transposed; AccumulateGrad copies it to k's layout
+    [acc] = report.copies
+    assert acc.grad_fn == "torch::autograd::AccumulateGrad" and acc.bytes == k.numel() * 4 and acc.file is None
+
+
+def test_matmul_on_permuted_4d_operands_clones_under_reshape():
+    def attn(q, k):  # q, k: (B, S, H, D)
+        return torch.matmul(q.permute(0, 2, 1, 3), k.permute(0, 2, 3, 1))  # batch dims B,H cannot fold
+
+    q, k = torch.randn(2, 5, 3, 4), torch.randn(2, 5, 3, 4)
+    copies = fxlint.audit(attn, (q, k)).at(HERE, _line("# batch dims B,H cannot fold"))
+    assert len(copies) == 2
+    for c in copies:
+        assert c.top_op == "aten::matmul" and "aten::reshape" in c.chain and c.op == "aten::clone"
+        assert c.bytes == q.numel() * 4
+
+
+def test_matmul_3d_by_2d_on_permuted_operand_copies_nothing():
+    """Folklore says a permuted operand makes matmul copy; for 3-D @ 2-D, torch 2.13 calls bmm
+    with the batch stride instead of folding, so nothing is copied."""
+
+    def f(x, w):
+        return torch.matmul(x.permute(1, 0, 2), w)
+
+    assert fxlint.audit(f, (torch.randn(4, 5, 6), torch.randn(6, 7))).copies == []
+
+
+def test_list_index_is_a_gather_of_the_output_size():
+    def f(x):
+        return x[:, [0, 2, 4, 6]]  # list index
+
+    x = torch.randn(5, 8)
+    [c] = fxlint.audit(f, (x,)).copies
+    assert c.kernel == "aten::index" and c.kind == "gather" and c.bytes == 5 * 4 * 4
+    assert c.line == _line("# list index")
+
+
+def test_dtype_conversion_and_unavoidable_copies():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(50, 16)
+            self.lin = nn.Linear(16, 16)
+
+        def forward(self, tokens):
+            h = self.emb(tokens)  # embedding lookup
+            return self.lin(h).half()  # linear then half
+
+    tokens = torch.randint(0, 50, (3, 5))
+    report = fxlint.audit(M(), (tokens,))
+    emb = report.at(HERE, _line("# embedding lookup"))
+    assert [(c.op, c.avoidable) for c in emb] == [("aten::index_select", False)]
+    assert emb[0].module_path == "emb" and "embedding" in emb[0].reason
+    lin = report.at(HERE, _line("# linear then half"))
+    bias = [c for c in lin if not c.avoidable]
+    assert len(bias) == 1 and bias[0].top_op == "aten::linear" and bias[0].bytes == 3 * 5 * 16 * 4
+    half = [c for c in lin if c.kind == "dtype"]
+    assert len(half) == 1 and half[0].bytes == 3 * 5 * 16 * 2 and half[0].dtype == "float16"
+    assert report.avoidable_bytes == half[0].bytes
+
+
+def test_aggregation_by_line_counts_calls_and_shares():
+    def f(x):
+        for _ in range(3):
+            x = x.t().contiguous()  # three copies per call
+        return x[[0]]  # one gather
+
+    x = torch.randn(8, 8)
+    report = fxlint.audit(f, (x,))
+    stats = report.by_line()
+    assert stats[0].line == _line("# three copies per call") and stats[0].count == 3
+    assert stats[0].bytes == 3 * 256 and stats[1].bytes == 32
+    assert abs(sum(s.share for s in stats) - 1.0) < 1e-9
+    text = str(report)
+    assert "aten::contiguous" in text and "96.0%" in text
+    d = json.loads(json.dumps(report.to_dict(), default=str))
+    assert d["summary"]["bytes_per_call"] == 3 * 256 + 32 and len(d["lines"]) == 2
+
+
+def test_audit_leaves_the_model_untouched():
+    m = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)).train()
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    x = torch.randn(8, 4, requires_grad=True)
+    fxlint.audit(m, (x,), train=True)
+    assert all(torch.equal(v, m.state_dict()[k]) for k, v in before.items())
+    assert x.grad is None and all(p.grad is None for p in m.parameters())
+
+
+def test_exported_program_and_symbolic_trace_attribution():
+    class M(nn.Module):
+        def forward(self, x):
+            return x[:, [1, 2, 3]] * 2  # gather in a graph
+
+    x = torch.randn(4, 6)
+    ep_report = fxlint.audit(torch.export.export(M(), (x,)), (x,))
+    gathers = [c for c in ep_report.copies if c.kind == "gather"]
+    assert [(c.line, c.bytes) for c in gathers] == [(_line("# gather in a graph"), 4 * 3 * 4)]
+    # the exported program also copies its lifted index constant on every call
+    lifted = [c for c in ep_report.copies if c.top_op == "aten::lift_fresh_copy"]
+    assert [c.bytes for c in lifted] == [3 * 8] and lifted[0].avoidable
+    # and wraps the scalar 2 into a tensor: classified as unavoidable
+    assert all(not c.avoidable for c in ep_report.copies if c.bytes == 4)
+    gm_report = fxlint.audit(torch.fx.symbolic_trace(M()), (x,))
+    [c] = [c for c in gm_report.copies if c.kind == "gather"]
+    assert c.file == "<graph>" and c.function == "getitem"
+
+
+# --------------------------------------------------------------------------- cross-check
+
+
+def test_confirm_marks_true_findings_and_lists_unexplained_copies():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv3d(3, 4, 1)
+
+        def forward(self, x, clips):
+            a = x[:, [0, 2, 4]]  # confirmed gather
+            b = self.conv(clips.permute(0, 2, 1, 3, 4))  # unexplained until the layout rules land
+            return a, b
+
+    x = torch.randn(4, 8)
+    report = fxlint.lint(M(), (x, CLIPS), confirm=True)
+    [f] = report.by_code("FXL401")
+    assert f.status == "confirmed"
+    assert report.summary()["confirmed"] == 1
+    [u] = [u for u in report.unexplained if u["line"] == _line("# unexplained until")]
+    assert u["bytes"] == CLIPS.numel() * 4 and "aten::contiguous" in u["ops"][0]
+    assert "runtime: confirmed" in str(report) and "no finding explains" in str(report)
+
+
+def _fake(line: int, nbytes: int | None) -> Finding:
+    return Finding(code="FXL101", name="contiguous-copy", severity=Severity.WARNING, message="m",
+                   file=HERE, line=line, bytes=nbytes)
+
+
+def test_wrong_predictions_are_refuted_and_unrun_lines_are_not_run():
+    def f(x, flag: bool):
+        y = x.t().contiguous()  # a real copy
+        z = x + 1  # no copy here
+        if flag:
+            z = z.t().contiguous()  # never runs with flag=False
+        return y, z
+
+    x = torch.randn(4, 6)
+    audit = fxlint.audit(f, (x, False))
+    copy_line, add_line, branch_line = _line("# a real copy"), _line("# no copy here"), _line("# never runs")
+    assert match(_fake(copy_line, 96), audit)[0] == "confirmed"
+    assert match(_fake(copy_line, None), audit)[0] == "confirmed"
+    assert match(_fake(copy_line, 97), audit)[0] == "refuted"  # wrong size
+    assert match(_fake(add_line, 96), audit)[0] == "refuted"  # ran, no copy
+    assert match(_fake(branch_line, 96), audit)[0] == "not-run"
+
+
+def test_oracle_helper():
+    result = check(lambda x: x[:, [0, 1, 2]], (torch.randn(3, 5),), select="FXL4")
+    result.assert_all_confirmed()
+    result.assert_no_unexplained()
+    [f] = result.findings
+    assert [c.kernel for c in result.copies_at(f)] == ["aten::index"]
+    with pytest.raises(AssertionError, match="no finding explains"):
+        check(lambda x: x.t().contiguous(), (torch.randn(3, 5),), select="FXL4").assert_no_unexplained()
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_cli_audit_text_json_and_train(write_module, tmp_path):
+    path = write_module(
+        """
+        import torch
+        import torch.nn as nn
+
+        class Video(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv3d(3, 4, 3)
+
+            def forward(self, clips):
+                return self.conv(clips.permute(0, 2, 1, 3, 4))
+        """,
+        name="video.py",
+    )
+    proc = run_cli("audit", f"{path}:Video", "-i", "randn(2,4,3,8,8)")
+    assert proc.returncode == 0, proc.stderr
+    assert "video.py:11" in proc.stdout and "aten::conv3d>aten::contiguous" in proc.stdout
+    assert "USDT" not in proc.stderr
+    out = tmp_path / "a.json"
+    proc = run_cli("audit", f"{path}:Video", "-i", "randn(2,4,3,8,8)", "--train", "--format", "json",
+                   "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    phases = {c["phase"] for c in data["copies"]}
+    assert phases == {"forward", "backward"} and data["summary"]["train"] is True
+    proc = run_cli("audit", f"{path}:Video")
+    assert proc.returncode == 2 and "needs example inputs" in proc.stderr
+
+
+def test_cli_lint_confirm(write_module):
+    path = write_module("import torch\n\ndef f(x):\n    return x[:, [0, 1]]\n", name="gather.py")
+    proc = run_cli("lint", f"{path}:f", "-i", "randn(3,4)", "--confirm", "--format", "json")
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["findings"][0]["status"] == "confirmed"
+    assert data["summary"]["confirmed"] == 1 and data["runtime"]["unexplained"] == []
