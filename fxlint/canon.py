@@ -475,6 +475,9 @@ def _mutated_positions(node: fx.Node, raw: str) -> list[Any]:
     return out
 
 
+_SCALARS = (int, float, bool, str, torch.dtype, torch.device, torch.memory_format, torch.layout)
+
+
 class _Builder:
     def __init__(self, gm: fx.GraphModule, origin: str, grad_enabled: bool, roles: dict[str, tuple[str, str | None]],
                  constants: dict[str, Any]) -> None:
@@ -487,6 +490,8 @@ class _Builder:
 
     # -- conversion of args ------------------------------------------------
     def conv(self, a: Any) -> Any:
+        if a is None or type(a) in _SCALARS:
+            return a
         if isinstance(a, fx.Node):
             return self.map.get(a)
         if isinstance(a, (list, tuple)):

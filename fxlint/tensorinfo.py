@@ -102,7 +102,8 @@ class TensorInfo:
             dtype=t.dtype,
             device=t.device,
             requires_grad=bool(t.requires_grad),
-            is_parameter=isinstance(t, torch.nn.Parameter),
+            # type() rather than isinstance(): Parameter's metaclass makes isinstance slow
+            is_parameter=type(t) is torch.nn.Parameter or bool(getattr(t, "_is_param", False)),
         )
 
     # -- sizes -------------------------------------------------------------

@@ -156,8 +156,13 @@ def _floating_outputs(out: Any) -> list[torch.Tensor]:
     return found
 
 
-def audit(target: Any, example_inputs: Any = None, *, train: bool = False) -> AuditReport:
-    """Measure every copy ``target`` makes on ``example_inputs`` (see module docstring)."""
+def audit(target: Any, example_inputs: Any = None, *, train: bool = False, attribute: bool = True) -> AuditReport:
+    """Measure every copy ``target`` makes on ``example_inputs`` (see module docstring).
+
+    ``attribute=False`` skips the source-line labelling (copies carry no
+    location): for compiled callables, where a torch-function mode would make
+    Dynamo recompile what it runs.
+    """
     from ..capture import normalise_inputs, preserved_state
 
     fn, module = _as_runnable(target)
@@ -191,7 +196,7 @@ def audit(target: Any, example_inputs: Any = None, *, train: bool = False) -> Au
             try:
                 with torch.set_grad_enabled(train or torch.is_grad_enabled()):
                     step()  # warm-up: lazy initialisation and first-call caches are not per-call costs
-                    raw = profile_copies(step, module)
+                    raw = profile_copies(step, module, attribute=attribute)
             except (ModelError, CaptureError):
                 raise
             except Exception as exc:

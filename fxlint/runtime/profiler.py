@@ -218,14 +218,17 @@ class _ModuleTracker:
 # --------------------------------------------------------------------------- profiling
 
 
-def profile_copies(fn: Callable[[], Any], root: torch.nn.Module | None) -> RawAudit:
-    """Run ``fn()`` once under the profiler and return every copy with its call site."""
+def profile_copies(fn: Callable[[], Any], root: torch.nn.Module | None, *, attribute: bool = True) -> RawAudit:
+    """Run ``fn()`` once under the profiler and return every copy with its call site
+    (no call sites with ``attribute=False``)."""
+    import contextlib
+
     from torch.profiler import ProfilerActivity, profile
 
     tracker = _ModuleTracker(root)
     mode = _SiteMode(tracker.stack)
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=True) as prof:
-        with tracker, mode:
+        with (tracker if attribute else contextlib.nullcontext()), (mode if attribute else contextlib.nullcontext()):
             fn()
     tree = prof.profiler.kineto_results.experimental_event_tree()
     return _extract(tree, mode.sites)

@@ -1,0 +1,1 @@
+"""Benchmarks shipped with fxlint (``fxlint bench``)."""
