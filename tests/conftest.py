@@ -114,3 +114,27 @@ def load_model(path: Path, name: str = "make"):
 
     loaded = load_target(f"{path}:{name}")
     return loaded.obj, loaded.inputs
+
+
+@pytest.fixture(scope="session")
+def _warm_lint():
+    """Run one failing lint in this process before any pytester fixture exists.
+
+    pytester snapshots sys.modules when it is set up and, at teardown, drops every module
+    imported since. Torch modules first imported by the inner (in-process) pytest run would
+    be dropped and re-imported later, and some register TORCH_LIBRARY namespaces that cannot
+    be registered twice. Importing them here, first, keeps them out of the dropped set."""
+    from fxlint.testing import assert_no_findings
+
+    class _Gather(torch.nn.Module):
+        def forward(self, x):
+            return x[:, [0, 2]] * 2
+
+    with pytest.raises(AssertionError):
+        assert_no_findings(_Gather(), torch.randn(2, 4), config=False)
+
+
+@pytest.fixture
+def lint_pytester(_warm_lint, pytester):
+    """``pytester`` for inner runs that lint models (see ``_warm_lint``)."""
+    return pytester

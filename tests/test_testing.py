@@ -125,7 +125,8 @@ def test_plugin_importing_is_cheap():
     assert out.strip() == "False"
 
 
-def test_plugin_fixture_and_marker(pytester):
+def test_plugin_fixture_and_marker(lint_pytester):
+    pytester = lint_pytester
     pytester.makepyfile(test_models=PLUGIN_TESTS)
     pytester.makeini("[pytest]\nfilterwarnings = ignore\n")  # no [tool.fxlint] here: defaults apply
     result = pytester.runpytest("-p", "no:cacheprovider")
@@ -143,7 +144,8 @@ def test_plugin_fixture_and_marker(pytester):
     assert "FAILED test_models.py::test_gather - AssertionError" in out
 
 
-def test_plugin_module_level_marker(pytester):
+def test_plugin_module_level_marker(lint_pytester):
+    pytester = lint_pytester
     pytester.makepyfile(test_m=textwrap.dedent("""
         import pytest, torch
         pytestmark = pytest.mark.fxlint(severity="error")
