@@ -371,6 +371,7 @@ def source_file_of(target: Any) -> str | None:
     try:
         import torch
 
+        target = getattr(target, "_orig_mod", target)  # a torch.compile'd module: the user's module
         if isinstance(target, (torch.fx.GraphModule, torch.export.ExportedProgram)):
             return None
         obj = type(target) if isinstance(target, torch.nn.Module) else inspect.unwrap(target)

@@ -49,6 +49,7 @@ def test_source_file_of_targets(make_project):
     m, _ = load_model(model)
     assert Path(source_file_of(m)) == model
     assert Path(source_file_of(m.forward)) == model
+    assert Path(source_file_of(torch.compile(m, backend="eager"))) == model
     assert source_file_of(torch.nn.Linear(2, 2)) is None  # defined inside torch: search from the cwd
     assert source_file_of(torch.fx.symbolic_trace(torch.nn.ReLU())) is None
 
