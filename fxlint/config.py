@@ -232,7 +232,8 @@ def _codes(value: Any, key: str, path: Path) -> tuple[str, ...]:
     try:
         return tuple(_normalise_codes(value, key) or ())
     except ConfigError as exc:
-        raise ConfigError(f"{_where(key, path)}: {exc}") from None
+        msg = str(exc).removeprefix(f"{key}: ")
+        raise ConfigError(f"{_where(key, path)}: {msg}") from None
 
 
 def _validate(table: dict[str, Any], path: Path) -> FileConfig:
