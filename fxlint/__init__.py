@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .errors import (
     CaptureError,
@@ -33,6 +33,9 @@ def lint(
     *,
     select: str | Sequence[str] | None = None,
     ignore: str | Sequence[str] | None = None,
+    extend_select: str | Sequence[str] | None = None,
+    severity: Mapping[str, str] | None = None,
+    config: Any = None,
     confirm: bool = False,
 ) -> Report:
     """Lint ``target`` and return a ``Report``.
@@ -43,7 +46,14 @@ def lint(
     from ``example_inputs`` with fake tensors) or a
     ``torch.export.ExportedProgram``. ``example_inputs`` is a tensor, a
     tuple/list of positional inputs, or a dict of keyword inputs.
-    ``select``/``ignore`` take rule codes or prefixes (``"FXL4"``).
+    ``select``/``ignore``/``extend_select`` take rule codes or prefixes
+    (``"FXL4"``); ``severity`` maps codes or prefixes to ``"error"``,
+    ``"warning"`` or ``"info"``.
+
+    Project configuration (``[tool.fxlint]`` in the closest ``pyproject.toml``
+    above the file that defines the model's class or the callable) applies
+    unless ``config=False``; ``config="path/to/pyproject.toml"`` names the file.
+    Explicit arguments replace the file's value of the same key.
 
     ``confirm=True`` also runs the runtime audit (``fxlint.audit``) and marks
     each copy-type finding ``confirmed``, ``refuted`` or ``not-run``
@@ -51,14 +61,19 @@ def lint(
     ``Report.unexplained``.
     """
     from .capture import capture
+    from .config import resolve, source_file_of
     from .engine import run_rules
-    from .registry import RuleContext, select_rules
+    from .registry import RuleContext
 
-    rules = select_rules(select, ignore)  # bad codes fail before anything runs
+    # bad codes and bad config fail before anything runs
+    settings = resolve(source_file_of(target), config=config, select=select, ignore=ignore,
+                       extend_select=extend_select, severity=severity)
     captured = capture(target, example_inputs)
-    report = run_rules(captured.views, rules, RuleContext(training=captured.training))
+    report = run_rules(captured.views, settings.rules, RuleContext(training=captured.training), settings)
     report.graph_breaks = len(captured.breaks)
     report.extras["breaks"] = captured.breaks
+    report.extras["config_file"] = settings.config_file
+    report.extras["fail_on"] = settings.fail_on
     if confirm:
         from .runtime.confirm import confirm as _confirm
 

@@ -10,9 +10,17 @@ graph then goes to the inner backend.
 Options (``torch.compile(..., options={...})``):
 
 ``inner``   backend that compiles the graph: a registered name or a callable
-            (default ``"inductor"``)
-``rewrite`` apply the safe rewrites before handing the graph on (default False)
-``select``/``ignore``  rule codes or prefixes, a list or a comma-separated string
+            (default: ``inner`` from the project configuration, else ``"inductor"``)
+``rewrite`` apply the safe rewrites before handing the graph on (default:
+            ``rewrite`` from the project configuration, else False)
+``select``/``ignore``/``extend_select``  rule codes or prefixes, a list or a
+            comma-separated string
+``severity`` a dict of code or prefix -> ``"error"``/``"warning"``/``"info"``
+``config``  a config file path, or False to ignore ``[tool.fxlint]``
+
+The project configuration is the ``[tool.fxlint]`` table of the closest
+``pyproject.toml`` above the user's source file of the graph's nodes (else
+the working directory); explicit options replace the file's keys.
 
 Any other key is configuration for the inner backend and is passed through
 (Inductor config for ``"inductor"``, ``options=`` for other backends).
@@ -25,9 +33,10 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 import torch.fx as fx
@@ -36,19 +45,27 @@ from .errors import ConfigError, FxlintWarning
 from .findings import Report, Severity
 from .tensorinfo import human_bytes
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import Settings
+
 log = logging.getLogger("fxlint")
 
-_OWN_KEYS = ("inner", "rewrite", "select", "ignore", "verify")
+_OWN_KEYS = ("inner", "rewrite", "select", "ignore", "extend_select", "severity", "config", "verify")
 _graph_counter = itertools.count()
 
 
 @dataclass
 class BackendOptions:
-    inner: str | Callable[..., Any] = "inductor"
-    rewrite: bool = False
+    """The options as given; None means "not given": the project configuration decides."""
+
+    inner: str | Callable[..., Any] | None = None
+    rewrite: bool | None = None
     verify: bool = True
     select: Sequence[str] | None = None
     ignore: Sequence[str] | None = None
+    extend_select: Sequence[str] | None = None
+    severity: dict[str, str] | None = None
+    config: Any = None
     passthrough: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -66,10 +83,20 @@ class BackendOptions:
                 if not isinstance(val, bool):
                     raise ConfigError(f"options[{key!r}] must be True or False, not {val!r}")
                 setattr(out, key, val)
-        for key in ("select", "ignore"):
+        for key in ("select", "ignore", "extend_select"):
             if key in opts:
                 val = opts.pop(key)
                 setattr(out, key, [val] if isinstance(val, str) else (list(val) if val is not None else None))
+        if "severity" in opts:
+            val = opts.pop("severity")
+            if val is not None and not isinstance(val, dict):
+                raise ConfigError(f"options['severity'] must be a dict of code -> severity, not {val!r}")
+            out.severity = val
+        if "config" in opts:
+            val = opts.pop("config")
+            if not (val is None or val is False or isinstance(val, (str, os.PathLike))):
+                raise ConfigError(f"options['config'] must be a config file path or False, not {val!r}")
+            out.config = val
         out.passthrough = opts
         return out
 
@@ -82,11 +109,12 @@ def fxlint_backend(
     **kwargs: Any,
 ) -> Callable[..., Any]:
     """Lint ``gm``, optionally rewrite it, and compile it with the inner backend."""
-    opts = BackendOptions.parse(options)  # a bad option is the user's to fix: raise
-    inner = _resolve_inner(opts.inner)
+    opts = BackendOptions.parse(options)  # a bad option or config file is the user's to fix: raise
+    settings = _settings_for(gm, opts)
+    inner = _resolve_inner(opts.inner if opts.inner is not None else (settings.inner or "inductor"))
     to_compile = gm
     try:
-        to_compile = _lint_and_rewrite(gm, example_inputs, opts)
+        to_compile = _lint_and_rewrite(gm, example_inputs, opts, settings)
     except Exception as exc:  # noqa: BLE001 - never break the user's compile
         warnings.warn(
             FxlintWarning(
@@ -99,24 +127,44 @@ def fxlint_backend(
     return _call_inner(inner, opts, to_compile, example_inputs, mode, kwargs)
 
 
-def _lint_and_rewrite(gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions) -> fx.GraphModule:
+def _settings_for(gm: fx.GraphModule, opts: BackendOptions) -> "Settings":
+    """Project configuration found from the user's file of this graph, overridden by the options."""
+    from .config import resolve
+
+    return resolve(_user_file(gm), config=opts.config, select=opts.select, ignore=opts.ignore,
+                   extend_select=opts.extend_select, severity=opts.severity,
+                   rewrite=opts.rewrite, inner=opts.inner if isinstance(opts.inner, str) else None)
+
+
+def _user_file(gm: fx.GraphModule) -> str | None:
+    from .source import user_frame
+
+    for node in gm.graph.nodes:
+        loc = user_frame(node.meta.get("stack_trace"))
+        if loc is not None:
+            return loc.file
+    return None
+
+
+def _lint_and_rewrite(
+    gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, settings: "Settings"
+) -> fx.GraphModule:
     from .capture import graph_break_from_reason, view_from_dynamo
     from .engine import run_rules
-    from .registry import RuleContext, select_rules
+    from .registry import RuleContext
     from .session import publish
 
     label = _graph_label(gm)
     view = view_from_dynamo(gm, label)
-    rules = select_rules(opts.select, opts.ignore)
     ctx = RuleContext(training=torch.is_grad_enabled(), options={"backend": True})
-    report = run_rules([view], rules, ctx)
+    report = run_rules([view], settings.rules, ctx, settings)
     reason = getattr(gm, "compile_subgraph_reason", None)
     if reason is not None and getattr(reason, "graph_break", False):
         report.graph_breaks = 1
         report.extras["breaks"] = [graph_break_from_reason(reason)]
     _log_report(label, report)
     publish(report)
-    if opts.rewrite:
+    if settings.rewrite:
         log.warning("fxlint: options['rewrite'] is not available in this version; %s compiled unchanged", label)
     return gm
 

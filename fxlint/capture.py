@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import linecache
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -58,6 +59,10 @@ def normalise_inputs(example_inputs: Any) -> tuple[tuple[Any, ...], dict[str, An
 
 def capture(target: Any, example_inputs: Any = None) -> Captured:
     """Capture ``target`` into canonical views (see module docstring)."""
+    # Dynamo formats the stack traces it records on nodes from linecache: drop entries of files
+    # edited since they were cached (a notebook, a test that rewrites a model file), or findings
+    # would quote the old text of a line.
+    linecache.checkcache()
     args, kwargs = normalise_inputs(example_inputs)
     if isinstance(target, torch.export.ExportedProgram):
         return _capture_export(target)

@@ -1,9 +1,14 @@
-"""Run the selected rules over canonical views and turn hits into findings."""
+"""Run the selected rules over canonical views and turn hits into findings.
+
+Given the run's ``config.Settings``, this is also the one place where the
+project's configured severities and ``per-file-ignores`` apply, so the CLI,
+``fxlint.lint``, the compile backend and the rewrite engine all get them.
+"""
 
 from __future__ import annotations
 
 import warnings
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import sympy
 
@@ -14,6 +19,8 @@ from .registry import Hit, Rule, RuleContext
 from .source import is_suppressed, source_line
 from .tensorinfo import known
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import Settings
 
 
 def finding_from_hit(rule: Rule, hit: Hit, label: str | None) -> Finding:
@@ -45,9 +52,14 @@ def run_rules(
     views: Sequence[GraphView],
     rules: Iterable[Rule],
     ctx: RuleContext,
+    settings: "Settings | None" = None,
 ) -> Report:
     """Every rule over every view. A rule that raises is reported in
-    ``Report.errors`` and skipped; it never takes the others down."""
+    ``Report.errors`` and skipped; it never takes the others down.
+
+    With ``settings``, configured severities replace the rule's (and the hit's)
+    severity, and findings silenced by ``per-file-ignores`` join the inline
+    ``# fxlint: ignore`` ones in ``Report.suppressed``."""
     report = Report(graphs=len(views))
     active: list[Finding] = []
     silenced: list[Finding] = []
@@ -63,7 +75,13 @@ def run_rules(
                 continue
             for hit in hits:
                 f = finding_from_hit(rule, hit, view.label)
-                if is_suppressed(f.code, f.file, f.line):
+                if settings is not None:
+                    sev = settings.severity_for(f.code, f.severity)
+                    if sev is not f.severity:
+                        f = f.with_(severity=sev)
+                if is_suppressed(f.code, f.file, f.line) or (
+                    settings is not None and settings.ignored_in_file(f.code, f.file)
+                ):
                     silenced.append(f.with_(suppressed=True))
                 else:
                     active.append(f)

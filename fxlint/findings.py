@@ -123,6 +123,7 @@ class Report:
 
     findings: list[Finding] = field(default_factory=list)
     suppressed: list[Finding] = field(default_factory=list)
+    baselined: list[Finding] = field(default_factory=list)  # known findings a baseline file filtered out
     graphs: int = 0
     graph_breaks: int = 0
     errors: list[str] = field(default_factory=list)  # fxlint internal failures, per rule
@@ -158,6 +159,7 @@ class Report:
             "warnings": counts.get("warning", 0),
             "infos": counts.get("info", 0),
             "suppressed": len(self.suppressed),
+            "baselined": len(self.baselined),
             "bytes_per_call": self.total_bytes,
             "graphs": self.graphs,
             "graph_breaks": self.graph_breaks,
@@ -173,6 +175,7 @@ class Report:
         d: dict[str, Any] = {
             "findings": [f.to_dict() for f in sort_by_cost(self.findings)],
             "suppressed": [f.to_dict() for f in self.suppressed],
+            "baselined": [f.to_dict() for f in self.baselined],
             "summary": self.summary(),
             "errors": list(self.errors),
         }

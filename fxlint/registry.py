@@ -109,6 +109,7 @@ def get_rule(code: str) -> Rule:
 def _normalise_codes(codes: "str | Sequence[str] | None", what: str) -> list[str] | None:
     if codes is None:
         return None
+    _load()  # every rule registered before codes are judged
     if isinstance(codes, str):
         codes = [codes]
     out: list[str] = []

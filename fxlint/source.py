@@ -145,6 +145,7 @@ def suppressed_codes(path: str | None, line: int | None) -> set[str] | None:
     """
     if not path or line is None or is_internal_file(path):
         return None
+    linecache.checkcache(path)  # the file may have changed since it was cached
     codes: set[str] = set()
     found = False
     for ln in _statement_lines(path, line):
@@ -168,5 +169,6 @@ def is_suppressed(code: str, path: str | None, line: int | None) -> bool:
 def source_line(path: str | None, line: int | None) -> str | None:
     if not path or line is None:
         return None
+    linecache.checkcache(path)
     text = linecache.getline(path, line).strip()
     return text or None

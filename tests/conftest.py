@@ -51,3 +51,90 @@ def run_cli(*args: str, cwd: str | Path | None = None, env: dict | None = None, 
         [sys.executable, "-m", "fxlint", *args],
         capture_output=True, text=True, cwd=str(cwd or ROOT), env=full_env, timeout=timeout,
     )
+
+
+@pytest.fixture
+def mul_rule():
+    """A throwaway second rule, FXL990 test-mul (info): flags every multiplication.
+
+    Only FXL401 ships today; tests of configuration need two codes. The rule is
+    unregistered afterwards so `fxlint rules` and the docs check never see it."""
+    from fxlint.registry import _RULES, Hit, rule
+
+    def check(view, ctx):
+        """Every multiplication (a test rule)."""
+        for n in view.ops("mul"):
+            yield Hit(node=n, message="a multiplication")
+
+    rule("FXL990", "test-mul", "info")(check)
+    try:
+        yield _RULES["FXL990"]
+    finally:
+        _RULES.pop("FXL990", None)
+
+
+MODEL_SOURCE = """
+import torch
+import torch.nn as nn
+
+
+class Gather(nn.Module):
+    def forward(self, x):
+        y = x[:, [0, 2, 4, 6]]  # the gather
+        return y * 2  # the mul
+
+
+def make():
+    return Gather(), (torch.randn(3, 8),)
+"""
+
+
+@pytest.fixture
+def make_project(tmp_path: Path):
+    """A throwaway user project: ``pyproject.toml`` (optional ``[tool.fxlint]`` body) and
+    ``src/pkg/model.py``; returns the model file."""
+
+    def _make(fxlint_toml: str | None = None, source: str = MODEL_SOURCE, *, root: Path | None = None) -> Path:
+        root = root or tmp_path / "proj"
+        (root / "src" / "pkg").mkdir(parents=True, exist_ok=True)
+        text = '[project]\nname = "proj"\n'
+        if fxlint_toml is not None:
+            text += "\n[tool.fxlint]\n" + textwrap.dedent(fxlint_toml)
+        (root / "pyproject.toml").write_text(text)
+        model = root / "src" / "pkg" / "model.py"
+        model.write_text(textwrap.dedent(source))
+        return model
+
+    return _make
+
+
+def load_model(path: Path, name: str = "make"):
+    """(module, inputs) from a model file, as the CLI loads it."""
+    from fxlint.target import load_target
+
+    loaded = load_target(f"{path}:{name}")
+    return loaded.obj, loaded.inputs
+
+
+@pytest.fixture(scope="session")
+def _warm_lint():
+    """Run one failing lint in this process before any pytester fixture exists.
+
+    pytester snapshots sys.modules when it is set up and, at teardown, drops every module
+    imported since. Torch modules first imported by the inner (in-process) pytest run would
+    be dropped and re-imported later, and some register TORCH_LIBRARY namespaces that cannot
+    be registered twice. Importing them here, first, keeps them out of the dropped set."""
+    from fxlint.testing import assert_no_findings
+
+    class _Gather(torch.nn.Module):
+        def forward(self, x):
+            return x[:, [0, 2]] * 2
+
+    with pytest.raises(AssertionError):
+        assert_no_findings(_Gather(), torch.randn(2, 4), config=False)
+
+
+@pytest.fixture
+def lint_pytester(_warm_lint, pytester):
+    """``pytester`` for inner runs that lint models (see ``_warm_lint``)."""
+    return pytester

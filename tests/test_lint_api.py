@@ -108,3 +108,17 @@ def test_report_api():
     assert set(d["findings"][0]) >= {"code", "name", "severity", "message", "file", "line", "module_path",
                                      "bytes", "fix"}
     assert "2 findings (2 warnings)" in str(report)
+
+
+def test_edited_file_is_reread_in_the_same_process(make_project):
+    """Dynamo and the suppression reader both go through linecache: an edit made after the
+    file was first cached must show (quoted source text, `# fxlint: ignore` added later)."""
+    from tests.conftest import MODEL_SOURCE, load_model
+
+    model = make_project(None)
+    m, x = load_model(model)
+    assert fxlint.lint(m, x, config=False).findings[0].source.endswith("# the gather")
+    model.write_text("# a new first line\n" + MODEL_SOURCE.replace("# the gather", "# fxlint: ignore[FXL401]"))
+    m, x = load_model(model)
+    report = fxlint.lint(m, x, config=False)
+    assert report.findings == [] and report.suppressed[0].source.endswith("# fxlint: ignore[FXL401]")

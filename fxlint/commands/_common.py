@@ -43,8 +43,51 @@ def add_target_args(p: argparse.ArgumentParser, *, zoo: bool = False) -> None:
 
 def add_rule_filter_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--select", action="append", metavar="CODES",
-                   help="only these rule codes or prefixes, comma-separated (e.g. FXL4,FXL101)")
-    p.add_argument("--ignore", action="append", metavar="CODES", help="skip these rule codes or prefixes")
+                   help="only these rule codes or prefixes, comma-separated (e.g. FXL4,FXL101); "
+                        "replaces select from the config file")
+    p.add_argument("--ignore", action="append", metavar="CODES",
+                   help="skip these rule codes or prefixes; replaces ignore from the config file")
+    p.add_argument("--extend-select", action="append", metavar="CODES",
+                   help="add these rule codes or prefixes to the selection")
+
+
+def add_config_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--config", metavar="FILE",
+                   help="read settings from FILE (a pyproject.toml with [tool.fxlint], or a TOML file holding "
+                        "the fxlint keys) instead of the closest pyproject.toml above the target")
+    g.add_argument("--no-config", action="store_true", help="ignore configuration files")
+
+
+def config_arg(args: argparse.Namespace) -> "str | bool | None":
+    """What ``config.resolve(config=...)`` takes for these CLI flags."""
+    if getattr(args, "no_config", False):
+        return False
+    return getattr(args, "config", None)
+
+
+def check_explicit_codes(args: argparse.Namespace) -> tuple[list[str] | None, list[str] | None, list[str] | None]:
+    """--select/--ignore/--extend-select, validated before anything loads (bad codes: exit 2)."""
+    from ..registry import _normalise_codes
+
+    select, ignore = split_codes(args.select), split_codes(args.ignore)
+    extend = split_codes(getattr(args, "extend_select", None))
+    _normalise_codes(select, "select")
+    _normalise_codes(ignore, "ignore")
+    _normalise_codes(extend, "extend-select")
+    return select, ignore, extend
+
+
+def target_file(target: str) -> str | None:
+    """The source file of a loaded TARGET (``file.py:Name`` or ``pkg.mod:Name``), where the
+    configuration search starts."""
+    import os
+
+    where = target.rpartition(":")[0]
+    if where.endswith(".py") or os.sep in where or "/" in where:
+        return os.path.abspath(where)
+    mod = sys.modules.get(where)
+    return getattr(mod, "__file__", None) if mod is not None else None
 
 
 def load_inputs(specs: list[str], factory_inputs: Any, target: str) -> Any:

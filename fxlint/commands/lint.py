@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from typing import Any
 
 from ..errors import TargetError
@@ -12,88 +13,140 @@ from ._common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
     TARGET_HELP,
+    add_config_args,
     add_rule_filter_args,
     add_target_args,
+    check_explicit_codes,
+    config_arg,
     emit,
     load_inputs,
     progress,
-    split_codes,
+    target_file,
     zoo_models,
 )
 
 ORDER = 10
 
+EPILOG = TARGET_HELP + """
+configuration: the [tool.fxlint] table of the closest pyproject.toml above the
+TARGET's file (select, ignore, extend-select, per-file-ignores, severity,
+fail-on, inner, rewrite); flags replace the file's keys.
+
+baselines: --baseline FILE --write-baseline records today's findings; later
+runs with --baseline FILE report only new ones (the rest are counted).
+"""
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "lint", help="lint a model and print the findings",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=TARGET_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
         description="Capture TARGET with Dynamo (or read its FX/exported graph), run the rules, "
                     "and print the findings, most expensive first.")
     add_target_args(p, zoo=True)
     p.add_argument("--format", choices=["text", "json", "sarif"], default="text", help="output format (default text)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
     add_rule_filter_args(p)
-    p.add_argument("--fail-on", choices=["error", "warning", "info", "never"], default="warning",
-                   help="exit 1 when a finding is at or above this severity (default warning)")
+    p.add_argument("--fail-on", choices=["error", "warning", "info", "never"], default=None,
+                   help="exit 1 when a finding is at or above this severity "
+                        "(default: fail-on from the config file, else warning)")
+    add_config_args(p)
     p.add_argument("--confirm", action="store_true",
                    help="also run the model under torch.profiler and mark each copy finding confirmed, "
                         "refuted or not-run; list runtime copies no finding explains")
+    p.add_argument("--baseline", metavar="FILE",
+                   help="report only findings not recorded in FILE (known ones are counted in the summary)")
+    p.add_argument("--write-baseline", action="store_true",
+                   help="record the current findings in the --baseline FILE (default fxlint-baseline.json) "
+                        "and exit 0")
     p.set_defaults(func=run)
 
 
-def exit_code(reports: list[Any], fail_on: str) -> int:
-    if fail_on == "never":
-        return EXIT_CLEAN
-    return EXIT_FINDINGS if any(r.at_or_above(fail_on) for r in reports) else EXIT_CLEAN
+def exit_code(reports: list[Any], fail_on: str | list[str]) -> int:
+    levels = fail_on if isinstance(fail_on, list) else [fail_on] * len(reports)
+    failed = any(level != "never" and r.at_or_above(level) for r, level in zip(reports, levels))
+    return EXIT_FINDINGS if failed else EXIT_CLEAN
 
 
 def run(args: argparse.Namespace) -> int:
+    from .. import baseline as bl
+
+    select, ignore, extend = check_explicit_codes(args)  # bad codes: a usage error before anything loads
+    known = None
+    if args.baseline and not args.write_baseline:
+        known = bl.Baseline.load(args.baseline)  # a missing or broken baseline fails before the model runs
+    if args.zoo is not None:
+        targets = [(f"{path}:make", path) for path in zoo_models(args.zoo)]
+    elif args.target:
+        targets = [(args.target, None)]
+    else:
+        raise TargetError("lint needs a TARGET (or --zoo); see `fxlint lint --help`")
+
+    reports, names, fail_on = [], [], []
+    for i, (target, path) in enumerate(targets, 1):
+        name = os.path.splitext(os.path.basename(path))[0] if path else target
+        if path:
+            progress(i, len(targets), name)
+        report, settings = _lint_one(args, target, select, ignore, extend)
+        reports.append(report)
+        names.append(name)
+        fail_on.append(settings.fail_on)
+
+    if args.write_baseline:
+        dest = args.baseline or bl.DEFAULT_PATH
+        n = bl.write(dest, reports)
+        print(f"fxlint: recorded {n} finding{'s' if n != 1 else ''} in {dest}; "
+              f"lint with --baseline {dest} to see only new ones", file=sys.stderr)
+        return EXIT_CLEAN
+    if known is not None:
+        stale = known.apply(reports)
+        for r in reports:
+            r.extras["baseline"] = str(known.path)
+        if stale:
+            print(f"fxlint: {len(stale)} baseline entr{'ies' if len(stale) != 1 else 'y'} in {known.path} "
+                  "no longer match a finding (fixed?); --write-baseline refreshes the file", file=sys.stderr)
+
+    if args.zoo is None:
+        _emit_one(reports[0], args)
+    else:
+        _emit_zoo(reports, names, args)
+    return exit_code(reports, fail_on)
+
+
+def _lint_one(args: argparse.Namespace, target: str, select: Any, ignore: Any, extend: Any) -> tuple[Any, Any]:
     import fxlint
-    from ..registry import select_rules
-    from ..renderers import render
+
+    from ..config import resolve
     from ..target import load_target
 
-    select, ignore = split_codes(args.select), split_codes(args.ignore)
-    select_rules(select, ignore)  # bad codes are a usage error before anything loads
-    if args.zoo is not None:
-        return _zoo(args, select, ignore)
-    if not args.target:
-        raise TargetError("lint needs a TARGET (or --zoo); see `fxlint lint --help`")
-    loaded = load_target(args.target)
-    inputs = load_inputs(args.input, loaded.inputs, args.target)
-    report = fxlint.lint(loaded.obj, inputs, select=select, ignore=ignore, confirm=args.confirm)
+    loaded = load_target(target)
+    settings = resolve(target_file(target), config=config_arg(args), select=select, ignore=ignore,
+                       extend_select=extend, fail_on=args.fail_on)
+    inputs = load_inputs(args.input, loaded.inputs, target)
+    return fxlint.lint(loaded.obj, inputs, config=settings, confirm=args.confirm), settings
+
+
+def _emit_one(report: Any, args: argparse.Namespace) -> None:
+    from ..renderers import render
+
     emit(render(report, args.format), args.output)
-    return exit_code([report], args.fail_on)
 
 
-def _zoo(args: argparse.Namespace, select: Any, ignore: Any) -> int:
-    import fxlint
+def _emit_zoo(reports: list[Any], names: list[str], args: argparse.Namespace) -> None:
     from ..renderers import render
     from ..renderers.json import report_dict
-    from ..target import load_target
+    from ..renderers.sarif import render_sarif
     from ..tensorinfo import human_bytes
 
-    files = zoo_models(args.zoo)
-    reports = []
-    chunks: list[str] = []
-    as_json: dict[str, Any] = {}
-    for i, path in enumerate(files, 1):
-        name = os.path.splitext(os.path.basename(path))[0]
-        progress(i, len(files), name)
-        loaded = load_target(f"{path}:make")
-        report = fxlint.lint(loaded.obj, load_inputs(args.input, loaded.inputs, path), select=select,
-                             ignore=ignore, confirm=args.confirm)
-        reports.append(report)
-        if args.format == "text":
-            chunks.append(f"== {name} ==\n{render(report, 'text')}\n")
-        else:
-            as_json[name] = report_dict(report) if args.format == "json" else json.loads(render(report, "sarif"))
     if args.format == "text":
+        chunks = [f"== {name} ==\n{render(r, 'text')}\n" for name, r in zip(names, reports)]
         total = sum(len(r) for r in reports)
         copied = sum(r.total_bytes for r in reports)
-        chunks.append(f"{len(files)} models, {total} findings, {human_bytes(copied)} copied per call in all.")
+        chunks.append(f"{len(reports)} models, {total} findings, {human_bytes(copied)} copied per call in all.")
         emit("\n".join(chunks), args.output)
+    elif args.format == "sarif":
+        emit(render_sarif(reports), args.output)  # one SARIF log, one run, every model's results
     else:
-        emit(json.dumps({"models": as_json}, indent=2, default=str), args.output)
-    return exit_code(reports, args.fail_on)
+        emit(json.dumps({"models": {n: report_dict(r) for n, r in zip(names, reports)}}, indent=2, default=str),
+             args.output)
+

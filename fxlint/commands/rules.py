@@ -38,10 +38,11 @@ def run_rules(args: argparse.Namespace) -> int:
 
 
 def explain_text(code: str) -> str:
+    """The rule's page, exactly as ``fxlint docs`` writes it to docs/rules/CODE.md."""
     from ..registry import get_rule
+    from ..ruledoc import render_rule
 
-    r = get_rule(code)
-    return f"# {r.code} {r.name} (default severity: {r.severity})\n\n{r.doc}\n"
+    return render_rule(get_rule(code))
 
 
 def run_explain(args: argparse.Namespace) -> int:

@@ -65,6 +65,8 @@ def summary_line(report: Report) -> str:
         parts.append(f"{human_bytes(s['bytes_per_call'])} copied per call")
     if s["suppressed"]:
         parts.append(f"{s['suppressed']} suppressed")
+    if s.get("baselined"):
+        parts.append(f"{s['baselined']} in the baseline")
     parts.append(f"{s['graphs']} graph{'s' if s['graphs'] != 1 else ''} analysed")
     if "confirmed" in s:
         parts.append(f"runtime: {s['confirmed']} confirmed, {s['refuted']} refuted, {s['not_run']} not run")

@@ -1,0 +1,388 @@
+"""Project configuration: the ``[tool.fxlint]`` table of the user's ``pyproject.toml``.
+
+Every entry point resolves its settings here, so they all behave the same:
+
+* the CLI (``fxlint lint``) starts the search at the TARGET's file (or module file);
+* ``fxlint.lint`` at the file that defines the model's class or the callable
+  (a GraphModule or ExportedProgram has no user class: the working directory);
+* the compile backend at the user's source file of the graph's nodes, else the
+  working directory;
+* the rewrite engine calls :func:`resolve` the same way (``start`` = the model's
+  file, explicit arguments as keywords) and passes the ``Settings`` to
+  ``engine.run_rules``.
+
+The search walks up from ``start`` to the filesystem root and takes the
+closest ``pyproject.toml`` that has a ``[tool.fxlint]`` table (a
+``pyproject.toml`` without one is skipped, as ruff does). ``config=PATH``
+names a file instead (a ``pyproject.toml`` with ``[tool.fxlint]``, or any other
+TOML file whose top level is the fxlint table); ``config=False`` ignores
+configuration files.
+
+Keys::
+
+    [tool.fxlint]
+    select = ["FXL1", "FXL401"]      # codes or prefixes; default: every rule
+    extend-select = ["FXL5"]         # added to select (the file's or an explicit one)
+    ignore = ["FXL108"]              # more specific entry wins: select FXL401 beats ignore FXL4
+    per-file-ignores = { "legacy/*.py" = ["FXL4"] }  # globs relative to this file's folder
+    severity = { FXL401 = "error", FXL1 = "info" }   # per code or prefix; most specific wins
+    fail-on = "warning"              # CLI exit 1 at or above: error, warning, info, never
+    inner = "inductor"               # the compile backend's default inner backend
+    rewrite = false                  # apply safe rewrites by default (backend, fxlint.rewrite)
+
+An explicit argument (CLI flag, ``fxlint.lint(select=...)``, backend option)
+replaces the value of the same key from the file; keys not passed still come
+from the file. Unknown keys, unknown rule codes and bad values raise
+``fxlint.ConfigError`` naming the key and the file.
+
+Severity overrides and per-file ignores are applied by ``engine.run_rules``
+when it is given the ``Settings``: one place, every entry point.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import functools
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
+
+from .errors import ConfigError
+from .findings import Severity
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .registry import Rule
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10: tomli if installed, else config files are not read
+    try:
+        import tomli as tomllib
+    except ImportError:
+        tomllib = None  # type: ignore[assignment]
+
+KEYS = ("select", "extend-select", "ignore", "per-file-ignores", "severity", "fail-on", "inner", "rewrite")
+FAIL_ON = ("error", "warning", "info", "never")
+DEFAULT_FAIL_ON = "warning"
+
+#: What ``config=`` accepts: a path, ``False`` (no file), ``None`` (search), or resolved ``Settings``.
+ConfigArg = Union[str, "os.PathLike[str]", bool, None, "Settings"]
+Codes = Union[str, Sequence[str], None]
+
+
+@dataclass(frozen=True)
+class FileConfig:
+    """The validated ``[tool.fxlint]`` table of one file (keys absent from the file are None)."""
+
+    path: Path | None = None
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] | None = None
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+    severity: tuple[tuple[str, Severity], ...] | None = None
+    fail_on: str | None = None
+    inner: str | None = None
+    rewrite: bool | None = None
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent if self.path is not None else Path.cwd()
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The effective settings for one run: what the file says, overridden by explicit arguments."""
+
+    rules: tuple["Rule", ...]
+    severity: tuple[tuple[str, Severity], ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    fail_on: str = DEFAULT_FAIL_ON
+    inner: str | None = None
+    rewrite: bool = False
+    config_file: Path | None = None
+    root: Path = field(default_factory=Path.cwd)  # per-file-ignores globs are relative to it
+
+    @property
+    def codes(self) -> list[str]:
+        return [r.code for r in self.rules]
+
+    def severity_for(self, code: str, default: Severity) -> Severity:
+        """The configured severity of ``code`` (the most specific code or prefix), else ``default``."""
+        best: tuple[int, Severity] | None = None
+        for prefix, sev in self.severity:
+            n = 0 if prefix == "ALL" else len(prefix)
+            if (n == 0 or code.startswith(prefix)) and (best is None or n > best[0]):
+                best = (n, sev)
+        return best[1] if best else default
+
+    def ignored_in_file(self, code: str, file: str | None) -> bool:
+        """True when ``per-file-ignores`` silences ``code`` in ``file``."""
+        if not self.per_file_ignores or not file:
+            return False
+        rel, base = _relative(file, self.root), os.path.basename(file)
+        for pattern, codes in self.per_file_ignores:
+            if not any(c == "ALL" or code.startswith(c) for c in codes):
+                continue
+            if (rel is not None and fnmatch.fnmatchcase(rel, pattern)) or (
+                "/" not in pattern and fnmatch.fnmatchcase(base, pattern)
+            ) or fnmatch.fnmatchcase(Path(file).as_posix(), pattern):
+                return True
+        return False
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-friendly view (``fxlint config``)."""
+        return {
+            "config_file": str(self.config_file) if self.config_file else None,
+            "rules": self.codes,
+            "severity": {k: v.value for k, v in self.severity},
+            "per-file-ignores": {k: list(v) for k, v in self.per_file_ignores},
+            "fail-on": self.fail_on,
+            "inner": self.inner,
+            "rewrite": self.rewrite,
+        }
+
+
+def _relative(file: str, root: Path) -> str | None:
+    try:
+        rel = os.path.relpath(os.path.abspath(file), root)
+    except ValueError:  # another drive (Windows)
+        return None
+    return None if rel.startswith("..") else Path(rel).as_posix()
+
+
+# --------------------------------------------------------------------------- finding and reading files
+
+
+def _toml(path: Path) -> dict[str, Any]:
+    if tomllib is None:  # pragma: no cover
+        raise ConfigError(f"reading {path} needs Python 3.11+ (tomllib); pass the options explicitly")
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+
+
+def _fxlint_table(path: Path, data: dict[str, Any], *, required: bool) -> dict[str, Any] | None:
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("fxlint") if isinstance(data.get("tool"), dict) else None
+        if table is None:
+            if required:
+                raise ConfigError(f"{path} has no [tool.fxlint] table")
+            return None
+        if not isinstance(table, dict):
+            raise ConfigError(f"[tool.fxlint] in {path} must be a table")
+        return table
+    return data  # a dedicated fxlint TOML file: the table is the whole file
+
+
+def find_config_file(start: str | os.PathLike[str] | None = None) -> Path | None:
+    """The closest ``pyproject.toml`` with a ``[tool.fxlint]`` table, walking up from ``start``
+    (a file or a folder; default the working directory)."""
+    if tomllib is None:  # pragma: no cover - Python 3.10 without tomli
+        return None
+    here = Path(start) if start is not None else Path.cwd()
+    here = here.resolve() if here.exists() else Path(os.path.abspath(here))
+    folder = here if here.is_dir() else here.parent
+    for d in (folder, *folder.parents):
+        candidate = d / "pyproject.toml"
+        if candidate.is_file() and _fxlint_table(candidate, _cached_toml(candidate), required=False) is not None:
+            return candidate
+    return None
+
+
+def _cached_toml(path: Path) -> dict[str, Any]:
+    st = path.stat()
+    return _toml_at(str(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _toml_at(path: str, mtime_ns: int, size: int) -> dict[str, Any]:  # noqa: ARG001 - cache key
+    return _toml(Path(path))
+
+
+def load_file(path: str | os.PathLike[str]) -> FileConfig:
+    """Read and validate the fxlint table of ``path``."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"no such config file: {path}")
+    p = p.resolve()
+    table = _fxlint_table(p, _cached_toml(p), required=True)
+    assert table is not None
+    return _validate(table, p)
+
+
+def _where(key: str, path: Path) -> str:
+    table = "[tool.fxlint]" if path.name == "pyproject.toml" else "fxlint config"
+    return f"{table} key {key!r} in {path}"
+
+
+def _codes(value: Any, key: str, path: Path) -> tuple[str, ...]:
+    from .registry import _normalise_codes
+
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{_where(key, path)} must be a list of rule codes, e.g. [\"FXL401\"], not {value!r}")
+    try:
+        return tuple(_normalise_codes(value, key) or ())
+    except ConfigError as exc:
+        msg = str(exc).removeprefix(f"{key}: ")
+        raise ConfigError(f"{_where(key, path)}: {msg}") from None
+
+
+def _validate(table: dict[str, Any], path: Path) -> FileConfig:
+    unknown = [k for k in table if k not in KEYS]
+    if unknown:
+        key = unknown[0]
+        close = difflib.get_close_matches(key.replace("_", "-"), KEYS, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"unknown key {key!r} in {path}{hint}; fxlint knows {', '.join(KEYS)}")
+    out: dict[str, Any] = {"path": path}
+    for key in ("select", "extend-select", "ignore"):
+        if key in table:
+            out[key.replace("-", "_")] = _codes(table[key], key, path)
+    if "per-file-ignores" in table:
+        pfi = table["per-file-ignores"]
+        if not isinstance(pfi, dict):
+            raise ConfigError(f"{_where('per-file-ignores', path)} must be a table of glob = [codes]")
+        out["per_file_ignores"] = tuple(
+            (str(glob), _codes(codes, f"per-file-ignores.{glob!r}", path)) for glob, codes in pfi.items()
+        )
+    if "severity" in table:
+        sev = table["severity"]
+        if not isinstance(sev, dict):
+            raise ConfigError(f"{_where('severity', path)} must be a table of code = \"error\"|\"warning\"|\"info\"")
+        pairs = []
+        for code, level in sev.items():
+            (norm,) = _codes([code], f"severity.{code}", path) or (code,)
+            try:
+                pairs.append((norm, Severity.parse(level)))
+            except ConfigError as exc:
+                raise ConfigError(f"{_where(f'severity.{code}', path)}: {exc}") from None
+        out["severity"] = tuple(pairs)
+    if "fail-on" in table:
+        out["fail_on"] = _fail_on(table["fail-on"], _where("fail-on", path))
+    if "inner" in table:
+        if not isinstance(table["inner"], str) or not table["inner"]:
+            raise ConfigError(f"{_where('inner', path)} must be a backend name such as \"inductor\" or \"eager\"")
+        if table["inner"] == "fxlint":
+            raise ConfigError(f"{_where('inner', path)} cannot be 'fxlint' itself")
+        out["inner"] = table["inner"]
+    if "rewrite" in table:
+        if not isinstance(table["rewrite"], bool):
+            raise ConfigError(f"{_where('rewrite', path)} must be true or false, not {table['rewrite']!r}")
+        out["rewrite"] = table["rewrite"]
+    return FileConfig(**out)
+
+
+def _fail_on(value: Any, where: str) -> str:
+    v = str(value).lower() if isinstance(value, str) else value
+    if v not in FAIL_ON:
+        raise ConfigError(f"{where} must be one of {', '.join(FAIL_ON)}, not {value!r}")
+    return v
+
+
+# --------------------------------------------------------------------------- resolving
+
+
+def file_config(start: str | os.PathLike[str] | None = None, config: ConfigArg = None) -> FileConfig:
+    """The configuration file that applies at ``start`` (see module docstring); empty when none."""
+    if config is False:
+        return FileConfig()
+    if config is None or config is True:
+        found = find_config_file(start)
+        return load_file(found) if found is not None else FileConfig()
+    if isinstance(config, Settings):
+        raise TypeError("file_config() takes a path, False or None, not resolved Settings")
+    return load_file(config)
+
+
+def resolve(
+    start: str | os.PathLike[str] | None = None,
+    *,
+    config: ConfigArg = None,
+    select: Codes = None,
+    ignore: Codes = None,
+    extend_select: Codes = None,
+    severity: Mapping[str, "Severity | str"] | None = None,
+    per_file_ignores: Mapping[str, Codes] | None = None,
+    fail_on: str | None = None,
+    inner: str | None = None,
+    rewrite: bool | None = None,
+) -> Settings:
+    """Effective settings at ``start``: the applicable config file, overridden key by key by
+    the explicit arguments that are not None.
+
+    ``start`` is the user's file the run is about (a model's source file); ``config`` is
+    None (search from ``start``), a path (use that file), ``False`` (no file) or ``Settings``
+    (returned as they are). This is the one function every entry point calls.
+    """
+    from .registry import _normalise_codes, select_rules
+
+    if isinstance(config, Settings):
+        return config
+    fc = file_config(start, config)
+
+    def explicit(codes: Codes, what: str) -> tuple[str, ...] | None:
+        norm = _normalise_codes(codes, what)  # raises ConfigError naming the bad code
+        return tuple(norm) if norm is not None else None
+
+    sel = explicit(select, "select") if select is not None else fc.select
+    ext = explicit(extend_select, "extend-select") if extend_select is not None else fc.extend_select
+    ign = explicit(ignore, "ignore") if ignore is not None else fc.ignore
+    if ext:
+        # extend-select adds to the selection and, being more specific, can win over an ignored prefix
+        sel = (*(sel if sel is not None else ("ALL",)), *ext)
+    rules = tuple(select_rules(list(sel) if sel is not None else None, list(ign or ())))
+
+    sev = dict(fc.severity or ())
+    for code, level in (severity or {}).items():
+        (norm,) = explicit([code], "severity") or (code,)
+        sev[norm] = Severity.parse(level)
+    pfi = dict(fc.per_file_ignores or ())
+    for glob, codes in (per_file_ignores or {}).items():
+        pfi[str(glob)] = explicit(codes, f"per-file-ignores {glob!r}") or ()
+    if rewrite is not None and not isinstance(rewrite, bool):
+        raise ConfigError(f"rewrite must be True or False, not {rewrite!r}")
+    return Settings(
+        rules=rules,
+        severity=tuple(sev.items()),
+        per_file_ignores=tuple(pfi.items()),
+        fail_on=_fail_on(fail_on, "fail_on") if fail_on is not None else (fc.fail_on or DEFAULT_FAIL_ON),
+        inner=inner if inner is not None else fc.inner,
+        rewrite=rewrite if rewrite is not None else bool(fc.rewrite),
+        config_file=fc.path,
+        root=fc.root,
+    )
+
+
+def source_file_of(target: Any) -> str | None:
+    """The user's file that defines ``target``'s class (an ``nn.Module``) or ``target`` itself
+    (a function); None for GraphModules, ExportedPrograms and classes defined inside torch."""
+    import inspect
+
+    from .source import is_internal_file
+
+    try:
+        import torch
+
+        target = getattr(target, "_orig_mod", target)  # a torch.compile'd module: the user's module
+        if isinstance(target, (torch.fx.GraphModule, torch.export.ExportedProgram)):
+            return None
+        obj = type(target) if isinstance(target, torch.nn.Module) else inspect.unwrap(target)
+        if hasattr(obj, "__func__"):  # bound method
+            obj = obj.__func__
+        if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+            obj = type(obj)  # a callable object: its class defines __call__
+        path = inspect.getsourcefile(obj)
+    except (TypeError, OSError):
+        return None
+    if path is None or is_internal_file(path):
+        return None
+    return path
