@@ -50,7 +50,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger("fxlint")
 
-_OWN_KEYS = ("inner", "rewrite", "select", "ignore", "extend_select", "severity", "config", "verify")
 _graph_counter = itertools.count()
 
 
