@@ -45,9 +45,13 @@ def lint(
     from .engine import run_rules
     from .registry import RuleContext, select_rules
 
+    import torch
+
     rules = select_rules(select, ignore)  # bad codes fail before anything runs
     captured = capture(target, example_inputs)
-    report = run_rules(captured.views, rules, RuleContext(training=captured.training))
+    # training: the module's own flag, and autograd on (linting under no_grad is inference)
+    training = captured.training and torch.is_grad_enabled()
+    report = run_rules(captured.program(), rules, RuleContext(training=training))
     report.graph_breaks = len(captured.breaks)
     report.extras["breaks"] = captured.breaks
     return report

@@ -1,4 +1,9 @@
-"""Run the selected rules over canonical views and turn hits into findings."""
+"""Run the selected rules over canonical views and turn hits into findings.
+
+Graph rules run once per captured graph; program rules once per capture (see
+``fxlint.program``). A finding is silenced by a ``# fxlint: ignore[...]``
+comment on its own statement or on one of the hit's ``anchors``.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +15,10 @@ import sympy
 from .canon import GraphView
 from .errors import FxlintWarning
 from .findings import Finding, Report, dedupe
+from .program import Program
 from .registry import Hit, Rule, RuleContext
 from .source import is_suppressed, source_line
 from .tensorinfo import known
-
 
 
 def finding_from_hit(rule: Rule, hit: Hit, label: str | None) -> Finding:
@@ -41,32 +46,53 @@ def finding_from_hit(rule: Rule, hit: Hit, label: str | None) -> Finding:
     )
 
 
+def _silenced(finding: Finding, hit: Hit) -> bool:
+    if is_suppressed(finding.code, finding.file, finding.line):
+        return True
+    return any(is_suppressed(finding.code, a.file, a.line) for a in hit.anchors)
+
+
 def run_rules(
-    views: Sequence[GraphView],
+    views: "Sequence[GraphView] | Program",
     rules: Iterable[Rule],
     ctx: RuleContext,
 ) -> Report:
-    """Every rule over every view. A rule that raises is reported in
-    ``Report.errors`` and skipped; it never takes the others down."""
-    report = Report(graphs=len(views))
+    """Every graph rule over every view, every program rule once over the whole
+    capture (``views`` may be a ``Program`` carrying graph breaks and runtime
+    facts). A rule that raises is reported in ``Report.errors`` and skipped; it
+    never takes the others down."""
+    program = Program.of(views)
+    report = Report(graphs=len(program.views))
     active: list[Finding] = []
     silenced: list[Finding] = []
     rules = list(rules)
-    for view in views:
+
+    def run(rule: Rule, subject: "GraphView | Program", where: str) -> None:
+        try:
+            hits = list(rule.check(subject, ctx))
+        except Exception as exc:  # noqa: BLE001 - isolate rule failures
+            msg = f"{rule.code} {rule.name} failed on {where}: {type(exc).__name__}: {exc}"
+            warnings.warn(FxlintWarning(f"fxlint: rule skipped: {msg}"), stacklevel=3)
+            report.errors.append(msg)
+            return
+        for hit in hits:
+            label = where
+            if isinstance(subject, Program):
+                owner = program.view_of(hit.node) if hit.node is not None else None
+                label = owner.label if owner is not None else (hit.details.get("graph") or "program")
+            f = finding_from_hit(rule, hit, label)
+            if _silenced(f, hit):
+                silenced.append(f.with_(suppressed=True))
+            else:
+                active.append(f)
+
+    for view in program.views:
         for rule in rules:
-            try:
-                hits = list(rule.check(view, ctx))
-            except Exception as exc:  # noqa: BLE001 - isolate rule failures
-                msg = f"{rule.code} {rule.name} failed on {view.label}: {type(exc).__name__}: {exc}"
-                warnings.warn(FxlintWarning(f"fxlint: rule skipped: {msg}"), stacklevel=2)
-                report.errors.append(msg)
-                continue
-            for hit in hits:
-                f = finding_from_hit(rule, hit, view.label)
-                if is_suppressed(f.code, f.file, f.line):
-                    silenced.append(f.with_(suppressed=True))
-                else:
-                    active.append(f)
+            if rule.scope == "graph":
+                run(rule, view, view.label)
+    for rule in rules:
+        if rule.scope == "program":
+            run(rule, program, "program")
     report.findings = dedupe(active)
     report.suppressed = dedupe(silenced)
     return report

@@ -166,3 +166,45 @@ def source_line(path: str | None, line: int | None) -> str | None:
         return None
     text = linecache.getline(path, line).strip()
     return text or None
+
+
+# --------------------------------------------------------------------------- grad-mode blocks
+
+_GRAD_OFF_RE = re.compile(r"\b(no_grad|inference_mode|set_grad_enabled)\b")
+
+
+@functools.lru_cache(maxsize=256)
+def _grad_off_blocks(path: str, mtime: float) -> list[tuple[int, int, int]]:
+    """(first line, last line, line of the `with`/decorator) of every block that turns
+    autograd off in ``path``: ``with torch.no_grad():``, ``inference_mode``,
+    ``set_grad_enabled(...)``, and functions decorated with them."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, ValueError):
+        return []
+    blocks = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                if _GRAD_OFF_RE.search(ast.get_source_segment(text, item.context_expr) or ""):
+                    blocks.append((node.lineno, node.end_lineno or node.lineno, node.lineno))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for dec in node.decorator_list:
+                if _GRAD_OFF_RE.search(ast.get_source_segment(text, dec) or ""):
+                    blocks.append((node.lineno, node.end_lineno or node.lineno, dec.lineno))
+    return blocks
+
+
+def grad_off_block_lines(path: str | None, line: int | None) -> list[int]:
+    """Lines of the ``with torch.no_grad():`` (or ``inference_mode``,
+    ``set_grad_enabled``, decorator) blocks that enclose ``path:line``, innermost first."""
+    if not path or line is None or is_internal_file(path):
+        return []
+    try:
+        mtime = os.path.getmtime(path)
+    except OSError:
+        return []
+    found = [(lo, hi, at) for lo, hi, at in _grad_off_blocks(path, mtime) if lo <= line <= hi]
+    return [at for lo, hi, at in sorted(found, key=lambda b: b[1] - b[0])]

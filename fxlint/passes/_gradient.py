@@ -1,0 +1,146 @@
+"""What the gradient rules (FXL301-304, FXL109) share: turning a cut site of
+``fxlint.gradflow`` into a finding that names the parameters, says how much of
+their gradient is cut, and gives the usual intent and the fix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Iterator, Sequence
+
+from ..findings import Severity
+from ..gradflow import GradFlow, ParamFlow, Site, analyse
+from ..program import Program
+from ..registry import Hit, RuleContext
+from ..source import Location
+
+_MAX_NAMES = 6
+
+
+@dataclass(frozen=True)
+class CutText:
+    """How one rule speaks about its kind of cut."""
+
+    code: str
+    name: str  # "`.detach()`": what the cut is, when the source line is unknown
+    what: str  # "`.detach()` stops the gradient here": the headline
+    intent: str  # the usual intentional case and how to say so
+    fix: str
+
+
+def names_text(names: Sequence[str]) -> str:
+    """Parameter names for a message: all of them when few, else a summary by module."""
+    names = list(names)
+    if len(names) <= _MAX_NAMES:
+        return ", ".join(names)
+    tops = {n.split(".", 1)[0] for n in names}
+    shown = ", ".join(names[:4])
+    if len(tops) == 1:
+        return f"{len(names)} parameters of {next(iter(tops))} ({shown}, ...)"
+    return f"{shown} and {len(names) - 4} more"
+
+
+def percent(f: Fraction) -> str:
+    p = float(f) * 100
+    if 0 < p < 1:
+        return "<1%"
+    if 99 < p < 100:
+        return ">99%"
+    return f"{round(p)}%"
+
+
+def quote(site_source: str | None, fallback: str) -> str:
+    if site_source:
+        text = site_source if len(site_source) <= 60 else site_source[:57] + "..."
+        return f"`{text}`"
+    return fallback
+
+
+def effect(flow: GradFlow, params: Sequence[str]) -> tuple[list[ParamFlow], list[ParamFlow]]:
+    """(parameters that lose every path, parameters that lose some)."""
+    lost, partial = [], []
+    for name in params:
+        pf = flow.params.get(name)
+        if pf is None:
+            continue
+        if pf.lost:
+            lost.append(pf)
+        elif pf.fraction_cut > 0:
+            partial.append(pf)
+    return lost, partial
+
+
+def partial_text(partial: list[ParamFlow]) -> str:
+    """``a, b (40% of their paths cut), c (10%)``: grouped by fraction."""
+    groups: dict[str, list[str]] = {}
+    for pf in partial:
+        groups.setdefault(percent(pf.fraction_cut), []).append(pf.name)
+    parts = []
+    for i, (pct, names) in enumerate(groups.items()):
+        tail = f" ({pct} of {'its' if len(names) == 1 else 'their'} gradient paths to the output cut)" if i == 0 \
+            else f" ({pct})"
+        parts.append(names_text(names) + tail)
+    return "; ".join(parts)
+
+
+def site_hit(flow: GradFlow, site: Site, text: CutText, anchors: tuple[Location, ...] = (),
+             extra: str = "") -> Hit | None:
+    """The finding for one cut site, or None when it stops no parameter's gradient."""
+    lost, partial = effect(flow, site.params)
+    if not lost and not partial:
+        return None
+    node = site.first.node
+    line = node.location.line if node.location is not None else None
+    where = quote(node.source, text.name) + (f" (line {line})" if line is not None else "")
+    several = any(pf.cut_by > 1 for pf in lost + partial)
+    parts = []
+    if lost:
+        parts.append(
+            f"{names_text([p.name for p in lost])} never receive{'s' if len(lost) == 1 else ''} a gradient: "
+            f"every path from {'it' if len(lost) == 1 else 'them'} to the output is cut"
+            + (" (this and other cuts together)" if any(p.cut_by > 1 for p in lost) else "")
+            + ", so training never updates "
+            + ("it" if len(lost) == 1 else "them")
+        )
+    if partial:
+        parts.append(
+            partial_text(partial)
+            + (", counting every cut" if several and not lost else "")
+            + ": "
+            + ("it learns" if len(partial) == 1 else "they learn")
+            + " from the remaining paths only"
+        )
+    message = f"{where}: {text.what}. " + "; ".join(parts) + f". {extra}{text.intent}"
+    severity = Severity.ERROR if lost else Severity.WARNING
+    return Hit(
+        node=node,
+        message=message,
+        fix=text.fix,
+        severity=severity,
+        anchors=anchors,
+        details={
+            "kind": site.kind,
+            "cut_parameters": list(site.params),
+            "lost_parameters": [p.name for p in lost],
+            "fraction_cut": {p.name: float(p.fraction_cut) for p in lost + partial},
+            "cut_nodes": [c.node.name for c in site.cuts],
+            "dedup": ",".join(site.params),
+        },
+    )
+
+
+def cut_hits(program: Program, ctx: RuleContext, kind: str, text: CutText,
+             anchors_of=None) -> Iterator[Hit]:
+    """One hit per site of ``kind`` that stops a trainable parameter's gradient.
+
+    Gradient rules speak only about training: an ``eval()`` model, or a
+    capture with autograd off, gets nothing from them.
+    """
+    if not ctx.training:
+        return
+    flow = analyse(program)
+    for site in flow.sites(kind):
+        anchors = tuple(anchors_of(site)) if anchors_of is not None else ()
+        hit = site_hit(flow, site, text, anchors)
+        if hit is not None:
+            yield hit
