@@ -63,6 +63,7 @@ Every other op keeps its own name (``add``, ``relu``...) with ``args`` holding
 from __future__ import annotations
 
 import operator
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -1060,6 +1061,7 @@ def dynamo_roles(gm: fx.GraphModule) -> dict[str, tuple[str, str | None]]:
     """Roles of the placeholders of a Dynamo graph, from each input's source."""
     roles: dict[str, tuple[str, str | None]] = {}
     param_sources = getattr(gm, "_param_name_to_source", None) or {}
+    raw: dict[str, tuple[str, str | None]] = {}
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             ga = node.meta.get("grapharg")
@@ -1073,11 +1075,18 @@ def dynamo_roles(gm: fx.GraphModule) -> dict[str, tuple[str, str | None]]:
                 kind = "buffer"
             elif isinstance(example, torch.nn.Parameter):
                 kind = "parameter"
-            roles[node.name] = (kind, clean_path(name) if kind != "input" else name)
+            raw[node.name] = (kind, name)
         elif node.op == "get_attr":
             src = param_sources.get(str(node.target))
             if src is not None:
-                roles[node.name] = ("parameter", clean_path(_source_name(src)))
+                raw[node.name] = ("parameter", _source_name(src))
+    # One model in the frame (`self`, or the module a wrapper got): names are relative
+    # to it. Several (`def step(G, D, z)`, two closure modules): keep each local's name,
+    # or G's and D's parameters would share names.
+    roots = {m.group(1) for kind, name in raw.values() if kind != "input" and name
+             for m in [re.match(r"^L\['([^']*)'\]", name)] if m}
+    for node_name, (kind, name) in raw.items():
+        roles[node_name] = (kind, clean_path(name, keep_root=len(roots) > 1) if kind != "input" else name)
     return roles
 
 

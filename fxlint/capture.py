@@ -74,13 +74,26 @@ def capture(target: Any, example_inputs: Any = None) -> Captured:
 def graph_break_from_reason(reason: Any, graph: str | None = None) -> GraphBreak:
     """A ``GraphBreak`` from Dynamo's reason object (``graph_break_reasons`` entries,
     ``gm.compile_subgraph_reason``); ``graph`` is the label of the graph it ended."""
+    frames = list(getattr(reason, "user_stack", None) or [])
     stack = tuple(
-        Location(fs.filename, fs.lineno or 0, fs.name, (fs.line or "").strip() or None)
-        for fs in (getattr(reason, "user_stack", None) or [])
+        Location(fs.filename, fs.lineno or 0, fs.name, (fs.line or "").strip() or None) for fs in frames
     )
-    loc = next((f for f in reversed(stack) if not is_internal_file(f.file)), None)
+    at = next((i for i in reversed(range(len(stack))) if not is_internal_file(stack[i].file)), None)
     text = str(getattr(reason, "reason", reason)).strip()
-    return GraphBreak(reason=text, location=loc, stack=stack, graph=graph)
+    loc = stack[at] if at is not None else None
+    expression = _expression(frames[at]) if at is not None else None
+    return GraphBreak(reason=text, location=loc, stack=stack, graph=graph, expression=expression)
+
+
+def _expression(fs: Any) -> str | None:
+    """The source text a frame points at (Python 3.11+ frames carry columns)."""
+    col, end = getattr(fs, "colno", None), getattr(fs, "end_colno", None)
+    if col is None or end is None or getattr(fs, "end_lineno", fs.lineno) not in (None, fs.lineno):
+        return None
+    import linecache
+
+    raw = linecache.getline(fs.filename, fs.lineno or 0)
+    return raw[col:end].strip() or None
 
 
 def ended_by(gm: fx.GraphModule, label: str) -> GraphBreak | None:

@@ -28,7 +28,8 @@ class GraphBreak:
     compiled one (a break before any traced op ends no graph).
     ``skipped_frame`` names the function Dynamo gave up on and runs eagerly
     (a graph break inside a loop): nothing in it was captured; ``location`` is
-    then the function's ``def`` line.
+    then the function's ``def`` line. ``expression`` is the source text of the
+    expression Dynamo stopped at (``aux_loss.item()``), from the frame's columns.
     """
 
     reason: str
@@ -36,6 +37,7 @@ class GraphBreak:
     stack: tuple[Location, ...] = ()
     graph: str | None = None
     skipped_frame: str | None = None
+    expression: str | None = None
 
     @property
     def headline(self) -> str:

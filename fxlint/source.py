@@ -73,16 +73,22 @@ _PATH_PATTERNS = [
 ]
 
 
-def clean_path(raw: str | None) -> str | None:
+def clean_path(raw: str | None, keep_root: bool = False) -> str | None:
     """Turn Dynamo's source names into the user's dotted module path.
 
     ``L['self'].encoder.layers[3].attn`` -> ``encoder.layers.3.attn``;
-    ``L['self']._modules['lin']._parameters['weight']`` -> ``lin.weight``.
+    ``L['self']._modules['lin']._parameters['weight']`` -> ``lin.weight``;
+    ``G['lin']._parameters['weight']`` (a module in a global) -> ``lin.weight``;
+    with ``keep_root`` the local's name stays: ``L['G']._modules['net']...``
+    -> ``G.net...``.
     """
     if raw is None:
         return None
     s = str(raw)
+    if keep_root:  # several models in one frame (`def step(G, D, z)`): their names tell them apart
+        s = re.sub(r"^L\['([^']*)'\]", r"\1", s)
     s = re.sub(r"^L\['[^']*'\]", "", s)  # the compiled function's local (self, model, ...)
+    s = re.sub(r"^G\['([^']*)'\]", r"\1", s)  # a module held in a global: its name is the path root
     s = re.sub(r"^L__self___?", "", s)
     for _ in range(3):  # nested getattr(...) spellings
         for pat, rep in _PATH_PATTERNS:

@@ -4,6 +4,8 @@ their gradient is cut, and gives the usual intent and the fix."""
 
 from __future__ import annotations
 
+import io
+import tokenize
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Iterator, Sequence
@@ -49,9 +51,23 @@ def percent(f: Fraction) -> str:
     return f"{round(p)}%"
 
 
+def code_only(text: str) -> str:
+    """A source line without its trailing comment."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return text.strip()
+    for tok in tokens:
+        if tok.type == tokenize.COMMENT:
+            return text[: tok.start[1]].rstrip()
+    return text.strip()
+
+
 def quote(site_source: str | None, fallback: str) -> str:
+    """The user's code in backticks (comment dropped, shortened), or ``fallback``."""
     if site_source:
-        text = site_source if len(site_source) <= 60 else site_source[:57] + "..."
+        text = code_only(site_source)
+        text = text if len(text) <= 70 else text[:67] + "..."
         return f"`{text}`"
     return fallback
 

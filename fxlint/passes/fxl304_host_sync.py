@@ -58,6 +58,7 @@ parameter's gradient paths that end in the synced value.
 
 from __future__ import annotations
 
+import ast
 import re
 from fractions import Fraction
 from typing import Iterator
@@ -105,18 +106,60 @@ def check(program: Program, ctx: RuleContext) -> Iterator[Hit]:
 
 
 def _synced_output(view: GraphView, b: GraphBreak) -> CanonNode | None:
-    """The tensor the host sync read: Dynamo returns the values on the stack at the
-    break first, so it is the graph output computed on the break's line, or else
-    the first output."""
+    """The tensor the host sync read: an output of the graph the break ended.
+
+    Dynamo returns the values on the Python stack at the break (and the live
+    locals) as graph outputs, so the tensor is among them; which one is read
+    from the expression Dynamo stopped at (``aux_loss.item()``): a local's name
+    is the name Dynamo gave its node, an expression computed on the break's
+    line is the last output computed there. None when it cannot be told.
+    """
     outs = [o for o in view.outputs if o.tensor is not None]
     if not outs:
         return None
+    receiver = _receiver(b.expression)
+    if receiver is not None:
+        named = [o for o in outs if re.fullmatch(rf"{re.escape(receiver)}(_\d+)?", o.name)]
+        if named:
+            return max(named, key=lambda o: o.position)
     if b.location is not None:
         here = [o for o in outs if o.location is not None and o.location.file == b.location.file
                 and o.location.line == b.location.line]
         if here:
             return max(here, key=lambda o: o.position)
-    return outs[0]
+    return outs[0] if len(outs) == 1 else None
+
+
+_SYNC_METHODS = {"item", "tolist", "numpy", "cpu"}
+_SYNC_BUILTINS = {"float", "int", "bool", "complex"}
+
+
+def _receiver(expression: str | None) -> str | None:
+    """The local variable a host sync reads, when the expression names one:
+    ``aux_loss.item()`` -> ``aux_loss``; ``float(loss)`` -> ``loss``."""
+    if not expression:
+        return None
+    try:
+        tree = ast.parse(expression, mode="eval").body
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        target = None
+        if isinstance(func, ast.Attribute) and func.attr in _SYNC_METHODS:
+            target = func.value
+        elif isinstance(func, ast.Name) and func.id in _SYNC_BUILTINS and node.args:
+            target = node.args[0]
+        while isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute) \
+                and target.func.attr in _SYNC_METHODS:
+            target = target.func.value  # x.cpu().item()
+        if isinstance(target, ast.Name):
+            return target.id
+        if target is not None:
+            return None
+    return None
 
 
 def _break_hit(program: Program, flow, view: GraphView, synced: CanonNode, params: list[str],

@@ -45,6 +45,7 @@ from typing import Iterator
 
 from ..program import GraphBreak, Program
 from ..registry import Hit, RuleContext, rule
+from ._gradient import quote
 
 #: Dynamo's terse reasons, in words (the reason itself is kept in the message)
 _PLAIN = [
@@ -70,7 +71,7 @@ def check(program: Program, ctx: RuleContext) -> Iterator[Hit]:
         if b.skipped_frame is not None:
             yield _skipped(b)
             continue
-        where = f"`{b.location.code}`" if b.location is not None and b.location.code else "this line"
+        where = quote(b.location.code if b.location is not None else None, "this line")
         message = (
             f"graph break at {where}: {describe(b)} (Dynamo: \"{b.headline}\"). The compiled graph ends here "
             "and Python runs this line; the rest is compiled as another graph, with no fusion across the "
