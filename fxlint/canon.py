@@ -62,6 +62,7 @@ Every other op keeps its own name (``add``, ``relu``...) with ``args`` holding
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import re
 from dataclasses import dataclass, field
@@ -651,6 +652,10 @@ class _Builder:
                 cn.kind = "constant"
             if cn.value is None and isinstance(obj, torch.Tensor):
                 cn.value = TensorInfo.from_tensor(obj)
+            elif isinstance(obj, torch.Tensor) and cn.tensor is not None and cn.tensor.requires_grad != obj.requires_grad:
+                # fake-tensor propagation drops requires_grad; the module's own tensor knows it
+                cn.value = dataclasses.replace(cn.tensor, requires_grad=obj.requires_grad,
+                                               is_parameter=isinstance(obj, torch.nn.Parameter))
             if node.name in self.roles:
                 cn.kind = self.roles[node.name][0]
             return cn

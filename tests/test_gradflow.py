@@ -4,6 +4,7 @@ every graph origin, and linear time on a 10,000-node graph."""
 
 from __future__ import annotations
 
+import gc
 import time
 
 import pytest
@@ -198,10 +199,12 @@ def synthetic(n_nodes: int, n_params: int = 100) -> fx.GraphModule:
 def test_ten_thousand_nodes_well_under_a_second():
     view = build_view(synthetic(10_000), origin="fx", label="synthetic")
     assert len(view) >= 10_000
-    start = time.perf_counter()
+    gc.collect()  # garbage from earlier tests is not this analysis' cost
+    # CPU time of this process: other jobs on a shared machine do not inflate it
+    start = time.process_time()
     flow = analyse(Program([view]))  # includes building the networkx graph
-    elapsed = time.perf_counter() - start
-    print(f"gradflow on {len(view)} nodes: {elapsed * 1000:.0f} ms")
+    elapsed = time.process_time() - start
+    print(f"gradflow on {len(view)} nodes: {elapsed * 1000:.0f} ms CPU")
     assert elapsed < 0.5, elapsed
     assert len(flow.params) >= 50 and flow.cuts
     assert max(p.paths for p in flow.params.values()).bit_length() > 64  # exact big path counts
