@@ -16,7 +16,8 @@ from ..program import Program
 from ..registry import Hit, RuleContext
 from ..source import Location
 
-_MAX_NAMES = 6
+_MAX_NAMES = 12
+_MAX_MODULES = 8
 
 
 @dataclass(frozen=True)
@@ -31,15 +32,22 @@ class CutText:
 
 
 def names_text(names: Sequence[str]) -> str:
-    """Parameter names for a message: all of them when few, else a summary by module."""
+    """Parameter names for a message: all of them when few, grouped by module when
+    more (``backbone.0.{weight, bias}``), summarised under their common root when many."""
     names = list(names)
     if len(names) <= _MAX_NAMES:
         return ", ".join(names)
+    modules: dict[str, list[str]] = {}
+    for n in names:
+        mod, _, leaf = n.rpartition(".")
+        modules.setdefault(mod, []).append(leaf)
+    grouped = [f"{m}.{{{', '.join(leaves)}}}" if m and len(leaves) > 1 else (f"{m}.{leaves[0]}" if m else leaves[0])
+               for m, leaves in modules.items()]
+    if len(grouped) <= _MAX_MODULES:
+        return ", ".join(grouped)
     tops = {n.split(".", 1)[0] for n in names}
-    shown = ", ".join(names[:4])
-    if len(tops) == 1:
-        return f"{len(names)} parameters of {next(iter(tops))} ({shown}, ...)"
-    return f"{shown} and {len(names) - 4} more"
+    root = f" of {next(iter(tops))}" if len(tops) == 1 else ""
+    return f"{len(names)} parameters{root} ({', '.join(grouped[:3])}, ... {grouped[-1]})"
 
 
 def percent(f: Fraction) -> str:

@@ -52,7 +52,7 @@ from typing import Iterator
 
 from ..program import Program
 from ..registry import Hit, RuleContext, rule
-from ..source import Location, grad_off_block_lines
+from ..source import Location, grad_off_block_lines, source_line
 from ._gradient import CutText, cut_hits
 
 TEXT = CutText(
@@ -83,4 +83,11 @@ def _anchors(site) -> list[Location]:
 
 @rule("FXL303", "no-grad-region", "warning", scope="program")
 def check(program: Program, ctx: RuleContext) -> Iterator[Hit]:
-    yield from cut_hits(program, ctx, "no_grad", TEXT, anchors_of=_anchors)
+    for hit in cut_hits(program, ctx, "no_grad", TEXT, anchors_of=_anchors):
+        if hit.anchors:  # say which block: the reported line is the first one inside it
+            first = hit.anchors[0]
+            code = source_line(first.file, first.line)
+            block = f"`{code}` at line {first.line}" if code else f"the block at line {first.line}"
+            hit.message = hit.message.replace(
+                TEXT.what, f"inside {block}, autograd is off: no gradient flows back through it", 1)
+        yield hit

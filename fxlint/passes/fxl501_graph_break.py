@@ -8,6 +8,12 @@ library call. A graph break is in no graph, so fxlint reads it from Dynamo
 itself: in `fxlint.lint` from Dynamo's list of break reasons for the run, in
 the backend from the reason that ended each graph it compiles.
 
+When a break happens inside a `for`/`while` loop, Dynamo gives up on the
+whole function and runs it eagerly: nothing in it is compiled, and nothing in
+it can be linted. fxlint reports that at the function's `def` line (from
+Dynamo's own record of the skipped frame), so a lint that found nothing there
+does not look like a clean bill of health.
+
 ## Why is this bad?
 At a break, the compiled graph ends and Python takes over: no fusion across
 the break, the tensors live between the graphs are materialised, the rest of
