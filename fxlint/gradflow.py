@@ -31,6 +31,12 @@ graphs an ``nn.Module`` call uses the module's parameters).
   is dropped. Paths are counted in the canonical data-flow graph, where several
   uses of one value by one op are one edge.
 
+Outputs that no trainable parameter reaches uncut carry no gradient (a
+metric computed under ``no_grad``, ``logits.detach()`` returned for logging,
+the detached hidden state handed to the next chunk): when some other output
+does carry one, the way to them is not counted as a gradient path, so
+returning such values is not reported as a cut.
+
 Each cut also knows the parameters whose gradient reaches it on an uncut path
 (a bit set propagated forward), so a finding names the parameters *this* cut
 stops, not every parameter an earlier cut already stopped.
@@ -273,6 +279,14 @@ def _analyse_view(view: "GraphView", sink: "CanonNode | None" = None) -> _ViewFl
             kinds[name] = kind
             cut_in[name] = m_in
 
+    # Outputs no trainable parameter reaches uncut (a metric computed under no_grad,
+    # `logits.detach()` returned for logging, the detached hidden state handed to the
+    # next chunk) carry no gradient: nobody trains through them, so the way to them is
+    # not a gradient path, as long as some other output does carry one.
+    out_node = next((n.name for n in view.nodes if n.kind == "output"), None)
+    carrying = [o for o in view.outputs if masks.get(o.name, 0)]
+    inert = {o.name for o in view.outputs if not masks.get(o.name, 0)} if carrying else set()
+
     # backward pass: exact path counts to the outputs (or to ``sink``)
     paths: dict[str, int] = {}
     uncut: dict[str, int] = {}
@@ -282,12 +296,15 @@ def _analyse_view(view: "GraphView", sink: "CanonNode | None" = None) -> _ViewFl
             paths[name] = uncut[name] = 1
             continue
         a = u = 0
+        skip_out = sink is None and name in inert
         if flows_all.get(name):
             for succ in g.successors(name):
-                a += paths.get(succ, 0)
+                if not (skip_out and succ == out_node):
+                    a += paths.get(succ, 0)
         if flows_uncut.get(name):
             for succ in g.successors(name):
-                u += uncut.get(succ, 0)
+                if not (skip_out and succ == out_node):
+                    u += uncut.get(succ, 0)
         paths[name], uncut[name] = a, u
 
     param_paths: dict[str, int] = {}

@@ -208,3 +208,39 @@ def test_ten_thousand_nodes_well_under_a_second():
     assert elapsed < 0.5, elapsed
     assert len(flow.params) >= 50 and flow.cuts
     assert max(p.paths for p in flow.params.values()).bit_length() > 64  # exact big path counts
+
+
+class ReturnsStats(nn.Module):
+    """Values returned for logging, with no gradient on purpose, beside the loss."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(4, 4)
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, x, y):
+        feats = self.enc(x)
+        pred = self.head(feats).squeeze(-1)
+        loss = ((pred - y) ** 2).mean()
+        with torch.no_grad():
+            mae = (pred - y).abs().mean()
+        return loss, mae, feats.detach()
+
+
+def test_outputs_without_gradient_beside_a_loss_are_not_cuts():
+    flow, _ = flow_of(ReturnsStats(), torch.randn(3, 4), torch.randn(3))
+    assert all(pf.fraction_cut == 0 for pf in flow.params.values())
+    assert flow.sites("detach") == [] and flow.sites("no_grad") == []
+
+
+def test_a_model_whose_only_output_is_detached_is_still_reported():
+    class AllDetached(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.lin(x).detach()
+
+    flow, _ = flow_of(AllDetached(), torch.randn(2, 4))
+    assert flow.params["lin.weight"].lost and flow.sites("detach")

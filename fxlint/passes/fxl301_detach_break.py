@@ -11,7 +11,10 @@ the parameters, and says how much they lose:
   parameter's gradient paths that are cut (see *How the fraction is counted*).
 
 A `detach()` of a value no trainable parameter reaches (an input, a target) is
-not reported.
+not reported, nor is a value returned without gradient beside a differentiable
+output (`return loss, logits.detach()`, the detached hidden state handed to
+the next chunk): an output no parameter reaches carries no gradient, so the
+way to it is not a gradient path.
 
 ## Why is this bad?
 Nothing errors: the loss goes down a little, then stalls, because part of the
@@ -51,7 +54,8 @@ two cut sites each finding shows the combined share). For a weight used once
 per step of a loop unrolled over T steps and detached after step k, that is
 k / T: the share of time steps whose gradient is dropped. Ops that have no
 gradient by nature (integer results, comparisons, sizes) are not counted as
-paths at all. In `fxlint.lint`, autograd checks the verdict: a parameter the
+paths at all, and neither are paths to outputs that carry no gradient when
+another output does. In `fxlint.lint`, autograd checks the verdict: a parameter the
 returned values reach is never called "never trains".
 """
 
