@@ -40,6 +40,10 @@ def lint(
     ``torch.export.ExportedProgram``. ``example_inputs`` is a tensor, a
     tuple/list of positional inputs, or a dict of keyword inputs.
     ``select``/``ignore`` take rule codes or prefixes (``"FXL4"``).
+
+    The gradient rules (FXL301-304, FXL109's cut) speak about training: a
+    module in ``eval()`` mode, or a lint under ``torch.no_grad()``, gets none
+    of their warnings.
     """
     from .capture import capture
     from .engine import run_rules

@@ -174,7 +174,7 @@ def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Ca
     try:
         with preserved_state(module):
             returned = compiled(*args, **kwargs)
-            result.reach = runs.reach(returned)
+            result.reach = runs.safe_reach(returned)
     except torch._dynamo.exc.Unsupported as exc:  # pragma: no cover - graph breaks are allowed
         raise CaptureError(f"Dynamo could not capture the model: {exc}") from exc
     except Exception as exc:
@@ -289,6 +289,14 @@ class _RunRecord:
                 params.add(names[id(var)])
             stack.extend(nxt for nxt, _ in fn.next_functions if nxt is not None)
         return AutogradReach(frozenset(params), frozenset(outputs), frozenset(names.values()))
+
+    def safe_reach(self, returned: Any) -> AutogradReach | None:
+        """``reach``, or None if walking the autograd graph fails: fxlint then says
+        what the graphs alone show, as the backend does."""
+        try:
+            return self.reach(returned)
+        except Exception:  # noqa: BLE001 - never blame the user's model for fxlint's walk
+            return None
 
     def clear(self) -> None:
         self.outputs.clear()

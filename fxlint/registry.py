@@ -49,7 +49,10 @@ class Hit:
 class RuleContext:
     """What a rule may know besides the graph."""
 
-    training: bool = True  # False when the model is in eval mode
+    # False for inference: the module is in eval() mode, or autograd is off (lint under
+    # torch.no_grad(); in the backend, a graph compiled with grad disabled). Gradient
+    # rules are quiet then.
+    training: bool = True
     options: dict[str, Any] = field(default_factory=dict)
 
 
