@@ -181,3 +181,34 @@ def test_backend_in_eval_mode_is_quiet():
     with fxlint.collect() as session:
         compiled(X)
     assert session.findings == []
+
+
+class TwoSites(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.a(x)
+        u = h.detach() * 2  # SITE-1
+        v = torch.sigmoid(h).detach()  # SITE-2
+        return h + u + v
+
+
+def test_two_cut_sites_each_say_the_fraction_is_combined():
+    report = fxlint.lint(TwoSites(), torch.randn(2, 4))
+    lines = sorted(f.line for f in report.by_code("FXL301"))
+    assert lines == [line_of(__file__, "# SITE-1"), line_of(__file__, "# SITE-2")]
+    for f in report.by_code("FXL301"):
+        assert f.details["fraction_cut"]["a.weight"] == pytest.approx(2 / 3)
+        assert "by this and 1 other cut" in f.message
+
+
+@pytest.mark.parametrize("code", ["FXL109", "FXL301", "FXL302", "FXL303", "FXL304", "FXL501"])
+def test_rule_documentation_has_every_section(code):
+    from fxlint.registry import get_rule
+
+    doc = get_rule(code).doc
+    for section in ("## What it does", "## Why is this bad?", "## Example", "## Use instead",
+                    "## When it is intentional"):
+        assert section in doc, (code, section)

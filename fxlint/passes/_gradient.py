@@ -94,16 +94,22 @@ def effect(flow: GradFlow, params: Sequence[str]) -> tuple[list[ParamFlow], list
     return lost, partial
 
 
+def _others(pfs: Sequence[ParamFlow]) -> str:
+    """``, by this and 2 other cuts`` when other cut sites stop the same parameters."""
+    n = max((pf.cut_by for pf in pfs), default=1) - 1
+    return f", by this and {n} other cut{'s' if n != 1 else ''}" if n > 0 else ""
+
+
 def partial_text(partial: list[ParamFlow]) -> str:
-    """``a, b (40% of their paths cut), c (10%)``: grouped by fraction."""
-    groups: dict[str, list[str]] = {}
+    """``a, b (40% of their gradient paths to the output cut); c (10% ...)``: grouped by fraction."""
+    groups: dict[str, list[ParamFlow]] = {}
     for pf in partial:
-        groups.setdefault(percent(pf.fraction_cut), []).append(pf.name)
+        groups.setdefault(percent(pf.fraction_cut), []).append(pf)
     parts = []
-    for i, (pct, names) in enumerate(groups.items()):
-        tail = f" ({pct} of {'its' if len(names) == 1 else 'their'} gradient paths to the output cut)" if i == 0 \
-            else f" ({pct})"
-        parts.append(names_text(names) + tail)
+    for pct, pfs in groups.items():
+        whose = "its" if len(pfs) == 1 else "their"
+        parts.append(f"{names_text([p.name for p in pfs])} ({pct} of {whose} gradient paths to the output cut"
+                     f"{_others(pfs)})")
     return "; ".join(parts)
 
 
@@ -116,24 +122,17 @@ def site_hit(flow: GradFlow, site: Site, text: CutText, anchors: tuple[Location,
     node = site.first.node
     line = node.location.line if node.location is not None else None
     where = quote(node.source, text.name) + (f" (line {line})" if line is not None else "")
-    several = any(pf.cut_by > 1 for pf in lost + partial)
     parts = []
     if lost:
+        one = len(lost) == 1
         parts.append(
-            f"{names_text([p.name for p in lost])} never receive{'s' if len(lost) == 1 else ''} a gradient: "
-            f"every path from {'it' if len(lost) == 1 else 'them'} to the output is cut"
-            + (" (this and other cuts together)" if any(p.cut_by > 1 for p in lost) else "")
-            + ", so training never updates "
-            + ("it" if len(lost) == 1 else "them")
+            f"{names_text([p.name for p in lost])} never receive{'s' if one else ''} a gradient: "
+            f"every path from {'it' if one else 'them'} to the output is cut{_others(lost)}, "
+            f"so training never updates {'it' if one else 'them'}"
         )
     if partial:
-        parts.append(
-            partial_text(partial)
-            + (", counting every cut" if several and not lost else "")
-            + ": "
-            + ("it learns" if len(partial) == 1 else "they learn")
-            + " from the remaining paths only"
-        )
+        parts.append(partial_text(partial) + ": "
+                     + ("it learns" if len(partial) == 1 else "they learn") + " from the remaining paths only")
     message = f"{where}: {text.what}. " + "; ".join(parts) + f". {extra}{text.intent}"
     severity = Severity.ERROR if lost else Severity.WARNING
     return Hit(
