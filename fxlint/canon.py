@@ -38,9 +38,10 @@ softmax       input, dim (also log_softmax)
 factory       kind, device (explicit or None), dtype (arange, zeros, ...)
 grad_region   enabled, returns (export's ``wrap_with_set_grad_enabled``: its
               inputs are the inlined region's results)
-set_grad_enabled  enabled, style (``no_grad``/``enable_grad``/``set_grad_enabled``
-              as Dynamo records them; ``inference_mode`` enter/exit, with
-              ``enabled`` resolved to the grad mode in force after the node)
+set_grad_enabled  enabled, style: ``"set_grad_enabled"`` (``no_grad``,
+              ``enable_grad``, ``set_grad_enabled`` as Dynamo records them) or
+              ``"inference_mode"`` (enter/exit; ``enabled`` is resolved to the
+              grad mode in force after the node)
 item          input (``item``/``_local_scalar_dense``); tolist, numpy likewise
 ============  ===============================================================
 

@@ -11,7 +11,7 @@ import torch
 
 import fxlint
 from tests._grad import check_verdicts
-from tests.conftest import run_cli
+from tests.conftest import ROOT
 
 GRADIENT_MODELS = ["rnn_truncated_bptt", "gan_step", "frozen_backbone", "data_access", "item_loss",
                    "tensor_from_tensors"]
@@ -59,10 +59,13 @@ def test_rnn_scenario_names_the_recurrent_weights_and_the_fraction():
     assert f.details["fraction_cut"]["cell.weight_hh"] == pytest.approx((mod.STEPS - 1) / mod.STEPS)
 
 
-def test_cli_exit_codes_and_suppressed_count():
-    proc = run_cli("lint", "models/frozen_backbone.py:make", "--fail-on", "error")
-    assert proc.returncode == 1, proc.stderr
-    assert "FXL303" in proc.stdout and "backbone.0.weight" in proc.stdout
-    proc = run_cli("lint", "models/gan_step.py:make")
-    assert proc.returncode == 0, proc.stderr
-    assert "No findings, 1 suppressed" in proc.stdout
+def test_cli_exit_codes_and_suppressed_count(capsys, monkeypatch):
+    from fxlint.cli import main
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["lint", "models/frozen_backbone.py:make", "--fail-on", "error"]) == 1
+    out = capsys.readouterr().out
+    assert "FXL303" in out and "backbone.0.weight" in out
+    assert main(["lint", "models/gan_step.py:make"]) == 0
+    assert "No findings, 1 suppressed" in capsys.readouterr().out
