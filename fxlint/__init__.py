@@ -59,17 +59,25 @@ def lint(
     each copy-type finding ``confirmed``, ``refuted`` or ``not-run``
     (``Finding.status``); runtime copies no finding explains are listed in
     ``Report.unexplained``.
+
+    The gradient rules (FXL301-304, FXL109's cut) speak about training: a
+    module in ``eval()`` mode, or a lint under ``torch.no_grad()``, gets none
+    of their warnings.
     """
     from .capture import capture
     from .config import resolve, source_file_of
     from .engine import run_rules
     from .registry import RuleContext
 
+    import torch
+
     # bad codes and bad config fail before anything runs
     settings = resolve(source_file_of(target), config=config, select=select, ignore=ignore,
                        extend_select=extend_select, severity=severity)
     captured = capture(target, example_inputs)
-    report = run_rules(captured.views, settings.rules, RuleContext(training=captured.training), settings)
+    # training: the module's own flag, and autograd on (linting under no_grad is inference)
+    training = captured.training and torch.is_grad_enabled()
+    report = run_rules(captured.program(), settings.rules, RuleContext(training=training), settings)
     report.graph_breaks = len(captured.breaks)
     report.extras["breaks"] = captured.breaks
     report.extras["config_file"] = settings.config_file

@@ -148,24 +148,46 @@ def _user_file(gm: fx.GraphModule) -> str | None:
 def _lint_and_rewrite(
     gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, settings: "Settings"
 ) -> fx.GraphModule:
-    from .capture import graph_break_from_reason, view_from_dynamo
+    from .capture import ended_by, view_from_dynamo
     from .engine import run_rules
+    from .program import Program
     from .registry import RuleContext
     from .session import publish
 
     label = _graph_label(gm)
     view = view_from_dynamo(gm, label)
-    ctx = RuleContext(training=torch.is_grad_enabled(), options={"backend": True})
-    report = run_rules([view], settings.rules, ctx, settings)
-    reason = getattr(gm, "compile_subgraph_reason", None)
-    if reason is not None and getattr(reason, "graph_break", False):
+    # Dynamo hands the backend one graph at a time: the program is this graph and
+    # the break that ended it (if any); there are no runtime facts at compile time.
+    end = ended_by(gm, label)
+    program = Program([view], [end] if end is not None else [])
+    ctx = RuleContext(training=_training(), options={"backend": True})
+    report = run_rules(program, settings.rules, ctx, settings)
+    if end is not None:
         report.graph_breaks = 1
-        report.extras["breaks"] = [graph_break_from_reason(reason)]
+        report.extras["breaks"] = [end]
     _log_report(label, report)
     publish(report)
     if settings.rewrite:
         log.warning("fxlint: options['rewrite'] is not available in this version; %s compiled unchanged", label)
     return gm
+
+
+def _training() -> bool:
+    """Is this graph a training forward? Autograd must be on (Dynamo guards on the
+    grad mode, so it is the mode the graph will run in), and the modules of the
+    frame being compiled (``self`` of ``forward``, a model passed to a train
+    step) must be in training mode: an ``eval()`` model is inference even with
+    autograd on. When the frame holds no module, autograd's mode decides."""
+    if not torch.is_grad_enabled():
+        return False
+    try:  # the frame Dynamo is compiling right now; internal API, so never fatal
+        from torch._dynamo.symbolic_convert import InstructionTranslator
+
+        tx = InstructionTranslator.current_tx()
+        modules = [v for v in tx.f_locals.values() if isinstance(v, torch.nn.Module)]
+    except Exception:  # noqa: BLE001
+        return True
+    return any(m.training for m in modules) if modules else True
 
 
 def _graph_label(gm: fx.GraphModule) -> str:

@@ -27,7 +27,7 @@ contiguous    input, memory_format
 clone         input, memory_format
 to            input, dtype, device, memory_format, copy (to, _to_copy, type,
               float/half/..., cuda, cpu)
-detach        input
+detach        input, inplace (``detach``/``detach_``; ``aten.alias`` is a view)
 data          input (``x.data``)
 mm/bmm/...    a, b (mm, bmm, matmul, mv, dot); addmm/baddbmm: bias, a, b
 linear        input, weight, bias
@@ -36,8 +36,26 @@ layer_norm    input, normalized_shape, weight, bias (also group_norm,
               batch_norm, instance_norm)
 softmax       input, dim (also log_softmax)
 factory       kind, device (explicit or None), dtype (arange, zeros, ...)
-set_grad_enabled  enabled
+grad_region   enabled, returns (export's ``wrap_with_set_grad_enabled``: its
+              inputs are the inlined region's results)
+set_grad_enabled  enabled, style: ``"set_grad_enabled"`` (``no_grad``,
+              ``enable_grad``, ``set_grad_enabled`` as Dynamo records them) or
+              ``"inference_mode"`` (enter/exit; ``enabled`` is resolved to the
+              grad mode in force after the node)
+item          input (``item``/``_local_scalar_dense``); tolist, numpy likewise
 ============  ===============================================================
+
+Grad mode: ``CanonNode.grad_enabled`` is the autograd mode a node runs in.
+Dynamo records ``no_grad``/``set_grad_enabled`` as ``_set_grad_enabled`` nodes
+and ``inference_mode`` as ``_enter/_exit_inference_mode`` nodes;
+``torch.export`` wraps a grad-disabled region in
+``higher_order.wrap_with_set_grad_enabled`` with a submodule, which the view
+inlines (its nodes appear in place, named ``<hop>/<node>``, with the region's
+mode). ``symbolic_trace`` does not record grad mode at all.
+``GraphView.entry_grad_enabled`` is the mode the graph starts in, and
+``GraphView.requires_grad_known`` says whether ``tensor.requires_grad`` on op
+nodes is autograd's own verdict (Dynamo's fake values) or unknown (export and
+``symbolic_trace`` values do not track it).
 
 Every other op keeps its own name (``add``, ``relu``...) with ``args`` holding
 ``{"args": [...], "kwargs": {...}}``.
@@ -45,7 +63,9 @@ Every other op keeps its own name (``add``, ``relu``...) with ``args`` holding
 
 from __future__ import annotations
 
+import dataclasses
 import operator
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -98,7 +118,10 @@ FACTORY_NAMES = {
 }
 _GRAD_MODE_NAMES = {"_set_grad_enabled", "set_grad_enabled"}
 _HOST_SYNC_NAMES = {"item", "tolist", "numpy", "_local_scalar_dense"}
-_DETACH_NAMES = {"detach", "detach_", "alias"}
+_DETACH_NAMES = {"detach", "detach_"}  # aten.alias keeps the autograd graph: it is a view, not a cut
+_INFERENCE_MODE_NAMES = {"_enter_inference_mode", "_exit_inference_mode"}
+#: export wraps grad-mode regions in a higher-order op with a submodule; canon inlines it
+_GRAD_REGION_HOPS = {"wrap_with_set_grad_enabled"}
 _DATA_NAMES = {"data", "_get_data_attr"}
 _OPERATOR_NAMES = {
     "truediv": "div", "floordiv": "floor_divide", "iadd": "add_", "isub": "sub_", "imul": "mul_",
@@ -273,6 +296,9 @@ class GraphView:
         self._by_fx: dict[fx.Node, CanonNode] = {n.node: n for n in nodes}
         self.by_name: dict[str, CanonNode] = {n.name: n for n in nodes}
         self._graph: nx.DiGraph | None = None
+        self.entry_grad_enabled = True  # autograd mode the graph starts in
+        # Dynamo's fake values carry autograd's requires_grad; export/fx values do not
+        self.requires_grad_known = origin == "dynamo"
 
     def __iter__(self) -> Iterator[CanonNode]:
         return iter(self.nodes)
@@ -342,7 +368,7 @@ class GraphView:
             return None
         if n.kind == "constant":
             return self.const_ints(self._constants.get(n.name))
-        if n.op in ("to", "clone", "detach", "contiguous", "lift_fresh_copy", "lift_fresh") and n.input is not None:
+        if n.op in ("to", "clone", "detach", "alias", "contiguous", "lift_fresh_copy", "lift_fresh") and n.input is not None:
             return self.const_ints(n.input)
         if n.op == "factory":
             kind = n.args.get("kind")
@@ -504,29 +530,100 @@ class _Builder:
         return a
 
     def build(self) -> GraphView:
-        nodes: list[CanonNode] = []
-        grad = self.grad_enabled
-        outputs: list[CanonNode] = []
-        for pos, node in enumerate(self.gm.graph.nodes):
-            cn = self.make(node)
-            cn.position = pos
-            if cn.op == "set_grad_enabled":
-                en = cn.args.get("enabled")
-                if isinstance(en, bool):
-                    grad = en
-                cn.grad_enabled = grad
-            else:
-                cn.grad_enabled = grad
-            self.map[node] = cn
-            nodes.append(cn)
-            if node.op == "output":
-                outputs = [x for x in _flatten(cn.args.get("args", [])) if isinstance(x, CanonNode)]
+        self.nodes: list[CanonNode] = []
+        self.outputs: list[CanonNode] = []
+        self.grad = self.grad_enabled
+        self.inference_stack: list[bool] = []  # grad mode to restore at each inference_mode exit
+        self._walk(self.gm)
         # users, after every node exists
-        for cn in nodes:
+        for cn in self.nodes:
             for i in cn.inputs:
                 i.users.append(cn)
-        view = GraphView(self.gm, nodes, outputs, self.origin, "", self.constants)
+        view = GraphView(self.gm, self.nodes, self.outputs, self.origin, "", self.constants)
+        view.entry_grad_enabled = self.grad_enabled
         return view
+
+    def _walk(self, gm: fx.GraphModule, prefix: str = "") -> list[CanonNode]:
+        """Add the nodes of ``gm`` (the root graph, or an inlined export region);
+        returns what its output node returns."""
+        root, self.gm = self.gm, gm  # submodule/attribute lookups read the graph being walked
+        try:
+            returned: list[CanonNode] = []
+            for node in gm.graph.nodes:
+                if prefix and node.op == "placeholder":
+                    continue  # mapped to the region's operands by _inline_region
+                if prefix and node.op == "output":
+                    returned = [x for x in _flatten(self.conv(node.args[0])) if isinstance(x, CanonNode)]
+                    continue
+                if self._is_grad_region(node):
+                    self._inline_region(node, prefix)
+                    continue
+                cn = self.make(node)
+                if prefix:
+                    cn.name = f"{prefix}{node.name}"
+                self._add(cn, node)
+                if node.op == "output":
+                    self.outputs = [x for x in _flatten(cn.args.get("args", [])) if isinstance(x, CanonNode)]
+            return returned
+        finally:
+            self.gm = root
+
+    def _add(self, cn: CanonNode, node: fx.Node) -> None:
+        if cn.op == "set_grad_enabled":
+            self._grad_mode(cn)
+        cn.grad_enabled = self.grad
+        cn.position = len(self.nodes)
+        self.map[node] = cn
+        self.nodes.append(cn)
+
+    def _grad_mode(self, cn: CanonNode) -> None:
+        """Apply a grad-mode node; resolve inference_mode enter/exit to plain modes."""
+        if cn.args.get("style") == "inference_mode":
+            if cn.args.get("enter"):
+                self.inference_stack.append(self.grad)
+                if cn.args.get("mode", True) is not False:
+                    self.grad = False
+            else:
+                self.grad = self.inference_stack.pop() if self.inference_stack else self.grad_enabled
+            cn.args["enabled"] = self.grad
+            return
+        en = cn.args.get("enabled")
+        if isinstance(en, bool):
+            self.grad = en
+
+    def _is_grad_region(self, node: fx.Node) -> bool:
+        t = node.target
+        return (node.op == "call_function" and isinstance(t, torch._ops.HigherOrderOperator)
+                and t.name() in _GRAD_REGION_HOPS and len(node.args) >= 2
+                and isinstance(node.args[1], fx.Node) and node.args[1].op == "get_attr")
+
+    def _inline_region(self, node: fx.Node, prefix: str) -> None:
+        """``wrap_with_set_grad_enabled(enabled, submod, *operands)`` (export): the
+        submodule's nodes become nodes of this view, run in the region's grad mode;
+        the higher-order node itself stays as the tuple of what the region returns."""
+        sub = _get_attr(self.gm, str(node.args[1].target))
+        enabled = node.args[0]
+        if not isinstance(sub, fx.GraphModule):
+            cn = self.make(node)
+            self._add(cn, node)
+            return
+        cn = self.make(node)  # the tuple the region returns; the get_attr of submod stays a constant
+        if prefix:
+            cn.name = f"{prefix}{node.name}"
+        sub_placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+        for ph, operand in zip(sub_placeholders, node.args[2:]):
+            if isinstance(operand, fx.Node) and operand in self.map:
+                self.map[ph] = self.map[operand]
+        saved = self.grad
+        if isinstance(enabled, bool):
+            self.grad = enabled
+        returned = self._walk(sub, prefix=f"{cn.name}/")
+        self.grad = saved
+        # data flows operands -> region nodes -> this node; never around the region
+        cn.inputs = _dedupe(returned)
+        cn.op = "grad_region"
+        cn.args = {"enabled": enabled, "returns": returned}
+        self._add(cn, node)
 
     def make(self, node: fx.Node) -> CanonNode:
         meta = node.meta
@@ -561,6 +658,10 @@ class _Builder:
                 cn.kind = "constant"
             if cn.value is None and isinstance(obj, torch.Tensor):
                 cn.value = TensorInfo.from_tensor(obj)
+            elif isinstance(obj, torch.Tensor) and cn.tensor is not None and cn.tensor.requires_grad != obj.requires_grad:
+                # fake-tensor propagation drops requires_grad; the module's own tensor knows it
+                cn.value = dataclasses.replace(cn.tensor, requires_grad=obj.requires_grad,
+                                               is_parameter=isinstance(obj, torch.nn.Parameter))
             if node.name in self.roles:
                 cn.kind = self.roles[node.name][0]
             return cn
@@ -716,7 +817,13 @@ def _normalise(cn: CanonNode, raw: str, node: fx.Node, b: _Builder) -> None:
                    "dtype": node.kwargs.get("dtype")}
     elif raw in _GRAD_MODE_NAMES:
         cn.op = "set_grad_enabled"
-        cn.args = {"enabled": _arg(node, 0, "mode", "enabled")}
+        cn.args = {"enabled": _arg(node, 0, "mode", "enabled"), "style": "set_grad_enabled"}
+    elif raw in _INFERENCE_MODE_NAMES and node.op == "call_function":
+        # `with torch.inference_mode():` as Dynamo records it; build() resolves `enabled`
+        cn.op = "set_grad_enabled"
+        enter = raw == "_enter_inference_mode"
+        cn.args = {"enabled": None, "style": "inference_mode", "enter": enter,
+                   "mode": _arg(node, 0, "mode", default=True) if enter else None}
     elif raw in _HOST_SYNC_NAMES:
         cn.op = "item" if raw in ("item", "_local_scalar_dense") else raw
         cn.args = {"input": inp}
@@ -965,6 +1072,7 @@ def dynamo_roles(gm: fx.GraphModule) -> dict[str, tuple[str, str | None]]:
     """Roles of the placeholders of a Dynamo graph, from each input's source."""
     roles: dict[str, tuple[str, str | None]] = {}
     param_sources = getattr(gm, "_param_name_to_source", None) or {}
+    raw: dict[str, tuple[str, str | None]] = {}
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             ga = node.meta.get("grapharg")
@@ -978,11 +1086,18 @@ def dynamo_roles(gm: fx.GraphModule) -> dict[str, tuple[str, str | None]]:
                 kind = "buffer"
             elif isinstance(example, torch.nn.Parameter):
                 kind = "parameter"
-            roles[node.name] = (kind, clean_path(name) if kind != "input" else name)
+            raw[node.name] = (kind, name)
         elif node.op == "get_attr":
             src = param_sources.get(str(node.target))
             if src is not None:
-                roles[node.name] = ("parameter", clean_path(_source_name(src)))
+                raw[node.name] = ("parameter", _source_name(src))
+    # One model in the frame (`self`, or the module a wrapper got): names are relative
+    # to it. Several (`def step(G, D, z)`, two closure modules): keep each local's name,
+    # or G's and D's parameters would share names.
+    roots = {m.group(1) for kind, name in raw.values() if kind != "input" and name
+             for m in [re.match(r"^L\['([^']*)'\]", name)] if m}
+    for node_name, (kind, name) in raw.items():
+        roles[node_name] = (kind, clean_path(name, keep_root=len(roots) > 1) if kind != "input" else name)
     return roles
 
 

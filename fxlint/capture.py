@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import linecache
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -25,16 +26,8 @@ import torch.fx as fx
 
 from .canon import GraphView, build_view, dynamo_roles
 from .errors import CaptureError, ModelError
-from .source import Location, is_internal_file
-
-
-@dataclass(frozen=True)
-class GraphBreak:
-    """A Dynamo graph break: the reason and the user's line."""
-
-    reason: str
-    location: Location | None
-    stack: tuple[Location, ...] = ()
+from .program import AutogradReach, GraphBreak, Program
+from .source import Location, is_internal_file, source_line
 
 
 @dataclass
@@ -44,6 +37,10 @@ class Captured:
     training: bool = True
     origin: str = "dynamo"
     module: torch.nn.Module | None = None
+    reach: AutogradReach | None = None  # what autograd reached from the returned values
+
+    def program(self) -> Program:
+        return Program(list(self.views), list(self.breaks), self.reach)
 
 
 def normalise_inputs(example_inputs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -79,14 +76,37 @@ def capture(target: Any, example_inputs: Any = None) -> Captured:
 # --------------------------------------------------------------------------- dynamo
 
 
-def graph_break_from_reason(reason: Any) -> GraphBreak:
+def graph_break_from_reason(reason: Any, graph: str | None = None) -> GraphBreak:
+    """A ``GraphBreak`` from Dynamo's reason object (``graph_break_reasons`` entries,
+    ``gm.compile_subgraph_reason``); ``graph`` is the label of the graph it ended."""
+    frames = list(getattr(reason, "user_stack", None) or [])
     stack = tuple(
-        Location(fs.filename, fs.lineno or 0, fs.name, (fs.line or "").strip() or None)
-        for fs in (getattr(reason, "user_stack", None) or [])
+        Location(fs.filename, fs.lineno or 0, fs.name, (fs.line or "").strip() or None) for fs in frames
     )
-    loc = next((f for f in reversed(stack) if not is_internal_file(f.file)), None)
+    at = next((i for i in reversed(range(len(stack))) if not is_internal_file(stack[i].file)), None)
     text = str(getattr(reason, "reason", reason)).strip()
-    return GraphBreak(reason=text, location=loc, stack=stack)
+    loc = stack[at] if at is not None else None
+    expression = _expression(frames[at]) if at is not None else None
+    return GraphBreak(reason=text, location=loc, stack=stack, graph=graph, expression=expression)
+
+
+def _expression(fs: Any) -> str | None:
+    """The source text a frame points at (Python 3.11+ frames carry columns)."""
+    col, end = getattr(fs, "colno", None), getattr(fs, "end_colno", None)
+    if col is None or end is None or getattr(fs, "end_lineno", fs.lineno) not in (None, fs.lineno):
+        return None
+    import linecache
+
+    raw = linecache.getline(fs.filename, fs.lineno or 0)
+    return raw[col:end].strip() or None
+
+
+def ended_by(gm: fx.GraphModule, label: str) -> GraphBreak | None:
+    """The graph break that ended ``gm`` (None when it ended at a return)."""
+    reason = getattr(gm, "compile_subgraph_reason", None)
+    if reason is None or not getattr(reason, "graph_break", False):
+        return None
+    return graph_break_from_reason(reason, graph=label)
 
 
 def view_from_dynamo(gm: fx.GraphModule, label: str) -> GraphView:
@@ -140,25 +160,158 @@ def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Ca
     module = target if isinstance(target, torch.nn.Module) else getattr(target, "__self__", None)
     module = module if isinstance(module, torch.nn.Module) else None
     result = Captured(training=module.training if module is not None else True, origin="dynamo", module=module)
+    ends: list[GraphBreak] = []
+    runs = _RunRecord()
 
     def backend(gm: fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
-        result.views.append(view_from_dynamo(gm, f"graph {len(result.views)}"))
-        return gm.forward
+        label = f"graph {len(result.views)}"
+        view = view_from_dynamo(gm, label)
+        result.views.append(view)
+        end = ended_by(gm, label)
+        if end is not None:
+            ends.append(end)
+        return runs.wrap(gm.forward, view)
 
     seen_codes = {id(ref()) for ref in convert_frame.input_codes.seen if ref() is not None}
     n_reasons = len(dynamo_utils.graph_break_reasons)
+    unimplemented = dict(dynamo_utils.counters["unimplemented"])
     compiled = torch.compile(target, backend=backend, isolate_recompiles=True, recompile_limit=64)
     try:
         with preserved_state(module):
-            compiled(*args, **kwargs)
+            returned = compiled(*args, **kwargs)
+            result.reach = runs.safe_reach(returned)
     except torch._dynamo.exc.Unsupported as exc:  # pragma: no cover - graph breaks are allowed
         raise CaptureError(f"Dynamo could not capture the model: {exc}") from exc
     except Exception as exc:
         raise ModelError(f"the model raised while it ran: {type(exc).__name__}: {exc}") from exc
     finally:
         _forget_new_codes(seen_codes)
-    result.breaks = [graph_break_from_reason(r) for r in dynamo_utils.graph_break_reasons[n_reasons:]]
+        runs.clear()
+    result.breaks = _merge_breaks(
+        [graph_break_from_reason(r) for r in dynamo_utils.graph_break_reasons[n_reasons:]], ends
+    ) + _skipped_frames(unimplemented, dict(dynamo_utils.counters["unimplemented"]))
     return result
+
+
+_SKIPPED_RE = re.compile(r"frame skipped: (?P<func>[^\s(]+) \((?P<file>.+) line (?P<line>\d+)\)")
+
+
+def _skipped_frames(before: dict[str, int], after: dict[str, int]) -> list[GraphBreak]:
+    """Functions Dynamo gave up on during this run (a graph break inside a loop):
+    they run eagerly and nothing in them is captured. Dynamo records these only
+    in its ``unimplemented`` counters, with the function's ``def`` line."""
+    out = []
+    for reason, count in after.items():
+        if count <= before.get(reason, 0):
+            continue
+        m = _SKIPPED_RE.search(reason)
+        if m is None:
+            continue
+        file, line = m["file"], int(m["line"])
+        loc = None if is_internal_file(file) else Location(file, line, m["func"], source_line(file, line))
+        out.append(GraphBreak(reason=reason.strip(), location=loc, skipped_frame=m["func"]))
+    return out
+
+
+def _merge_breaks(reasons: list[GraphBreak], ends: list[GraphBreak]) -> list[GraphBreak]:
+    """Dynamo's list of break reasons, each tagged with the graph it ended when one did."""
+    out: list[GraphBreak] = []
+    pending = list(ends)
+    seen: set[tuple] = set()
+    for b in reasons:
+        key = (b.headline, b.location)
+        if key in seen:  # Dynamo records a break again when it restarts the analysis
+            continue
+        seen.add(key)
+        match = next((e for e in pending if (e.headline, e.location) == key), None)
+        if match is not None:
+            pending.remove(match)
+            b = match
+        out.append(b)
+    out.extend(e for e in pending if (e.headline, e.location) not in seen)
+    return out
+
+
+class _RunRecord:
+    """The tensors each captured graph took and returned while the model ran once,
+    so that autograd itself can say what the returned values reach.
+
+    Dynamo calls a compiled graph with one value per placeholder, in order; the
+    parameters among them are named by the canonical view.
+    """
+
+    def __init__(self) -> None:
+        self.outputs: list[tuple[str, Any]] = []  # (graph label, returned tuple), kept alive until reach()
+        self.param_names: dict[int, str] = {}
+        self.params: list[torch.Tensor] = []  # keeps ids stable
+
+    def wrap(self, forward: Callable[..., Any], view: GraphView) -> Callable[..., Any]:
+        placeholders = [n for n in view.nodes if n.op == "placeholder" and n.node.op == "placeholder"]
+
+        def run(*a: Any) -> Any:
+            for cn, value in zip(placeholders, a):
+                if cn.kind == "parameter" and isinstance(value, torch.Tensor) and cn.param_name:
+                    self.param_names.setdefault(id(value), cn.param_name)
+                    self.params.append(value)
+            out = forward(*a)
+            self.outputs.append((view.label, out))
+            return out
+
+        return run
+
+    def reach(self, returned: Any) -> AutogradReach | None:
+        """Walk the autograd graph from the returned tensors (None when the model
+        returned no floating-point tensor: then nothing can be said)."""
+        roots = [t for t in _tensors(returned) if t.is_floating_point() or t.is_complex()]
+        if not roots:
+            return None
+        names = dict(self.param_names)
+        if not names:
+            return AutogradReach(frozenset(), frozenset(), frozenset())
+        out_of: dict[int, list[tuple[str, int]]] = {}
+        keep: list[Any] = []
+        for label, out in self.outputs:
+            for k, t in enumerate(out if isinstance(out, (list, tuple)) else [out]):
+                fn = t.grad_fn if isinstance(t, torch.Tensor) else None
+                if fn is not None:
+                    keep.append(fn)
+                    out_of.setdefault(id(fn), []).append((label, k))
+        params: set[str] = set()
+        outputs: set[tuple[str, int]] = set()
+        seen: dict[int, Any] = {}
+        stack = [t.grad_fn for t in roots if t.grad_fn is not None]
+        for t in roots:  # a parameter returned as it is
+            if t.grad_fn is None and id(t) in names:
+                params.add(names[id(t)])
+        while stack:
+            fn = stack.pop()
+            if fn is None or id(fn) in seen:
+                continue
+            seen[id(fn)] = fn
+            outputs.update(out_of.get(id(fn), ()))
+            var = getattr(fn, "variable", None)  # AccumulateGrad: a leaf
+            if var is not None and id(var) in names:
+                params.add(names[id(var)])
+            stack.extend(nxt for nxt, _ in fn.next_functions if nxt is not None)
+        return AutogradReach(frozenset(params), frozenset(outputs), frozenset(names.values()))
+
+    def safe_reach(self, returned: Any) -> AutogradReach | None:
+        """``reach``, or None if walking the autograd graph fails: fxlint then says
+        what the graphs alone show, as the backend does."""
+        try:
+            return self.reach(returned)
+        except Exception:  # noqa: BLE001 - never blame the user's model for fxlint's walk
+            return None
+
+    def clear(self) -> None:
+        self.outputs.clear()
+        self.params.clear()
+
+
+def _tensors(x: Any) -> list[torch.Tensor]:
+    import torch.utils._pytree as pytree
+
+    return [v for v in pytree.tree_leaves(x) if isinstance(v, torch.Tensor)]
 
 
 def _forget_new_codes(seen_before: set[int]) -> None:

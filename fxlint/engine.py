@@ -1,5 +1,9 @@
 """Run the selected rules over canonical views and turn hits into findings.
 
+Graph rules run once per captured graph; program rules once per capture (see
+``fxlint.program``). A finding is silenced by a ``# fxlint: ignore[...]``
+comment on its own statement or on one of the hit's ``anchors``.
+
 Given the run's ``config.Settings``, this is also the one place where the
 project's configured severities and ``per-file-ignores`` apply, so the CLI,
 ``fxlint.lint``, the compile backend and the rewrite engine all get them.
@@ -15,13 +19,13 @@ import sympy
 from .canon import GraphView
 from .errors import FxlintWarning
 from .findings import Finding, Report, dedupe
+from .program import Program
 from .registry import Hit, Rule, RuleContext
 from .source import is_suppressed, source_line
 from .tensorinfo import known
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import Settings
-
 
 def finding_from_hit(rule: Rule, hit: Hit, label: str | None) -> Finding:
     node = hit.node
@@ -48,43 +52,62 @@ def finding_from_hit(rule: Rule, hit: Hit, label: str | None) -> Finding:
     )
 
 
+def _silenced(finding: Finding, hit: Hit) -> bool:
+    if is_suppressed(finding.code, finding.file, finding.line):
+        return True
+    return any(is_suppressed(finding.code, a.file, a.line) for a in hit.anchors)
+
+
 def run_rules(
-    views: Sequence[GraphView],
+    views: "Sequence[GraphView] | Program",
     rules: Iterable[Rule],
     ctx: RuleContext,
     settings: "Settings | None" = None,
 ) -> Report:
-    """Every rule over every view. A rule that raises is reported in
-    ``Report.errors`` and skipped; it never takes the others down.
+    """Every graph rule over every view, every program rule once over the whole
+    capture (``views`` may be a ``Program`` carrying graph breaks and runtime
+    facts). A rule that raises is reported in ``Report.errors`` and skipped; it
+    never takes the others down.
 
     With ``settings``, configured severities replace the rule's (and the hit's)
     severity, and findings silenced by ``per-file-ignores`` join the inline
     ``# fxlint: ignore`` ones in ``Report.suppressed``."""
-    report = Report(graphs=len(views))
+    program = Program.of(views)
+    report = Report(graphs=len(program.views))
     active: list[Finding] = []
     silenced: list[Finding] = []
     rules = list(rules)
-    for view in views:
+
+    def run(rule: Rule, subject: "GraphView | Program", where: str) -> None:
+        try:
+            hits = list(rule.check(subject, ctx))
+        except Exception as exc:  # noqa: BLE001 - isolate rule failures
+            msg = f"{rule.code} {rule.name} failed on {where}: {type(exc).__name__}: {exc}"
+            warnings.warn(FxlintWarning(f"fxlint: rule skipped: {msg}"), stacklevel=3)
+            report.errors.append(msg)
+            return
+        for hit in hits:
+            label = where
+            if isinstance(subject, Program):
+                owner = program.view_of(hit.node) if hit.node is not None else None
+                label = owner.label if owner is not None else (hit.details.get("graph") or "program")
+            f = finding_from_hit(rule, hit, label)
+            if settings is not None:
+                sev = settings.severity_for(f.code, f.severity)
+                if sev is not f.severity:
+                    f = f.with_(severity=sev)
+            if _silenced(f, hit) or (settings is not None and settings.ignored_in_file(f.code, f.file)):
+                silenced.append(f.with_(suppressed=True))
+            else:
+                active.append(f)
+
+    for view in program.views:
         for rule in rules:
-            try:
-                hits = list(rule.check(view, ctx))
-            except Exception as exc:  # noqa: BLE001 - isolate rule failures
-                msg = f"{rule.code} {rule.name} failed on {view.label}: {type(exc).__name__}: {exc}"
-                warnings.warn(FxlintWarning(f"fxlint: rule skipped: {msg}"), stacklevel=2)
-                report.errors.append(msg)
-                continue
-            for hit in hits:
-                f = finding_from_hit(rule, hit, view.label)
-                if settings is not None:
-                    sev = settings.severity_for(f.code, f.severity)
-                    if sev is not f.severity:
-                        f = f.with_(severity=sev)
-                if is_suppressed(f.code, f.file, f.line) or (
-                    settings is not None and settings.ignored_in_file(f.code, f.file)
-                ):
-                    silenced.append(f.with_(suppressed=True))
-                else:
-                    active.append(f)
+            if rule.scope == "graph":
+                run(rule, view, view.label)
+    for rule in rules:
+        if rule.scope == "program":
+            run(rule, program, "program")
     report.findings = dedupe(active)
     report.suppressed = dedupe(silenced)
     return report

@@ -2,7 +2,9 @@
 
 A rule is a function ``check(view, ctx) -> Iterable[Hit]`` in its own module
 under ``fxlint/passes``; its docstring is its user documentation
-(``fxlint explain CODE``). The engine turns hits into ``Finding``s: it adds the
+(``fxlint explain CODE``). A rule registered with ``scope="program"`` is called
+once per capture as ``check(program, ctx)`` instead, with every graph, the
+graph breaks between them and the runtime facts (``fxlint.program.Program``). The engine turns hits into ``Finding``s: it adds the
 code, name, severity, the user's source location and module path.
 """
 
@@ -18,6 +20,7 @@ from .findings import Severity
 
 if TYPE_CHECKING:  # pragma: no cover
     from .canon import CanonNode, GraphView
+    from .program import Program
     from .source import Location
 
 CODE_RE = re.compile(r"^FXL\d{3}$")
@@ -37,17 +40,26 @@ class Hit:
     severity: Severity | None = None  # overrides the rule's default
     details: dict[str, Any] = field(default_factory=dict)
     location: "Location | None" = None  # overrides the node's location (e.g. graph breaks)
+    # other source lines whose `# fxlint: ignore[...]` also silences this hit (e.g. the
+    # `with torch.no_grad():` line of a region reported at the first line inside it)
+    anchors: tuple["Location", ...] = ()
 
 
 @dataclass(frozen=True)
 class RuleContext:
     """What a rule may know besides the graph."""
 
-    training: bool = True  # False when the model is in eval mode
+    # False for inference: the module is in eval() mode, or autograd is off (lint under
+    # torch.no_grad(); in the backend, a graph compiled with grad disabled). Gradient
+    # rules are quiet then.
+    training: bool = True
     options: dict[str, Any] = field(default_factory=dict)
 
 
-CheckFn = Callable[["GraphView", RuleContext], Iterable[Hit]]
+CheckFn = Callable[[Any, RuleContext], Iterable[Hit]]  # (GraphView | Program, ctx)
+
+#: where a rule looks: one graph at a time, or the whole capture at once
+SCOPES = ("graph", "program")
 
 
 @dataclass(frozen=True)
@@ -58,6 +70,7 @@ class Rule:
     check: CheckFn
     summary: str
     doc: str
+    scope: str = "graph"  # "graph": check(view, ctx) per graph; "program": check(program, ctx) once
 
     @property
     def claims_copy(self) -> bool:
@@ -67,12 +80,18 @@ class Rule:
 _RULES: dict[str, Rule] = {}
 
 
-def rule(code: str, name: str, severity: "Severity | str" = Severity.WARNING) -> Callable[[CheckFn], CheckFn]:
+def rule(
+    code: str, name: str, severity: "Severity | str" = Severity.WARNING, *, scope: str = "graph"
+) -> Callable[[CheckFn], CheckFn]:
     """Register ``check`` as rule ``code``. Its module docstring (or the function's)
-    is the rule's documentation; the first line is the summary."""
+    is the rule's documentation; the first line is the summary. ``scope`` is
+    ``"graph"`` (``check(view, ctx)`` for every captured graph) or ``"program"``
+    (``check(program, ctx)`` once per capture)."""
 
     if not CODE_RE.match(code):
         raise ValueError(f"rule code {code!r} must look like FXL123")
+    if scope not in SCOPES:
+        raise ValueError(f"rule {code}: scope must be one of {SCOPES}, not {scope!r}")
 
     def deco(fn: CheckFn) -> CheckFn:
         if code in _RULES and _RULES[code].check is not fn:
@@ -80,7 +99,7 @@ def rule(code: str, name: str, severity: "Severity | str" = Severity.WARNING) ->
         module = inspect.getmodule(fn)
         doc = inspect.cleandoc((module.__doc__ if module else None) or fn.__doc__ or "")
         summary = doc.splitlines()[0].strip() if doc else name
-        _RULES[code] = Rule(code, name, Severity.parse(severity), fn, summary, doc)
+        _RULES[code] = Rule(code, name, Severity.parse(severity), fn, summary, doc, scope)
         return fn
 
     return deco

@@ -77,16 +77,22 @@ _PATH_PATTERNS = [
 ]
 
 
-def clean_path(raw: str | None) -> str | None:
+def clean_path(raw: str | None, keep_root: bool = False) -> str | None:
     """Turn Dynamo's source names into the user's dotted module path.
 
     ``L['self'].encoder.layers[3].attn`` -> ``encoder.layers.3.attn``;
-    ``L['self']._modules['lin']._parameters['weight']`` -> ``lin.weight``.
+    ``L['self']._modules['lin']._parameters['weight']`` -> ``lin.weight``;
+    ``G['lin']._parameters['weight']`` (a module in a global) -> ``lin.weight``;
+    with ``keep_root`` the local's name stays: ``L['G']._modules['net']...``
+    -> ``G.net...``.
     """
     if raw is None:
         return None
     s = str(raw)
+    if keep_root:  # several models in one frame (`def step(G, D, z)`): their names tell them apart
+        s = re.sub(r"^L\['([^']*)'\]", r"\1", s)
     s = re.sub(r"^L\['[^']*'\]", "", s)  # the compiled function's local (self, model, ...)
+    s = re.sub(r"^G\['([^']*)'\]", r"\1", s)  # a module held in a global: its name is the path root
     s = re.sub(r"^L__self___?", "", s)
     for _ in range(3):  # nested getattr(...) spellings
         for pat, rep in _PATH_PATTERNS:
@@ -172,3 +178,45 @@ def source_line(path: str | None, line: int | None) -> str | None:
     linecache.checkcache(path)
     text = linecache.getline(path, line).strip()
     return text or None
+
+
+# --------------------------------------------------------------------------- grad-mode blocks
+
+_GRAD_OFF_RE = re.compile(r"\b(no_grad|inference_mode|set_grad_enabled)\b")
+
+
+@functools.lru_cache(maxsize=256)
+def _grad_off_blocks(path: str, mtime: float) -> list[tuple[int, int, int]]:
+    """(first line, last line, line of the `with`/decorator) of every block that turns
+    autograd off in ``path``: ``with torch.no_grad():``, ``inference_mode``,
+    ``set_grad_enabled(...)``, and functions decorated with them."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, ValueError):
+        return []
+    blocks = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                if _GRAD_OFF_RE.search(ast.get_source_segment(text, item.context_expr) or ""):
+                    blocks.append((node.lineno, node.end_lineno or node.lineno, node.lineno))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for dec in node.decorator_list:
+                if _GRAD_OFF_RE.search(ast.get_source_segment(text, dec) or ""):
+                    blocks.append((node.lineno, node.end_lineno or node.lineno, dec.lineno))
+    return blocks
+
+
+def grad_off_block_lines(path: str | None, line: int | None) -> list[int]:
+    """Lines of the ``with torch.no_grad():`` (or ``inference_mode``,
+    ``set_grad_enabled``, decorator) blocks that enclose ``path:line``, innermost first."""
+    if not path or line is None or is_internal_file(path):
+        return []
+    try:
+        mtime = os.path.getmtime(path)
+    except OSError:
+        return []
+    found = [(lo, hi, at) for lo, hi, at in _grad_off_blocks(path, mtime) if lo <= line <= hi]
+    return [at for lo, hi, at in sorted(found, key=lambda b: b[1] - b[0])]

@@ -203,3 +203,73 @@ def test_dynamic_shapes_keep_symbols_without_guards():
     t = view.ops("permute")[0].tensor
     assert t.is_symbolic
     assert t.is_contiguous() is False  # decided without knowing the symbol
+
+
+# --------------------------------------------------------------------------- grad mode
+
+
+class GradModes(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = nn.Linear(4, 4), nn.Linear(4, 4), nn.Linear(4, 4)
+
+    def forward(self, x):
+        with torch.no_grad():
+            h = self.a(x)
+        with torch.inference_mode():
+            g = self.b(x)
+        with torch.set_grad_enabled(False):
+            k = self.c(x)
+        return self.c(h) + k + g.sum().item() * 0
+
+
+def _linear_modes(view):
+    return [n.grad_enabled for n in view.ops("linear")]
+
+
+def test_grad_modes_in_dynamo_including_inference_mode():
+    cap = capture(GradModes(), (torch.randn(2, 4),))
+    view = cap.views[0]
+    assert _linear_modes(view) == [False, False, False, True]
+    modes = [(n.args["style"], n.args["enabled"]) for n in view.ops("set_grad_enabled")]
+    assert ("inference_mode", False) in modes and ("inference_mode", True) in modes
+    assert view.entry_grad_enabled and view.requires_grad_known
+
+
+def test_export_grad_region_is_inlined():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+
+        def forward(self, x):
+            with torch.no_grad():
+                h = self.a(x)
+            return self.b(h)
+
+    view = export_view(M(), torch.randn(2, 4))
+    inner = [n for n in view.ops("linear") if not n.grad_enabled]
+    assert len(inner) == 1 and "/" in inner[0].name
+    assert {i.param_name for i in inner[0].inputs if i.kind == "parameter"} == {"a.weight", "a.bias"}
+    [region] = view.ops("grad_region")
+    assert region.inputs == inner  # data flows through the region's nodes, never around them
+    assert not view.requires_grad_known
+
+
+def test_alias_is_not_a_detach_and_entry_grad_mode_is_recorded():
+    view = export_view(Fn(lambda x: torch.ops.aten.alias(x) + 1), torch.randn(3))
+    assert view.ops("detach") == [] and len(view.ops("alias")) == 1
+    with torch.no_grad():
+        view = dynamo_view(lambda x: x * 2, torch.randn(3))
+    assert not view.entry_grad_enabled and all(not n.grad_enabled for n in view)
+
+
+def test_parameters_of_several_models_keep_their_local_names():
+    g, d = nn.Linear(4, 4), nn.Linear(4, 1)
+
+    def step(G, D, z):
+        return D(G(z)).mean()
+
+    view = dynamo_view(step, g, d, torch.randn(2, 4))
+    names = {n.param_name for n in view.parameters}
+    assert names == {"G.weight", "G.bias", "D.weight", "D.bias"}

@@ -1,0 +1,217 @@
+"""`.item()`, `.tolist()`, `.numpy()`, `float(t)`: a host sync that turns a tensor into Python numbers, and the gradient of the parameters behind it stops there.
+
+## What it does
+Finds the places where a value computed from trainable parameters leaves the
+tensor world as a Python number and names the parameters whose gradient stops
+there. Under `torch.compile` (default settings) such a call is a graph break:
+the number enters the next graph as a constant. fxlint reads the break from
+Dynamo (its reason and your line), finds the tensor that was synced (an
+output of the graph the break ended), and follows the parameters that reach
+it. With `capture_scalar_outputs=True` the sync stays inside the graph and is
+followed like any other cut.
+
+In `fxlint.lint` the model runs once, and autograd settles the verdict:
+
+* the synced tensor itself still reaches the returned values (`print(loss.item());
+  return loss`): a read-out, nothing is cut, no finding (FXL501 still reports
+  the graph break);
+* **error**: parameters whose only way to the output was through the number
+  never receive a gradient (autograd gives them none);
+* **warning**: the others lose the share of their gradient paths that went
+  through the number (a scale, a normalisation, a loss term), given as a
+  fraction.
+
+The compile backend sees one graph at a time, before anything runs: it cannot
+tell whether the number feeds the loss, so it warns and names the parameters
+whose gradient cannot flow through it.
+
+An `eval()` model, or a capture with autograd off, gets no FXL304 finding
+(the break itself is FXL501's).
+
+## Why is this bad?
+A loss or a scale rebuilt from `.item()` values looks right and trains wrong:
+the gradient of every term that went through Python is silently zero. Each
+sync also stalls the GPU until the value is ready, and breaks the compiled
+graph.
+
+## Example
+```python
+scale = self.gate(h).mean().item()       # gate.* never trains
+return self.decoder(h) * scale
+```
+
+## Use instead
+```python
+scale = self.gate(h).mean()              # stays a tensor: gradient, no sync, no break
+return self.decoder(h) * scale
+```
+
+## When it is intentional
+A number for logging or a Python decision (early exit, a schedule) whose
+gradient is not wanted: move it out of the compiled forward, or silence the
+line with `# fxlint: ignore[FXL304]`.
+
+The fraction of paths cut is counted as in FXL301 (`fxlint explain FXL301`);
+for a number that leaves through a graph break it is the share of the
+parameter's gradient paths that end in the synced value.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from fractions import Fraction
+from typing import Iterator
+
+from ..canon import CanonNode, GraphView
+from ..findings import Severity
+from ..gradflow import analyse
+from ..program import GraphBreak, Program
+from ..registry import Hit, RuleContext, rule
+from ._gradient import CutText, cut_hits, names_text, percent, quote
+
+_HOST_SYNC = re.compile(r"Tensor\.(item|tolist|numpy)\(\)|capture_scalar_outputs|generic_jump|data[- ]dependent",
+                        re.I)
+
+TEXT = CutText(
+    code="FXL304",
+    name="`.item()`",
+    what="`.item()` turns the tensor into a Python number (a host sync): no gradient flows through it",
+    intent="Only for logging or a Python decision? Move it out of the model, or say so with "
+           "`# fxlint: ignore[FXL304]`.",
+    fix="keep the value as a tensor (e.g. `y * s` with `s = t.mean()`, not `t.mean().item()`); "
+        "call `.item()` only to log, outside the compiled model",
+)
+
+
+@rule("FXL304", "host-sync", "warning", scope="program")
+def check(program: Program, ctx: RuleContext) -> Iterator[Hit]:
+    if not ctx.training:
+        return
+    yield from cut_hits(program, ctx, "host_sync", TEXT)  # syncs kept inside a graph
+    flow = analyse(program)
+    for b in program.breaks:
+        if b.graph is None or not _HOST_SYNC.search(b.reason):
+            continue
+        view = program.view(b.graph)
+        synced = _synced_output(view, b) if view is not None else None
+        if view is None or synced is None:
+            continue
+        params = flow.reaching(view, synced)
+        if not params:
+            continue  # no trainable parameter's gradient reaches the number (or it is a bool/int)
+        hit = _break_hit(program, flow, view, synced, params, b)
+        if hit is not None:
+            yield hit
+
+
+def _synced_output(view: GraphView, b: GraphBreak) -> CanonNode | None:
+    """The tensor the host sync read: an output of the graph the break ended.
+
+    Dynamo returns the values on the Python stack at the break (and the live
+    locals) as graph outputs, so the tensor is among them; which one is read
+    from the expression Dynamo stopped at (``aux_loss.item()``): a local's name
+    is the name Dynamo gave its node, an expression computed on the break's
+    line is the last output computed there. None when it cannot be told.
+    """
+    outs = [o for o in view.outputs if o.tensor is not None]
+    if not outs:
+        return None
+    receiver = _receiver(b.expression)
+    if receiver is not None:
+        named = [o for o in outs if re.fullmatch(rf"{re.escape(receiver)}(_\d+)?", o.name)]
+        if named:
+            return max(named, key=lambda o: o.position)
+    if b.location is not None:
+        here = [o for o in outs if o.location is not None and o.location.file == b.location.file
+                and o.location.line == b.location.line]
+        if here:
+            return max(here, key=lambda o: o.position)
+    return outs[0] if len(outs) == 1 else None
+
+
+_SYNC_METHODS = {"item", "tolist", "numpy", "cpu"}
+_SYNC_BUILTINS = {"float", "int", "bool", "complex"}
+
+
+def _receiver(expression: str | None) -> str | None:
+    """The local variable a host sync reads, when the expression names one:
+    ``aux_loss.item()`` -> ``aux_loss``; ``float(loss)`` -> ``loss``."""
+    if not expression:
+        return None
+    try:
+        tree = ast.parse(expression, mode="eval").body
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        target = None
+        if isinstance(func, ast.Attribute) and func.attr in _SYNC_METHODS:
+            target = func.value
+        elif isinstance(func, ast.Name) and func.id in _SYNC_BUILTINS and node.args:
+            target = node.args[0]
+        while isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute) \
+                and target.func.attr in _SYNC_METHODS:
+            target = target.func.value  # x.cpu().item()
+        if isinstance(target, ast.Name):
+            return target.id
+        if target is not None:
+            return None
+    return None
+
+
+def _break_hit(program: Program, flow, view: GraphView, synced: CanonNode, params: list[str],
+               b: GraphBreak) -> Hit | None:
+    reach = program.reach
+    position = view.outputs.index(synced)
+    if reach is not None and (view.label, position) in reach.outputs:
+        return None  # the tensor itself goes on to the output: the number is a read-out
+    through = flow.paths_to(view, synced)
+    share = {}
+    for p in params:
+        total = flow.params[p].paths if p in flow.params else 0
+        share[p] = Fraction(min(through.get(p, 0), total), total) if total else Fraction(1)
+    if reach is not None:
+        lost = [p for p in params if reach.lost(p)]
+    else:
+        lost = []
+    partial = [p for p in params if p not in lost]
+    where = quote(b.location.code if b.location else None, TEXT.name)
+    line = f" (line {b.location.line})" if b.location is not None else ""
+    head = (f"{where}{line}: the value becomes a Python number here (a host sync and a graph break); "
+            "no gradient flows through a Python number.")
+    parts = []
+    if lost:
+        parts.append(f"{names_text(lost)} never receive{'s' if len(lost) == 1 else ''} a gradient: "
+                     f"{'its' if len(lost) == 1 else 'their'} only way to the output is through this number "
+                     "(autograd confirms it on the run)")
+    if partial:
+        groups: dict[str, list[str]] = {}
+        for p in partial:
+            groups.setdefault(percent(share[p]), []).append(p)
+        shares = "; ".join(f"{names_text(ns)} ({pct} of {'its' if len(ns) == 1 else 'their'} gradient paths)"
+                           for pct, ns in groups.items())
+        if reach is not None:
+            parts.append(f"{shares} lose the paths through this number and learn from the others only")
+        else:
+            parts.append(f"{shares}: their gradient cannot flow through this number; if it feeds the loss "
+                         "(a scale, a normalisation, a loss term) those paths are cut "
+                         "(`fxlint.lint` runs the model and tells)")
+    message = head + " " + "; ".join(parts) + ". " + TEXT.intent
+    return Hit(
+        node=synced,
+        location=b.location,
+        message=message,
+        fix=TEXT.fix,
+        severity=Severity.ERROR if lost else Severity.WARNING,
+        details={
+            "kind": "host_sync",
+            "reason": b.headline,
+            "cut_parameters": list(params),
+            "lost_parameters": lost,
+            "fraction_cut": {p: float(share[p]) for p in params},
+            "dedup": ",".join(params),
+        },
+    )

@@ -1,0 +1,62 @@
+"""Program-scope rules: one call per capture with every graph and the breaks; a
+failing program rule is isolated; hits can be silenced on an anchor line."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fxlint
+from fxlint.capture import capture
+from fxlint.engine import run_rules
+from fxlint.findings import Severity
+from fxlint.program import Program
+from fxlint.registry import Hit, Rule, RuleContext, rule
+from fxlint.source import Location
+
+
+def _rule(fn, scope="program"):
+    return Rule("FXL999", "test-rule", Severity.WARNING, fn, "test", "test", scope)
+
+
+def f(x):
+    y = x * 2
+    print("break")
+    return y + 1
+
+
+def test_program_rule_sees_every_graph_and_break_once():
+    calls = []
+
+    def check(program, ctx):
+        calls.append((len(program.views), [b.graph for b in program.breaks]))
+        return []
+
+    cap = capture(f, (torch.randn(3),))
+    report = run_rules(cap.program(), [_rule(check)], RuleContext())
+    assert calls == [(2, ["graph 0"])] and report.graphs == 2
+
+
+def test_a_failing_program_rule_is_isolated():
+    def boom(program, ctx):
+        raise RuntimeError("bad rule")
+
+    with pytest.warns(fxlint.FxlintWarning, match="bad rule"):
+        report = run_rules(Program([]), [_rule(boom)], RuleContext())
+    assert report.errors and "FXL999" in report.errors[0]
+
+
+def test_anchor_line_silences_a_hit(write_module):
+    path = write_module("x = 1  # fxlint: ignore[FXL999]\ny = 2\n", name="anchored.py")
+
+    def check(program, ctx):
+        yield Hit(node=None, message="at y", location=Location(str(path), 2, "<module>"),
+                  anchors=(Location(str(path), 1, "<module>"),))
+
+    report = run_rules(Program([]), [_rule(check)], RuleContext())
+    assert report.findings == [] and [s.line for s in report.suppressed] == [2]
+
+
+def test_bad_scope_is_refused():
+    with pytest.raises(ValueError, match="scope"):
+        rule("FXL998", "x", scope="module")
