@@ -30,6 +30,7 @@ and the audit records a ``reshape`` copy of exactly the predicted bytes.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -48,6 +49,7 @@ __all__ = [
     "contiguous_copy_bytes",
     "is_contiguous_as",
     "VIEW_ERROR",
+    "view_error_hint",
 ]
 
 #: what ``Tensor.view`` raises when the layout cannot be viewed
@@ -209,3 +211,29 @@ def contiguous_copy_bytes(info: TensorInfo, memory_format: torch.memory_format |
 def ravel_copy_bytes(info: TensorInfo) -> Dim | None:
     """Bytes ``ravel()`` copies: it is ``contiguous().view(-1)``."""
     return contiguous_copy_bytes(info)
+
+
+_FAKE_VIEW_ERROR = re.compile(
+    r"Cannot view a tensor with shape (?:torch\.Size\()?\[?\(?(?P<shape>[\d, ]*)\)?\]?\)? and strides "
+    r"\((?P<stride>[\d, ]*)\) as a tensor with shape \((?P<new>[\d, ]*)\)")
+
+
+def view_error_hint(text: str) -> str | None:
+    """One line explaining a failed ``.view()`` (eager's or Dynamo's wording), or None when ``text``
+    is about something else."""
+    m = _FAKE_VIEW_ERROR.search(text)
+    if m is None and VIEW_ERROR not in text:
+        return None
+    detail = ""
+    if m is not None:
+        def ints(s: str) -> tuple[int, ...]:
+            return tuple(int(v) for v in s.replace(" ", "").split(",") if v)
+
+        shape, stride, new = ints(m["shape"]), ints(m["stride"]), ints(m["new"])
+        chk = check_view(shape, stride, new)
+        where = f"dims {chk.merge[0]} and {chk.merge[1]} of" if chk.merge is not None else "dims of"
+        detail = (f" (it would merge {where} a {tuple(shape)} tensor with strides {tuple(stride)}, which are not "
+                  "adjacent in memory)")
+    return ("a `.view()` cannot express its new shape on this layout" + detail + ": `.view()` never copies; "
+            "use `.reshape()` (it copies when it must; fxlint FXL102 reports that copy) or call `.contiguous()` "
+            "before `.view()`")
