@@ -245,3 +245,18 @@ def test_module_activations_are_pointwise_in_symbolic_trace():
     m = nn.Sequential(nn.ReLU(), nn.GELU(), nn.Sigmoid())
     view = capture(torch.fx.symbolic_trace(m), (torch.randn(2, 3),)).views[0]
     assert [n.is_pointwise for n in view if n.kind == "op"] == [True, True, True]
+
+
+def test_device_moves_in_every_spelling_become_to_with_a_device():
+    """`.cuda()` cannot run on a CPU-only build, so this reads the traced graph without values:
+    the copy rules then compare the devices of the fake tensors, whatever the spelling."""
+    from fxlint.canon import build_view
+
+    class M(nn.Module):
+        def forward(self, x):
+            return x.cuda(), x.cpu(), x.to("cuda:1"), x.to(torch.device("cpu")), x.to(x)
+
+    view = build_view(torch.fx.symbolic_trace(M()), origin="fx")
+    tos = view.ops("to")
+    assert [str(n.args["device"]) for n in tos[:4]] == ["cuda", "cpu", "cuda:1", "cpu"]
+    assert [n.args["style"] for n in tos] == ["cuda", "cpu", "to", "to", "to"]

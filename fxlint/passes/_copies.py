@@ -335,3 +335,58 @@ def same_device(a: torch.device | None, b: torch.device | None) -> bool | None:
     if a.type != b.type:
         return False
     return a.index == b.index or a.index is None or b.index is None
+
+
+def backward_layout_copies(node: CanonNode) -> list[tuple[CanonNode, Dim]]:
+    """Copies backward makes above a layout copy: the gradient arrives contiguous at ``node``,
+    each permute above it turns it back into the permuted layout, and a view or reshape above that
+    must then reshape the permuted gradient, which copies when the dims it merges are not adjacent
+    (measured: channel shuffle's split ``view`` pays a full ``ViewBackward0 > reshape > clone``).
+
+    Returns ``(view node, bytes)`` per predicted backward copy; empty when no gradient flows."""
+    src = node.input
+    if src is None or src.tensor is None or node.tensor is None or not grad_flows(node):
+        return []
+    out: list[tuple[CanonNode, Dim]] = []
+    shape = tuple(src.tensor.shape)
+    stride = _contiguous_strides(shape)  # the gradient of a copy is contiguous in the copy's shape
+    cur = src
+    while cur is not None and cur.input is not None and cur.input.tensor is not None and cur.is_view:
+        parent = cur.input.tensor
+        if cur.op == "permute" and cur.args.get("dims") is not None:
+            dims = cur.args["dims"]
+            inv = [0] * len(dims)
+            for i, d in enumerate(dims):
+                inv[d] = i
+            shape, stride = tuple(shape[i] for i in inv), tuple(stride[i] for i in inv)
+        elif cur.op == "view":
+            chk = check_view(shape, stride, parent.shape)
+            if chk.viewable is None:
+                return out
+            if chk.viewable:
+                shape, stride = tuple(parent.shape), tuple(chk.strides or ())
+            else:
+                out.append((cur, _nbytes(parent.shape, cur.tensor.dtype if cur.tensor else parent.dtype)))
+                shape, stride = tuple(parent.shape), _contiguous_strides(parent.shape)
+        else:
+            return out  # slices, expands...: not modelled
+        if not cur.input.tensor.requires_grad:
+            return out
+        cur = cur.input
+    return out
+
+
+def _contiguous_strides(shape: Sequence[Dim]) -> tuple[Dim, ...]:
+    strides: list[Dim] = []
+    acc: Dim = 1
+    for s in reversed(tuple(shape)):
+        strides.append(acc)
+        acc = acc * s
+    return tuple(reversed(strides))
+
+
+def _nbytes(shape: Sequence[Dim], dtype: torch.dtype) -> Dim:
+    n: Dim = 1
+    for s in shape:
+        n = n * s
+    return n * dtype.itemsize if isinstance(n, int) else sympy.expand(n * dtype.itemsize)

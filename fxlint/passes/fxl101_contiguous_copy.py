@@ -24,8 +24,12 @@ data into NCHW right before a convolution is FXL204 (layout-pessimization), and
 `expand(...).contiguous()` whose consumers broadcast is FXL104 (repeat-copy);
 this rule leaves those to them.
 
-Bytes are the tensor's size (every element is written once). Backward pays
-nothing extra for `.contiguous()` (measured: its gradient passes through).
+Bytes are the tensor's size (every element is written once). The gradient of
+`.contiguous()` itself passes through, but when a permute above it undoes the
+layout and a `.view()` above that merges the permuted dims (channel shuffle:
+the split `view` before the transpose), backward copies the gradient too
+(measured: `ViewBackward0 > reshape > clone`, the same size): that is
+`details["backward_bytes"]`, and the message says where.
 
 ## Why is this bad?
 `contiguous()` allocates a new tensor and copies every element through
@@ -56,7 +60,8 @@ stop sharing storage with a much larger tensor. Silence one line with
 `details` keys: `verdict` (`agnostic`, `needs`, `unknown`), `needed_by` (node
 names that need the copy), `memory_format`, `copies` (nodes on the line),
 `repeats` (largest number of copies of the same data), `source` (the tensor
-copied), `backward_bytes` (0).
+copied), `backward_bytes`, `backward_copies` (the view nodes whose gradient
+copies).
 """
 
 from __future__ import annotations
@@ -72,7 +77,10 @@ from ..viewable import contiguous_copy_bytes
 from ._copies import (
     AGNOSTIC,
     NEEDS,
+    backward_layout_copies,
+    call_text,
     consumers_need,
+    line_of,
     count_text,
     layout_text,
     nbytes_text,
@@ -127,6 +135,11 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             why = (f"; it may be needed by {', '.join(need.why)} (a kernel that needs contiguous input would "
                    "otherwise copy it itself)")
             fix = "keep it if the next kernel needs contiguous memory; drop it if that kernel reads any strides"
+        bwd = [b for n in site.nodes for b in backward_layout_copies(n)]
+        bwd_bytes = sum(b for _, b in bwd) if bwd else 0
+        if bwd:
+            why += (f"; backward pays it again: the gradient comes back through the permute and "
+                    f"`{call_text(bwd[0][0])}` at {line_of(bwd[0][0])} must copy it ({nbytes_text(bwd_bytes)})")
         yield Hit(
             node=node,
             message=head + why,
@@ -140,7 +153,8 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
                 "copies": [n.name for n in site.nodes],
                 "repeats": site.repeats,
                 "source": src.name,
-                "backward_bytes": 0,
+                "backward_bytes": bwd_bytes,
+                "backward_copies": [n.name for n, _ in bwd],
             },
         )
 

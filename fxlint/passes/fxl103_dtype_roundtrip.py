@@ -15,7 +15,9 @@ int32 wraps. A round trip through a wider type (float32 -> float64 -> float32)
 loses nothing and only costs the two copies.
 
 Bytes are both copies when both conversions are on the same line (the
-usual `x.half().float()`), else the copy back. Backward pays them again when
+usual `x.half().float()`); when they are on two lines, each line gets a
+finding with the copy it makes. When the intermediate tensor is also used
+elsewhere, only the copy back is wasted and counted. Backward pays them again when
 gradients flow: each conversion's backward converts the gradient back
 (measured: `ToCopyBackward0`, same element count), counted in
 `details["backward_bytes"]`.
@@ -47,8 +49,8 @@ Rounding through a narrower type on purpose (simulating low precision,
 fake quantisation, matching a reference that stored half values): silence the
 line with `# fxlint: ignore[FXL103]` and say why.
 
-`details` keys: `source` (the original tensor's node), `first` (the first
-conversion's node), `dtype_from`, `dtype_via`, `lossless` (True when B holds
+`details` keys: `source` (the original tensor's node), `first` and `back`
+(the two conversions' nodes), `dtype_from`, `dtype_via`, `lossless` (True when B holds
 every value of A, so replacing the pair by the source changes no result),
 `intermediate_used_elsewhere`, `backward_bytes`.
 """
@@ -100,24 +102,31 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             fix = (f"drop both conversions and keep the {name_a} tensor"
                    + ("" if lossless else f" (if passing the values through {name_b} is the point, say so "
                       "with `# fxlint: ignore[FXL103]`)"))
-        bwd = conversion_backward_bytes(back) + (conversion_backward_bytes(first) if not other_uses else 0)
+        split = not same_line and not other_uses  # each line gets the copy it makes
+        bwd_back, bwd_first = conversion_backward_bytes(back), conversion_backward_bytes(first)
+        bwd = bwd_back + (bwd_first if not other_uses and not split else 0)
         message = (f"{name_a} -> {name_b} -> {name_a} round trip: {cost}"
-                   + (f"; backward converts the gradient back and forth again ({nbytes_text(bwd)})" if bwd else ""))
-        yield Hit(
-            node=back,
-            message=message,
-            fix=fix,
-            bytes=nbytes,
-            details={
-                "source": src.name,
-                "first": first.name,
-                "dtype_from": name_a,
-                "dtype_via": name_b,
-                "lossless": lossless,
-                "intermediate_used_elsewhere": bool(other_uses),
-                "backward_bytes": bwd,
-            },
-        )
+                   + (f"; backward converts the gradient back again ({nbytes_text(bwd)})" if bwd else ""))
+        details = {
+            "source": src.name,
+            "first": first.name,
+            "back": back.name,
+            "dtype_from": name_a,
+            "dtype_via": name_b,
+            "lossless": lossless,
+            "intermediate_used_elsewhere": bool(other_uses),
+        }
+        yield Hit(node=back, message=message, fix=fix, bytes=nbytes, details={**details, "backward_bytes": bwd})
+        if split:
+            yield Hit(
+                node=first,
+                message=(f"{name_a} -> {name_b} here, converted straight back to {name_a} at {line_of(back)}: "
+                         f"this half of the round trip copies {nbytes_text(first_bytes)} per call; {loss}"
+                         + (f"; backward converts the gradient back ({nbytes_text(bwd_first)})" if bwd_first else "")),
+                fix=fix,
+                bytes=first_bytes,
+                details={**details, "backward_bytes": bwd_first},
+            )
 
 
 def _previous_conversion(node: CanonNode) -> tuple[CanonNode | None, list[CanonNode]]:
