@@ -84,6 +84,15 @@ def factory_text(node: CanonNode) -> str:
     return f"torch.{kind}(...)"
 
 
+# --------------------------------------------------------------------------- graph helpers
+
+
+def real_users(node: CanonNode) -> list[CanonNode]:
+    """``node.users`` without the metadata checks torch.export inserts (``_assert_tensor_metadata``,
+    ``_assert_scalar``...): they read nothing."""
+    return [u for u in node.users if not u.op.startswith("_assert")]
+
+
 # --------------------------------------------------------------------------- layout origins
 
 
@@ -208,7 +217,7 @@ def consumers_need(node: CanonNode, pre: TensorInfo, view: GraphView, depth: int
 
     if node in outs:
         worst(UNKNOWN, "the caller (it is returned)", node)
-    for u in node.users:
+    for u in real_users(node):
         if u.kind == "output":
             continue
         if u.op in ("view", "reshape") and u.input is node and u.tensor is not None:

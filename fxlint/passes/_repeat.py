@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..canon import CanonNode
 from ..tensorinfo import Dim, dim_eq, is_one, known
+from ._copies import real_users
 
 
 @dataclass(frozen=True)
@@ -30,9 +31,9 @@ def repeat_like(node: CanonNode) -> RepeatLike | None:
     if shaped is None:
         return None
     source, src_shape, out_shape, dims, spelled = shaped
-    if not dims or not node.users:
+    consumers = tuple(real_users(node))
+    if not dims or not consumers:
         return None
-    consumers = tuple(node.users)
     drop = True
     for u in consumers:
         if not u.is_pointwise or u.tensor is None or u.mutates:
@@ -52,15 +53,14 @@ def _replication(node: CanonNode):
         src = node.input
         if src is None or src.tensor is None:
             return None
-        reps = node.args.get("repeats") or ()
-        reps = tuple(known(r) if not isinstance(r, CanonNode) else None for r in reps)
-        if any(r is None for r in reps):
-            return None
         shape = tuple(src.tensor.shape)
-        if node.args.get("style") == "tile" and len(reps) < len(shape):
-            reps = (1,) * (len(shape) - len(reps)) + reps
-        padded = (1,) * (len(reps) - len(shape)) + shape
+        padded = (1,) * (len(out.shape) - len(shape)) + shape
         if len(padded) != len(out.shape):
+            return None
+        # the factors from the shapes: repeats given as sizes read from tensors (symbolic_trace) have no
+        # value in the graph, but the output shape does
+        reps = tuple(_factor(o, i) for o, i in zip(out.shape, padded))
+        if any(r is None for r in reps):
             return None
         dims = tuple(d for d, r in enumerate(reps) if r != 1)
         if any(not is_one(padded[d]) for d in dims):
@@ -79,6 +79,15 @@ def _replication(node: CanonNode):
         text = f".expand({', '.join(str(s) for s in out.shape)}).contiguous()"
         return src, padded, tuple(out.shape), dims, text
     return None
+
+
+def _factor(out: Dim, inp: Dim) -> int | None:
+    o, i = known(out), known(inp)
+    if o is None or i is None:
+        return 1 if dim_eq(out, inp) is True else None
+    if i == 0:
+        return 1 if o == 0 else None
+    return o // i if o % i == 0 else None
 
 
 def _covers(others: list[tuple[Dim, ...]], src: tuple[Dim, ...], result: tuple[Dim, ...]) -> bool:

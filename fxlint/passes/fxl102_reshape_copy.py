@@ -77,6 +77,7 @@ from ._copies import (
     layout_text,
     nbytes_text,
     origin_text,
+    real_users,
     sites,
     source_key,
 )
@@ -162,7 +163,8 @@ def _spelled(node) -> str:
 
 
 def _only_reduced(node) -> bool:
-    users = [u for u in node.users if u.kind != "output"]
-    if not users or len(users) != len(node.users):
+    every = real_users(node)
+    users = [u for u in every if u.kind != "output"]
+    if not users or len(users) != len(every):
         return False
     return all(u.op in REDUCTION_OPS and u.tensor is not None and u.tensor.ndim == 0 for u in users)

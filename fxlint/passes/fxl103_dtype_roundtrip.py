@@ -65,7 +65,7 @@ import torch
 from ..canon import CanonNode, GraphView
 from ..registry import Hit, RuleContext, rule
 from ..tensorinfo import Dim
-from ._copies import conversion_backward_bytes, line_of, nbytes_text, same_device
+from ._copies import conversion_backward_bytes, line_of, nbytes_text, real_users, same_device
 
 
 @rule("FXL103", "dtype-roundtrip", "warning")
@@ -83,7 +83,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         if same_device(a.device, b.device) is not True or same_device(b.device, c.device) is not True:
             continue  # device moves are FXL106's
         lossless = _lossless(a.dtype, b.dtype)
-        other_uses = [u for u in first.users if u not in between and u is not back]
+        other_uses = [u for u in real_users(first) if u not in between and u is not back]
         same_line = (first.location is not None and back.location is not None
                      and (first.location.file, first.location.line) == (back.location.file, back.location.line))
         first_bytes, back_bytes = b.nbytes, c.nbytes
@@ -136,7 +136,7 @@ def _previous_conversion(node: CanonNode) -> tuple[CanonNode | None, list[CanonN
     while cur is not None:
         if cur.op == "to":
             return cur, between
-        if not (cur.is_view or cur.op == "reshape") or len(cur.users) != 1:
+        if not (cur.is_view or cur.op == "reshape") or len(real_users(cur)) != 1:
             return None, between
         between.append(cur)
         cur = cur.input

@@ -60,7 +60,7 @@ import torch
 from ..canon import CanonNode, GraphView
 from ..findings import Severity
 from ..registry import Hit, RuleContext, rule
-from ._copies import aliases, escapes, mutated_after, nbytes_text, view_base
+from ._copies import aliases, escapes, mutated_after, nbytes_text, real_users, view_base
 
 
 @rule("FXL105", "redundant-clone", "warning")
@@ -126,7 +126,7 @@ def _redundant(node: CanonNode, src: CanonNode, view: GraphView) -> bool:
 
 
 def _detach_after(node: CanonNode) -> CanonNode | None:
-    users = [u for u in node.users if u.kind != "output"]
+    users = [u for u in real_users(node) if u.kind != "output"]
     if len(users) == 1 and users[0].op == "detach" and not users[0].args.get("inplace"):
         return users[0]
     return None
