@@ -98,3 +98,19 @@ def test_seed_claims_about_the_scenarios():
     [r] = fxlint.audit(lambda y: y.repeat(2, 1), (y,)).copies
     assert r.bytes == 2 * 5 * 4 and r.op == "aten::repeat"
     assert fxlint.audit(lambda y: y.expand(2, -1), (y,)).copies == []
+
+
+@pytest.mark.parametrize("name", sorted(LINES))
+def test_scenario_models_with_a_dynamic_batch_size(name):
+    """Symbolic sizes never crash a rule: the same codes come back, bytes as a formula in the batch."""
+    import torch
+
+    mod = _load(name)
+    model, inputs = mod.make()
+    for t in inputs:
+        torch._dynamo.maybe_mark_dynamic(t, 0)
+    torch._dynamo.reset()
+    report = fxlint.lint(model, inputs, select="FXL1")
+    assert report.errors == [] and {f.code for f in report.findings} == mod.EXPECTED
+    for f in report.findings:
+        assert f.bytes is not None or (f.bytes_expr and "s" in f.bytes_expr), f

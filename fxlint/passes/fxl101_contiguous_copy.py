@@ -80,6 +80,7 @@ from ._copies import (
     backward_layout_copies,
     call_text,
     consumers_need,
+    layout_origin,
     line_of,
     count_text,
     layout_text,
@@ -138,7 +139,9 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         bwd = [b for n in site.nodes for b in backward_layout_copies(n)]
         bwd_bytes = sum(b for _, b in bwd) if bwd else 0
         if bwd:
-            why += (f"; backward pays it again: the gradient comes back through the permute and "
+            origin = layout_origin(src)
+            through = f"`{call_text(origin)}`" if origin is not None else "the permute"
+            why += (f"; backward pays it again: the gradient comes back through {through} and "
                     f"`{call_text(bwd[0][0])}` at {line_of(bwd[0][0])} must copy it ({nbytes_text(bwd_bytes)})")
         yield Hit(
             node=node,

@@ -96,9 +96,11 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
                     f"is also used elsewhere, so only the copy back is wasted")
             fix = f"use the original {name_a} tensor where {name_a} is wanted instead of converting the {name_b} copy back"
         else:
-            where = "" if same_line else f" (the first at {line_of(first)}, {nbytes_text(first_bytes)})"
-            cost = (f"two copies, {nbytes_text(first_bytes + back_bytes)} per call{where}, that compute "
-                    f"nothing; {loss}")
+            if same_line:
+                cost = f"two copies, {nbytes_text(first_bytes + back_bytes)} per call, that compute nothing; {loss}"
+            else:
+                cost = (f"the conversion back copies {nbytes_text(back_bytes)} per call, and the first one, at "
+                        f"{line_of(first)}, {nbytes_text(first_bytes)}: two copies that compute nothing; {loss}")
             fix = (f"drop both conversions and keep the {name_a} tensor"
                    + ("" if lossless else f" (if passing the values through {name_b} is the point, say so "
                       "with `# fxlint: ignore[FXL103]`)"))
