@@ -85,3 +85,13 @@ def test_repeat_backward_copies_nothing():
     audit = fxlint.audit(repeat_add, (X, b), train=True)
     assert f.details["backward_bytes"] == 0
     assert [c for c in audit.copies if c.phase == "backward" and c.file == __file__] == []
+
+
+def test_two_repeats_on_one_line_are_two_findings():
+    def f(x, b):
+        return (x + b.repeat(4, 1)) * (x - b.tile((4, 1)))  # two copies, one line
+
+    report = fxlint.lint(f, (X, B), select="FXL104", confirm=True)
+    found = findings(report, "FXL104")
+    assert [(x.bytes, x.status) for x in found] == [(128, "confirmed"), (128, "confirmed")]
+    assert len({x.details.get("dedup", "") for x in found}) == 2

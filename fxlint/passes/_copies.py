@@ -399,3 +399,21 @@ def _nbytes(shape: Sequence[Dim], dtype: torch.dtype) -> Dim:
     for s in shape:
         n = n * s
     return n * dtype.itemsize if isinstance(n, int) else sympy.expand(n * dtype.itemsize)
+
+
+def numbered(hits: Iterable) -> list:
+    """Give every hit after the first on the same line (and module) its own ``details["dedup"]``,
+    so the engine's de-duplication (one finding per code, line, module and dedup key, across graphs
+    and recompiles) keeps two copies written on one line, e.g. ``a.repeat(2, 1) + b.repeat(2, 1)``."""
+    out = []
+    seen: dict[tuple, int] = {}
+    for h in hits:
+        n = h.node
+        loc = h.location or (n.location if n is not None else None)
+        key = (loc.file, loc.line, n.module_path if n is not None else None) if loc is not None else (id(h),)
+        k = seen.get(key, 0)
+        seen[key] = k + 1
+        if k:
+            h.details.setdefault("dedup", str(k))
+        out.append(h)
+    return out

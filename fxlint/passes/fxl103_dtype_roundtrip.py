@@ -65,11 +65,15 @@ import torch
 from ..canon import CanonNode, GraphView
 from ..registry import Hit, RuleContext, rule
 from ..tensorinfo import Dim
-from ._copies import conversion_backward_bytes, line_of, nbytes_text, real_users, same_device
+from ._copies import conversion_backward_bytes, line_of, nbytes_text, numbered, real_users, same_device
 
 
 @rule("FXL103", "dtype-roundtrip", "warning")
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
+    return iter(numbered(_hits(view)))
+
+
+def _hits(view: GraphView) -> Iterator[Hit]:
     for back in view.ops("to"):
         first, between = _previous_conversion(back)
         if first is None or first.input is None:

@@ -58,12 +58,16 @@ from typing import Iterator
 
 from ..canon import GraphView
 from ..registry import Hit, RuleContext, rule
-from ._copies import args_text, line_of, nbytes_text, shape_text
+from ._copies import args_text, line_of, nbytes_text, numbered, shape_text
 from ._repeat import repeat_like
 
 
 @rule("FXL104", "repeat-copy", "warning")
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
+    return iter(numbered(_hits(view)))
+
+
+def _hits(view: GraphView) -> Iterator[Hit]:
     for node in view.nodes:
         if node.op not in ("repeat", "contiguous"):
             continue

@@ -60,11 +60,15 @@ import torch
 from ..canon import CanonNode, GraphView
 from ..findings import Severity
 from ..registry import Hit, RuleContext, rule
-from ._copies import aliases, escapes, mutated_after, nbytes_text, real_users, view_base
+from ._copies import aliases, escapes, mutated_after, nbytes_text, numbered, real_users, view_base
 
 
 @rule("FXL105", "redundant-clone", "warning")
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
+    return iter(numbered(_hits(view)))
+
+
+def _hits(view: GraphView) -> Iterator[Hit]:
     for node in view.ops("clone"):
         src, out = node.input, node.tensor
         if src is None or src.tensor is None or out is None:

@@ -56,12 +56,16 @@ from typing import Iterator
 
 from ..canon import GraphView
 from ..registry import Hit, RuleContext, rule
-from ._copies import conversion_backward_bytes, nbytes_text, same_device, view_base
+from ._copies import conversion_backward_bytes, nbytes_text, numbered, same_device, view_base
 from ._factory import from_cpu_factory
 
 
 @rule("FXL106", "device-transfer", "warning")
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
+    return iter(numbered(_hits(view)))
+
+
+def _hits(view: GraphView) -> Iterator[Hit]:
     for node in view.ops("to"):
         src, out = node.input, node.tensor
         if src is None or src.tensor is None or out is None:

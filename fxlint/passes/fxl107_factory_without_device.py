@@ -69,12 +69,16 @@ from typing import Iterator
 
 from ..canon import GraphView
 from ..registry import Hit, RuleContext, rule
-from ._copies import line_of, nbytes_text
+from ._copies import line_of, nbytes_text, numbered
 from ._factory import moves
 
 
 @rule("FXL107", "factory-without-device", "warning")
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
+    return iter(numbered(_hits(view)))
+
+
+def _hits(view: GraphView) -> Iterator[Hit]:
     for factory in view.ops("factory"):
         t = factory.tensor
         if t is None or t.device.type != "cpu":
@@ -115,7 +119,6 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
                     "via": "to" if mv.move.op == "to" else mv.move.op,
                     "conversions": [c.name for c in mv.conversions],
                     "backward_bytes": 0,
-                    "dedup": factory.name,
                 },
             )
 

@@ -53,11 +53,15 @@ import torch
 from ..canon import CanonNode, GraphView
 from ..registry import Hit, RuleContext, rule
 from ..viewable import is_contiguous_as
-from ._copies import same_device
+from ._copies import numbered, same_device
 
 
 @rule("FXL108", "noop-conversion", "info")
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
+    return iter(numbered(_hits(view)))
+
+
+def _hits(view: GraphView) -> Iterator[Hit]:
     for node in view.nodes:
         if node.op == "to":
             hit = _noop_to(node)
