@@ -116,3 +116,19 @@ def test_dynamic_shapes_give_a_formula_not_a_guess():
     torch._dynamo.mark_dynamic(x, 0)
     [f] = findings(fxlint.lint(reduced, (x,), select="FXL101"), "FXL101")
     assert f.bytes is None and f.bytes_expr is not None and "32" in f.bytes_expr
+
+
+class Reduced(torch.nn.Module):
+    def forward(self, x):
+        return x.t().contiguous().sum()  # decomposed: a clone
+
+
+def test_decomposed_export_graph_reports_the_clone_contiguous_copy():
+    """run_decompositions() turns .contiguous() (and a copying reshape) into clone(contiguous_format)."""
+    from tests.copy_helpers import line_with
+
+    ep = torch.export.export(Reduced(), (X,)).run_decompositions()
+    report = fxlint.lint(ep, (X,), select="FXL1", confirm=True)
+    [f] = report.findings
+    assert f.code == "FXL101" and f.bytes == 128 and f.line == line_with(Reduced(), "# decomposed: a clone")
+    assert f.status == "confirmed" and "decomposed graph" in f.message

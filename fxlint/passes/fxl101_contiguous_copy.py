@@ -18,6 +18,10 @@ and sorts them by what the copy buys:
   itself, and an explicit copy is then the better place for it (the kernel's
   saved input is contiguous, so backward does not copy again).
 
+In a decomposed (core ATen) graph, `.contiguous()` and a `reshape` that
+cannot view both become `clone(memory_format=torch.contiguous_format)`; such a
+clone of a non-contiguous tensor is reported here too.
+
 `.contiguous()` on a tensor that already is contiguous copies nothing: that
 is FXL108 (noop-conversion, info). A `.contiguous()` that turns channels_last
 data into NCHW right before a convolution is FXL204 (layout-pessimization), and
@@ -95,7 +99,9 @@ from ._repeat import repeat_like
 @rule("FXL101", "contiguous-copy", "warning")
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     found = []
-    for node in view.ops("contiguous"):
+    for node in view.ops("contiguous", "clone"):
+        if node.op == "clone" and node.args.get("memory_format") != torch.contiguous_format:
+            continue  # a plain clone is FXL105's; clone(contiguous_format) is what `.contiguous()` decomposes to
         src = node.input
         if src is None or src.tensor is None or node.tensor is None:
             continue
@@ -115,7 +121,10 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         fmt = node.args.get("memory_format")
         fmt_text = "" if fmt in (None, torch.contiguous_format) else f" ({str(fmt).replace('torch.', '')})"
         need = consumers_need(node, src.tensor, view)
-        head = (f"`.contiguous()`{fmt_text} copies {nbytes_text(site.nbytes)} per call{count_text(site)}: "
+        spelled = ("`.contiguous()`" if node.op == "contiguous" else
+                   "`.clone(memory_format=torch.contiguous_format)` (a `.contiguous()` or a copying `reshape`, "
+                   "in a decomposed graph)")
+        head = (f"{spelled}{fmt_text} copies {nbytes_text(site.nbytes)} per call{count_text(site)}: "
                 f"its input, {layout_text(src.tensor)}{origin_text(src)}, is not laid out that way")
         if site.repeats > 1:
             severity = Severity.WARNING
