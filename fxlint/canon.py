@@ -146,6 +146,23 @@ VIEW_OPS = {"permute", "view", "expand", "slice", "detach", "data", "squeeze", "
             "imag", "view_as_real", "view_as_complex", "unfold", "split_with_sizes", "alias"}
 #: ops that return their input unchanged when nothing needs converting
 MAYBE_VIEW_OPS = {"reshape", "contiguous", "to"}
+#: elementwise ops (every spelling: ``a + b``, ``torch.add``, ``Tensor.add``, ``aten.add.Tensor``,
+#: ``nn.ReLU``): they broadcast their tensor operands and read any strides without copying
+POINTWISE_OPS = frozenset({
+    # binary / ternary
+    "add", "sub", "rsub", "mul", "div", "floor_divide", "remainder", "fmod", "pow", "maximum", "minimum",
+    "fmax", "fmin", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "and_", "or_", "xor", "where", "masked_fill", "lerp",
+    "addcmul", "addcdiv", "atan2", "hypot", "copysign", "xlogy", "true_divide", "multiply", "subtract",
+    "divide",
+    # unary
+    "abs", "neg", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos",
+    "tan", "tanh", "sigmoid", "relu", "relu6", "gelu", "silu", "elu", "selu", "celu", "leaky_relu",
+    "hardtanh", "hardswish", "hardsigmoid", "softplus", "mish", "erf", "erfc", "reciprocal", "sign",
+    "floor", "ceil", "round", "trunc", "frac", "clamp", "clamp_min", "clamp_max", "clip", "logical_not",
+    "bitwise_not", "square", "nan_to_num", "sinh", "cosh", "asin", "acos", "atan", "logit", "invert",
+    "pos", "not_",
+})
 
 
 # --------------------------------------------------------------------------- index spec
@@ -262,6 +279,16 @@ class CanonNode:
     @property
     def is_view(self) -> bool:
         return self.op in VIEW_OPS
+
+    @property
+    def is_pointwise(self) -> bool:
+        """An elementwise op (``POINTWISE_OPS``): broadcasts its operands, reads any strides."""
+        return self.op in POINTWISE_OPS
+
+    @property
+    def tensor_inputs(self) -> list["CanonNode"]:
+        """The inputs whose value is a tensor (``inputs`` also holds SymInt size nodes)."""
+        return [i for i in self.inputs if i.tensor is not None]
 
     @property
     def source(self) -> str | None:
@@ -1130,4 +1157,5 @@ __all__ = [
     "FACTORY_NAMES",
     "VIEW_OPS",
     "MAYBE_VIEW_OPS",
+    "POINTWISE_OPS",
 ]

@@ -183,6 +183,11 @@ def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Ca
     except torch._dynamo.exc.Unsupported as exc:  # pragma: no cover - graph breaks are allowed
         raise CaptureError(f"Dynamo could not capture the model: {exc}") from exc
     except Exception as exc:
+        from .viewable import view_error_hint
+
+        hint = view_error_hint(str(exc))
+        if hint is not None:  # the one-line summary first, Dynamo's text after it
+            raise ModelError(f"the model raised while it ran: {hint}\n{type(exc).__name__}: {exc}") from exc
         raise ModelError(f"the model raised while it ran: {type(exc).__name__}: {exc}") from exc
     finally:
         _forget_new_codes(seen_codes)

@@ -273,3 +273,58 @@ def test_parameters_of_several_models_keep_their_local_names():
     view = dynamo_view(step, g, d, torch.randn(2, 4))
     names = {n.param_name for n in view.parameters}
     assert names == {"G.weight", "G.bias", "D.weight", "D.bias"}
+POINTWISE_SPELLINGS = [
+    ("a + b", lambda a, b: a + b),
+    ("torch.add", lambda a, b: torch.add(a, b)),
+    ("Tensor.mul", lambda a, b: a.mul(b)),
+    ("a / b", lambda a, b: a / b),
+    ("a - b", lambda a, b: a - b),
+    ("torch.where", lambda a, b: torch.where(a > 0, a, b)),
+    ("torch.maximum", lambda a, b: torch.maximum(a, b)),
+    ("F.relu(a) * b", lambda a, b: torch.nn.functional.relu(a) * b),
+    ("a.sigmoid() + b", lambda a, b: a.sigmoid() + b),
+    ("masked_fill", lambda a, b: b.masked_fill(a > 0, 0.0)),
+]
+
+
+class Fn2(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, a, b):
+        return self.fn(a, b)
+
+
+@pytest.mark.parametrize("label,fn", POINTWISE_SPELLINGS, ids=[p[0] for p in POINTWISE_SPELLINGS])
+def test_pointwise_ops_are_recognised_in_every_origin(label, fn):
+    a, b = torch.randn(3, 4), torch.randn(1, 4)
+    m = Fn2(fn)
+    for view in (capture(fn, (a, b)).views[0], capture(torch.export.export(m, (a, b))).views[0],
+                 capture(torch.fx.symbolic_trace(m), (a, b)).views[0]):
+        ops = [n for n in view if n.kind == "op"]
+        assert ops and all(n.is_pointwise for n in ops), (view.origin, [(n.op, n.spelling) for n in ops])
+        last = ops[-1]
+        assert {i.kind for i in last.tensor_inputs} <= {"input", "op"}
+        assert all(i.tensor is not None for i in last.tensor_inputs)
+
+
+def test_module_activations_are_pointwise_in_symbolic_trace():
+    m = nn.Sequential(nn.ReLU(), nn.GELU(), nn.Sigmoid())
+    view = capture(torch.fx.symbolic_trace(m), (torch.randn(2, 3),)).views[0]
+    assert [n.is_pointwise for n in view if n.kind == "op"] == [True, True, True]
+
+
+def test_device_moves_in_every_spelling_become_to_with_a_device():
+    """`.cuda()` cannot run on a CPU-only build, so this reads the traced graph without values:
+    the copy rules then compare the devices of the fake tensors, whatever the spelling."""
+    from fxlint.canon import build_view
+
+    class M(nn.Module):
+        def forward(self, x):
+            return x.cuda(), x.cpu(), x.to("cuda:1"), x.to(torch.device("cpu")), x.to(x)
+
+    view = build_view(torch.fx.symbolic_trace(M()), origin="fx")
+    tos = view.ops("to")
+    assert [str(n.args["device"]) for n in tos[:4]] == ["cuda", "cpu", "cuda:1", "cpu"]
+    assert [n.args["style"] for n in tos] == ["cuda", "cpu", "to", "to", "to"]

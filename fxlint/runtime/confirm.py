@@ -9,6 +9,10 @@ Each copy-type finding (FXL1xx, FXL2xx, FXL4xx) becomes
 * ``not-run``: the line never ran with these inputs (another branch), so the
   runtime can say nothing.
 
+A finding with ``bytes == 0`` claims that nothing is copied (FXL108
+noop-conversion): it is confirmed when its line ran and made no avoidable copy
+of that tensor (``details["shape"]``), refuted when it did.
+
 Avoidable forward copies on user lines that no finding explains are listed
 in ``Report.unexplained``, so missing rules show up.
 """
@@ -42,6 +46,13 @@ def _ran(f: Finding, audit: AuditReport) -> bool:
 def match(f: Finding, audit: AuditReport) -> tuple[str, list[CopyEvent]]:
     """The status of one finding and the runtime copies that back it."""
     cands = _candidates(f, audit)
+    if f.bytes == 0:
+        # the finding claims that nothing is copied there (e.g. FXL108 noop-conversion): it holds when
+        # the line ran and made no avoidable copy of that tensor (details["shape"], when given)
+        shape = f.details.get("shape")
+        if any(c.avoidable and (shape is None or tuple(c.shape) == tuple(shape)) for c in cands):
+            return REFUTED, []
+        return (CONFIRMED if _ran(f, audit) else NOT_RUN), []
     if f.bytes is None:
         hits = [c for c in cands if c.avoidable]
     else:

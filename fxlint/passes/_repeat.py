@@ -1,0 +1,103 @@
+"""When is a materialised repeat (``repeat``, ``tile``, ``expand(...).contiguous()``) only a
+broadcast in disguise? Shared by FXL104 (which reports it) and FXL101 (which leaves it to FXL104)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..canon import CanonNode
+from ..tensorinfo import Dim, dim_eq, is_one, known
+from ._copies import real_users
+
+
+@dataclass(frozen=True)
+class RepeatLike:
+    """A copy that only replicates size-1 dims, and consumers that broadcast anyway."""
+
+    node: CanonNode  # the repeat / tile / contiguous node that copies
+    source: CanonNode  # the tensor before it was replicated
+    source_shape: tuple[Dim, ...]  # the source's shape, left-padded with 1s to the output rank
+    out_shape: tuple[Dim, ...]
+    dims: tuple[int, ...]  # output dims that were replicated
+    spelled: str  # ".repeat(4, 1)", ".tile((2, 1))", ".expand(4, 6).contiguous()"
+    consumers: tuple[CanonNode, ...]
+    drop: bool  # True: every consumer gets the same result from the source as is (no expand needed)
+
+
+def repeat_like(node: CanonNode) -> RepeatLike | None:
+    """The analysis when ``node`` replicates only size-1 dims and every consumer is an elementwise
+    op that broadcasts; None otherwise (true tiling, or a consumer that needs the real tensor)."""
+    shaped = _replication(node)
+    if shaped is None:
+        return None
+    source, src_shape, out_shape, dims, spelled = shaped
+    consumers = tuple(real_users(node))
+    if not dims or not consumers:
+        return None
+    drop = True
+    for u in consumers:
+        if not u.is_pointwise or u.tensor is None or u.mutates:
+            return None
+        # shape of u if this operand were the un-replicated source: the others must cover the dims
+        others = [i.tensor.shape for i in u.tensor_inputs if i is not node and i.tensor is not None]
+        if not _covers(others, src_shape, u.tensor.shape):
+            drop = False
+    return RepeatLike(node, source, src_shape, out_shape, dims, spelled, consumers, drop)
+
+
+def _replication(node: CanonNode):
+    out = node.tensor
+    if out is None:
+        return None
+    if node.op == "repeat":
+        src = node.input
+        if src is None or src.tensor is None:
+            return None
+        shape = tuple(src.tensor.shape)
+        padded = (1,) * (len(out.shape) - len(shape)) + shape
+        if len(padded) != len(out.shape):
+            return None
+        # the factors from the shapes: repeats given as sizes read from tensors (symbolic_trace) have no
+        # value in the graph, but the output shape does
+        reps = tuple(_factor(o, i) for o, i in zip(out.shape, padded))
+        if any(r is None for r in reps):
+            return None
+        dims = tuple(d for d, r in enumerate(reps) if r != 1)
+        if any(not is_one(padded[d]) for d in dims):
+            return None  # a dim of size > 1 is tiled: that is data, not a broadcast
+        name = "tile" if node.args.get("style") == "tile" else "repeat"
+        text = f".tile({reps})" if name == "tile" else f".repeat({', '.join(map(str, reps))})"
+        return src, padded, tuple(out.shape), dims, text
+    if node.op == "contiguous":
+        exp = node.input
+        if exp is None or exp.op != "expand" or exp.input is None or exp.input.tensor is None:
+            return None
+        src = exp.input
+        shape = tuple(src.tensor.shape)
+        padded = (1,) * (len(out.shape) - len(shape)) + shape
+        dims = tuple(d for d in range(len(out.shape)) if is_one(padded[d]) and not is_one(out.shape[d]))
+        text = f".expand({', '.join(str(s) for s in out.shape)}).contiguous()"
+        return src, padded, tuple(out.shape), dims, text
+    return None
+
+
+def _factor(out: Dim, inp: Dim) -> int | None:
+    o, i = known(out), known(inp)
+    if o is None or i is None:
+        return 1 if dim_eq(out, inp) is True else None
+    if i == 0:
+        return 1 if o == 0 else None
+    return o // i if o % i == 0 else None
+
+
+def _covers(others: list[tuple[Dim, ...]], src: tuple[Dim, ...], result: tuple[Dim, ...]) -> bool:
+    """Does broadcasting ``src`` with ``others`` give ``result``?"""
+    rank = max([len(result), len(src)] + [len(o) for o in others])
+    shapes = [(1,) * (rank - len(s)) + tuple(s) for s in [src, *others]]
+    want = (1,) * (rank - len(result)) + tuple(result)
+    for d in range(rank):
+        sizes = [s[d] for s in shapes if not is_one(s[d])]
+        got: Dim = sizes[0] if sizes else 1
+        if dim_eq(got, want[d]) is not True:
+            return False
+    return True

@@ -1,0 +1,170 @@
+"""`reshape`/`flatten`/`ravel` on a layout that cannot be viewed: a silent full copy (where `.view()` would raise).
+
+## What it does
+Finds `reshape`, `flatten`, `reshape_as`, `ravel` and `nn.Flatten` whose input
+layout cannot express the new shape with strides, so PyTorch silently copies
+the whole tensor first (`aten::reshape > aten::clone > aten::copy_`). The test
+is ATen's own (`computeStride`, see `fxlint/viewable.py`): *splitting* a dim
+is always a view, *merging* dims is a view only when they are adjacent in
+memory. So `x.t().reshape(-1)`, or an NHWC batch `.permute(0, 3, 1, 2)` then
+`.reshape(B, -1)`, copy; while `.flatten()` of a contiguous tensor, a reshape
+that only splits a permuted dim, or `.view(B, 3, H, W)` after that permute
+(same shape) are free views.
+
+`.view()` never copies: on a layout like these it raises `RuntimeError: view
+size is not compatible with input tensor's size and stride` (the capture then
+fails with that error and a hint). `.ravel()` is `contiguous().view(-1)`: it
+copies whenever the input is not contiguous, even where `.reshape(-1)` is a
+view (`x[::2].ravel()`).
+
+Severity:
+
+* **warning** when the copy is avoidable: `.ravel()` where `.reshape(-1)` is a
+  view; the same tensor flattened several times per call (a loop over the same
+  data: `x.t().reshape(-1)` in a hot loop); a result only reduced as a whole
+  (`x.t().reshape(-1).sum()`), which the original layout gives for free.
+* **info** otherwise: the copy is what this element order costs (the standard
+  head merge `attn.transpose(1, 2).reshape(B, T, C)` is one); the finding
+  makes a silent copy visible.
+
+Bytes are the tensor's size. Backward pays nothing extra (measured: the
+gradient of the copy passes through).
+
+## Why is this bad?
+`reshape` returns a view when it can and a copy when it cannot, and nothing in
+the code says which. A copy of a whole activation on every call, hidden in a
+line that looks free, is memory traffic and a peak-memory bump nobody
+budgeted for; in a loop it is paid once per iteration.
+
+## Example
+```python
+flat = batch.permute(0, 3, 1, 2).reshape(B, -1)   # NHWC -> NCHW, then flatten: copies the batch
+for step in range(T):
+    feats.append(h.t().reshape(-1))               # h does not change: T copies of the same data
+```
+
+## Use instead
+```python
+flat = batch.reshape(B, -1)      # if any pixel order works for what follows: free view
+h_flat = h.t().reshape(-1)       # once, before the loop
+for step in range(T):
+    feats.append(h_flat)
+```
+
+## When it is intentional
+When you need the elements in the permuted order, the copy is the price; make
+it explicit once where the layout is created (`.contiguous()`), or silence the
+line with `# fxlint: ignore[FXL102]`.
+
+`details` keys: `merge` (input dims `(d-1, d)` the new shape merges although
+they are not adjacent in memory), `shape` (new shape), `verdict` (`avoidable`
+or `needed`), `repeats`, `copies`, `source`, `backward_bytes` (0).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..canon import GraphView
+from ..findings import Severity
+from ..registry import Hit, RuleContext, rule
+from ..viewable import check_view, ravel_copy_bytes
+from ._copies import (
+    REDUCTION_OPS,
+    args_text,
+    call_text,
+    count_text,
+    layout_text,
+    nbytes_text,
+    origin_text,
+    real_users,
+    sites,
+    source_key,
+)
+
+
+@rule("FXL102", "reshape-copy", "warning")
+def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
+    found = []
+    info: dict[str, tuple] = {}
+    for node in view.ops("reshape"):
+        src, out = node.input, node.tensor
+        if src is None or src.tensor is None or out is None or out.dtype != src.tensor.dtype:
+            continue
+        chk = check_view(src.tensor.shape, src.tensor.stride, out.shape)
+        if _is_ravel(node):
+            nbytes = ravel_copy_bytes(src.tensor)
+        else:
+            nbytes = None if chk.viewable is None else (0 if chk.viewable else src.tensor.nbytes)
+        if not nbytes:
+            continue  # a view, or undecided under dynamic shapes
+        info[node.name] = (chk, nbytes)
+        found.append((node, nbytes, source_key(src)))
+    for site in sites(found, view):
+        node = site.node
+        src = node.input
+        assert src is not None and src.tensor is not None and node.tensor is not None
+        chk, _ = info[node.name]
+        spelled = _spelled(node)
+        if _is_ravel(node) and chk.viewable:
+            reason = ("`.ravel()` is `.contiguous().view(-1)`: it copies any non-contiguous input, "
+                      "although `.reshape(-1)` is a free view of this one")
+            severity, verdict = Severity.WARNING, "avoidable"
+            fix = "use `.reshape(-1)` (or `.flatten()`): a view of this layout, no copy"
+        else:
+            merge = (f"it merges dims {chk.merge[0]} and {chk.merge[1]} of the input, which are not adjacent "
+                     "in memory" if chk.merge is not None else "the new shape cannot be expressed with strides")
+            reason = f"{merge}, so it copies first (`.view()` would raise here)"
+            if site.repeats > 1:
+                severity, verdict = Severity.WARNING, "avoidable"
+                reason += (f"; the same tensor is flattened {site.repeats} times per call (a loop over the same "
+                           "data): the copies after the first buy nothing")
+                fix = "flatten once, before the loop, and reuse the result"
+            elif _only_reduced(node):
+                severity, verdict = Severity.WARNING, "avoidable"
+                reason += "; the result is only reduced as a whole, which the original layout gives for free"
+                fix = f"reduce the tensor before `{spelled}` (e.g. `x.sum()` instead of `x.t().reshape(-1).sum()`)"
+            else:
+                severity, verdict = Severity.INFO, "needed"
+                fix = ("if the element order after the permute matters, this copy is its price: make it explicit "
+                       "once where the layout is made (`.contiguous()`); if any order works for what follows, "
+                       "reshape before the permute/transpose, where it is a free view")
+        message = (f"`{spelled}` copies {nbytes_text(site.nbytes)} per call{count_text(site)}: its input is "
+                   f"{layout_text(src.tensor)}{origin_text(src)}; {reason}")
+        yield Hit(
+            node=node,
+            message=message,
+            fix=fix,
+            bytes=site.nbytes,
+            severity=severity,
+            details={
+                "merge": chk.merge,
+                "shape": tuple(node.tensor.shape),
+                "verdict": verdict,
+                "repeats": site.repeats,
+                "copies": [n.name for n in site.nodes],
+                "source": src.name,
+                "backward_bytes": 0,
+            },
+        )
+
+
+def _is_ravel(node) -> bool:
+    return node.spelling.endswith("ravel") or ".ravel." in node.spelling
+
+
+def _spelled(node) -> str:
+    name = node.spelling.rsplit(".", 1)[-1]
+    if node.spelling.startswith("aten."):
+        name = node.spelling.split(".")[1]
+    if name in ("flatten", "Flatten", "ravel"):
+        return f".{name.lower()}()" if name != "Flatten" else "nn.Flatten()"
+    return f".{name}({args_text(node.tensor.shape)})" if node.tensor is not None else call_text(node)
+
+
+def _only_reduced(node) -> bool:
+    every = real_users(node)
+    users = [u for u in every if u.kind != "output"]
+    if not users or len(users) != len(every):
+        return False
+    return all(u.op in REDUCTION_OPS and u.tensor is not None and u.tensor.ndim == 0 for u in users)

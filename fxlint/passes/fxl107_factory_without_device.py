@@ -1,0 +1,128 @@
+"""`torch.arange(n)` (zeros, ones, full, eye, linspace, tensor, rand...) built on the CPU, then moved to the model's device on every call.
+
+## What it does
+Finds a tensor created by a factory without `device=` (or with
+`device="cpu"`), whose value then reaches another device: moved with
+`.to(x.device)`, `.cuda()`, `.to(x)`, `.type_as(x)`, or handed as an index
+or operand to a kernel running elsewhere. The factory may be followed by
+views, reshapes, dtype conversions and CPU arithmetic first
+(`(torch.arange(T).float() / T).to(x.device)`). Factories: `arange`, `range`,
+`zeros`, `ones`, `full`, `empty`, `eye`, `linspace`, `logspace`, `rand`,
+`randn`, `randint`, `randperm`, `tensor`, `as_tensor`, `scalar_tensor`,
+`tril_indices`, `triu_indices`.
+
+When every tensor lives on the CPU nothing moves, and the rule is quiet.
+
+The finding is on the line where the data crosses devices (where the copy is
+made, which is the factory's line in the usual `torch.arange(n).to(x.device)`);
+the message names the factory's line, which is where the fix goes. Bytes are
+the tensor moved per call.
+
+## Why is this bad?
+The factory runs on the host, and the result is copied host-to-device on
+every forward: a small PCIe transfer (in the OCR seed, `torch.arange(seq_len)`
+for positional encodings cost 2 ms per forward), a synchronisation point for
+pageable memory, and in a compiled model a graph split across devices.
+Creating the tensor on the device costs nothing extra.
+
+## Example
+```python
+pos = torch.arange(seq_len).to(x.device)
+return x + self.pos_emb(pos)
+```
+
+## Use instead
+```python
+pos = torch.arange(seq_len, device=x.device)
+return x + self.pos_emb(pos)
+```
+For a constant that never changes, `register_buffer` it once in `__init__`.
+
+## When it is intentional
+Almost never inside a model. If the values must be computed on the host
+(e.g. with Python-side logic), build them once and cache them as a buffer.
+Silence a line with `# fxlint: ignore[FXL107]`.
+
+On a machine without an accelerator, the tests put the model on the `meta`
+device: a CPU factory moved to `meta` is recorded by the profiler as a device
+copy, exactly as a host-to-GPU copy would be. A CPU index handed to a kernel
+on another device (`x[:, torch.arange(n)]` with `x` on the GPU) is copied by
+that kernel; `meta` kernels copy nothing, so those findings cannot be
+confirmed by the audit on such a machine.
+
+A dtype conversion between the factory and the move
+(`torch.arange(T).float().to(x.device)`) is one more copy, made on the CPU:
+the message counts it, and `Finding.bytes` includes it when it is on the
+line of the move; the fix then adds `dtype=` to the factory too.
+
+`details` keys (for a rewrite): `factory` (node name; add `device=` there),
+`kind` (`arange`, `zeros`...), `factory_line`, `move` (node name of the
+transfer or consuming op), `target_device` (the consumer's device: build the
+factory there), `via` (`to` or the op that mixes devices), `conversions`
+(node names of CPU dtype conversions on the way; add their dtype to the
+factory), `backward_bytes` (0).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..canon import GraphView
+from ..registry import Hit, RuleContext, rule
+from ._copies import line_of, nbytes_text, numbered
+from ._factory import moves
+
+
+@rule("FXL107", "factory-without-device", "warning")
+def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
+    return iter(numbered(_hits(view)))
+
+
+def _hits(view: GraphView) -> Iterator[Hit]:
+    for factory in view.ops("factory"):
+        t = factory.tensor
+        if t is None or t.device.type != "cpu":
+            continue
+        kind = factory.args.get("kind", "tensor")
+        for mv in moves(factory):
+            moved = mv.tensor.tensor
+            nbytes = mv.move.tensor.nbytes if mv.move.op == "to" else (moved.nbytes if moved is not None else None)
+            where = "here" if _same_line(factory, mv.move) else f"at {line_of(mv.move)}"
+            via = ("copied to " + mv.target if mv.move.op == "to"
+                   else f"handed to `{mv.move.op}` on {mv.target}, which copies it over")
+            built = "" if _same_line(factory, mv.move) else f" at {line_of(factory)}"
+            message = (f"`torch.{kind}(...)`{built} is built on the CPU (no `device=`) and {via} {where} on every call: "
+                       f"{nbytes_text(nbytes)} host-to-device per call")
+            dtype_kw = ""
+            if mv.conversions:
+                conv_bytes = sum(c.tensor.nbytes for c in mv.conversions)
+                last = mv.conversions[-1].tensor.dtype
+                dtype_kw = f", dtype={last}"
+                message += (f"; on the way it is converted to {str(last).replace('torch.', '')} on the CPU, "
+                            f"another {nbytes_text(conv_bytes)} copied")
+                if nbytes is not None and all(_same_line(c, mv.move) for c in mv.conversions):
+                    nbytes = nbytes + conv_bytes  # the same line pays both
+            fix = (f"build it on the device: `torch.{kind}(..., device=x.device{dtype_kw})` with `x` any tensor "
+                   f"already on {mv.target} (or register a constant once as a buffer)")
+            node = mv.move
+            yield Hit(
+                node=node,
+                message=message,
+                fix=fix,
+                bytes=nbytes,
+                details={
+                    "factory": factory.name,
+                    "kind": kind,
+                    "factory_line": factory.location.line if factory.location is not None else None,
+                    "move": mv.move.name,
+                    "target_device": mv.target,
+                    "via": "to" if mv.move.op == "to" else mv.move.op,
+                    "conversions": [c.name for c in mv.conversions],
+                    "backward_bytes": 0,
+                },
+            )
+
+
+def _same_line(a, b) -> bool:
+    return (a.location is not None and b.location is not None
+            and (a.location.file, a.location.line) == (b.location.file, b.location.line))

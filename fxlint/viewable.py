@@ -1,0 +1,239 @@
+"""Can ``view``/``reshape``/``flatten`` express a new shape with strides, and what does a copy cost?
+
+``view`` never copies: it either finds strides for the new shape over the same
+memory or raises ``RuntimeError: view size is not compatible with input
+tensor's size and stride``. ``reshape`` (and ``flatten``, ``reshape_as``,
+``nn.Flatten``) asks the same question and, when the answer is no, copies the
+whole tensor into a fresh contiguous one first
+(``aten::reshape > aten::clone > aten::copy_`` in the profiler). ``ravel`` is
+``contiguous().view(-1)``: it copies whenever the input is not contiguous,
+even where ``reshape(-1)`` would be a view (``x[::2].ravel()``).
+
+The answer is ATen's ``computeStride`` (``aten/src/ATen/TensorUtils.cpp``;
+``torch/_subclasses/fake_impls.py::_compute_stride`` is its Python twin):
+walk the input dims from the last, grouping dims that are adjacent in memory
+(``stride[d-1] == size[d] * stride[d]``, size-1 dims join any group) into
+chunks; every dim of the new shape must lie inside one chunk. So *splitting*
+a dim is always a view, and *merging* dims is a view exactly when they are
+adjacent in memory. Stride-0 (expanded) dims, step slices and size-1 dims
+follow from the same rule; contiguity itself is not required
+(``x.permute(1, 0, 2).view(a, b, c, d)`` that only splits is a view).
+
+Everything here is symbolic-safe: sizes and strides may be sympy expressions
+(dynamic shapes); an answer that depends on the symbols comes back as
+``None``, never as a guess, and no guard is ever added.
+
+Checked against the runtime in ``tests/test_viewable.py``: predicted strides
+equal ``Tensor.view``'s, ``view`` raises exactly where the prediction says no,
+and the audit records a ``reshape`` copy of exactly the predicted bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+import sympy
+import torch
+
+from .tensorinfo import Dim, TensorInfo, dim_eq, is_one, known, prod
+
+__all__ = [
+    "ViewCheck",
+    "check_view",
+    "can_view",
+    "view_strides",
+    "reshape_copy_bytes",
+    "ravel_copy_bytes",
+    "contiguous_copy_bytes",
+    "is_contiguous_as",
+    "VIEW_ERROR",
+    "view_error_hint",
+]
+
+#: what ``Tensor.view`` raises when the layout cannot be viewed
+VIEW_ERROR = "view size is not compatible with input tensor's size and stride"
+
+
+class _Undecided(Exception):
+    """A comparison depends on dynamic-shape symbols."""
+
+
+def _eq(a: Dim, b: Dim) -> bool:
+    r = dim_eq(a, b)
+    if r is None:
+        # shape symbols are integers >= 2: ``4*s0 - 1`` is never zero, ``s0 - 4`` may be
+        r = _at_least_two(sympy.sympify(a) - sympy.sympify(b)).is_zero
+        if r is None:
+            raise _Undecided
+    return bool(r)
+
+
+def _lt(a: Dim, b: Dim) -> bool:
+    if isinstance(a, int) and isinstance(b, int):
+        return a < b
+    diff = _at_least_two(sympy.simplify(sympy.sympify(b) - sympy.sympify(a)))
+    if diff.is_positive:
+        return True
+    if diff.is_nonpositive:
+        return False
+    raise _Undecided
+
+
+def _at_least_two(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with every size symbol ``s`` written ``t + 2`` (t >= 0): Dynamo specialises sizes 0
+    and 1, so a symbolic size is at least 2, a fact sympy's assumptions alone cannot see."""
+    subs = {s: sympy.Symbol(f"_{s.name}_minus_2", integer=True, nonnegative=True) + 2
+            for s in expr.free_symbols}
+    return sympy.expand(expr.subs(subs)) if subs else expr
+
+
+def _ne_one(size: Dim) -> bool:
+    # Dynamo specialises sizes 0 and 1, so a symbolic size is never 1 (ATen's size-oblivious guard).
+    return not is_one(size)
+
+
+@dataclass(frozen=True)
+class ViewCheck:
+    """The answer to "can a view express ``new_shape`` over this layout?".
+
+    ``viewable`` is None when dynamic-shape symbols decide it. ``strides`` are
+    the view's strides when it is viewable. ``merge`` is the pair of adjacent
+    input dims ``(d - 1, d)`` the new shape needs merged although they are not
+    adjacent in memory (the first such pair found, scanning from the last dim).
+    """
+
+    viewable: bool | None
+    strides: tuple[Dim, ...] | None = None
+    merge: tuple[int, int] | None = None
+
+
+def check_view(shape: Sequence[Dim], stride: Sequence[Dim], new_shape: Sequence[Dim]) -> ViewCheck:
+    """ATen's ``computeStride``: can a tensor of ``shape``/``stride`` be viewed as ``new_shape``?
+
+    ``new_shape`` must have the same number of elements (no ``-1``).
+    """
+    shape, stride, new_shape = tuple(shape), tuple(stride), tuple(new_shape)
+    try:
+        return _check(shape, stride, new_shape)
+    except _Undecided:
+        return ViewCheck(None)
+
+
+def _check(shape: tuple[Dim, ...], stride: tuple[Dim, ...], new_shape: tuple[Dim, ...]) -> ViewCheck:
+    if len(shape) == 0:
+        return ViewCheck(True, tuple(1 for _ in new_shape))
+    if len(stride) != len(shape):
+        raise _Undecided  # no strides known (sparse, nested): say nothing
+    numel = prod(shape)
+    zero = known(numel) == 0
+    if zero and shape == new_shape:
+        return ViewCheck(True, stride)
+    new_stride: list[Dim] = [0] * len(new_shape)
+    if zero:
+        for d in range(len(new_shape) - 1, -1, -1):
+            if d == len(new_shape) - 1:
+                new_stride[d] = 1
+            else:
+                nxt = new_shape[d + 1]
+                new_stride[d] = (nxt if known(nxt) is None or known(nxt) >= 1 else 1) * new_stride[d + 1]
+        return ViewCheck(True, tuple(new_stride))
+
+    view_d = len(new_shape) - 1
+    chunk_base_stride: Dim = stride[-1]
+    tensor_numel: Dim = 1
+    view_numel: Dim = 1
+    for tensor_d in range(len(shape) - 1, -1, -1):
+        tensor_numel = tensor_numel * shape[tensor_d]
+        if tensor_d == 0 or (
+            _ne_one(shape[tensor_d - 1]) and not _eq(stride[tensor_d - 1], tensor_numel * chunk_base_stride)
+        ):
+            while view_d >= 0 and (_lt(view_numel, tensor_numel) or is_one(new_shape[view_d])):
+                new_stride[view_d] = _simplify(view_numel * chunk_base_stride)
+                view_numel = view_numel * new_shape[view_d]
+                view_d -= 1
+            if not _eq(view_numel, tensor_numel):
+                return ViewCheck(False, merge=(tensor_d - 1, tensor_d) if tensor_d > 0 else None)
+            if tensor_d > 0:
+                chunk_base_stride = stride[tensor_d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    if view_d != -1:
+        return ViewCheck(False)
+    return ViewCheck(True, tuple(new_stride))
+
+
+def _simplify(x: Dim) -> Dim:
+    if isinstance(x, int):
+        return x
+    x = sympy.expand(x)
+    return int(x) if isinstance(x, sympy.Integer) else x
+
+
+def view_strides(shape: Sequence[Dim], stride: Sequence[Dim], new_shape: Sequence[Dim]) -> tuple[Dim, ...] | None:
+    """The strides ``Tensor.view(new_shape)`` would have, or None when it cannot view (or symbols decide)."""
+    return check_view(shape, stride, new_shape).strides
+
+
+def can_view(info: TensorInfo, new_shape: Sequence[Dim]) -> bool | None:
+    """True when ``view``/``reshape`` to ``new_shape`` is a view of ``info``; None when symbols decide it."""
+    return check_view(info.shape, info.stride, new_shape).viewable
+
+
+def reshape_copy_bytes(info: TensorInfo, new_shape: Sequence[Dim]) -> Dim | None:
+    """Bytes ``reshape(new_shape)`` copies: 0 when it is a view, every element otherwise; None when unknown."""
+    ok = can_view(info, new_shape)
+    if ok is None:
+        return None
+    return 0 if ok else info.nbytes
+
+
+def is_contiguous_as(info: TensorInfo, memory_format: torch.memory_format | None = None) -> bool | None:
+    """``Tensor.is_contiguous(memory_format)`` from shape and strides; None when symbols decide it."""
+    if memory_format in (None, torch.contiguous_format, torch.preserve_format):
+        return info.is_contiguous()
+    if memory_format == torch.channels_last:
+        return info.is_channels_last() if info.ndim == 4 else False
+    if memory_format == torch.channels_last_3d:
+        return info.is_channels_last() if info.ndim == 5 else False
+    return None
+
+
+def contiguous_copy_bytes(info: TensorInfo, memory_format: torch.memory_format | None = None) -> Dim | None:
+    """Bytes ``.contiguous(memory_format)`` copies: 0 when the tensor already is; None when unknown."""
+    ok = is_contiguous_as(info, memory_format)
+    if ok is None:
+        return None
+    return 0 if ok else info.nbytes
+
+
+def ravel_copy_bytes(info: TensorInfo) -> Dim | None:
+    """Bytes ``ravel()`` copies: it is ``contiguous().view(-1)``."""
+    return contiguous_copy_bytes(info)
+
+
+_FAKE_VIEW_ERROR = re.compile(
+    r"Cannot view a tensor with shape (?:torch\.Size\()?\[?\(?(?P<shape>[\d, ]*)\)?\]?\)? and strides "
+    r"\((?P<stride>[\d, ]*)\) as a tensor with shape \((?P<new>[\d, ]*)\)")
+
+
+def view_error_hint(text: str) -> str | None:
+    """One line explaining a failed ``.view()`` (eager's or Dynamo's wording), or None when ``text``
+    is about something else."""
+    m = _FAKE_VIEW_ERROR.search(text)
+    if m is None and VIEW_ERROR not in text:
+        return None
+    detail = ""
+    if m is not None:
+        def ints(s: str) -> tuple[int, ...]:
+            return tuple(int(v) for v in s.replace(" ", "").split(",") if v)
+
+        shape, stride, new = ints(m["shape"]), ints(m["stride"]), ints(m["new"])
+        chk = check_view(shape, stride, new)
+        where = f"dims {chk.merge[0]} and {chk.merge[1]} of" if chk.merge is not None else "dims of"
+        detail = (f" (it would merge {where} a {tuple(shape)} tensor with strides {tuple(stride)}, which are not "
+                  "adjacent in memory)")
+    return ("a `.view()` cannot express its new shape on this layout" + detail + ": `.view()` never copies; "
+            "use `.reshape()` (it copies when it must; fxlint FXL102 reports that copy) or call `.contiguous()` "
+            "before `.view()`")

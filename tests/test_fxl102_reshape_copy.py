@@ -1,0 +1,108 @@
+"""FXL102 reshape-copy: reshape/flatten/ravel/nn.Flatten that copy, and the views that do not."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+
+import fxlint
+from tests.copy_helpers import Expect, check_negative, check_positive, findings
+
+X = torch.randn(4, 8)
+NHWC = torch.randn(2, 4, 4, 3)
+
+
+def t_reshape(x):
+    return x.t().reshape(-1)  # the seed's x.t().view(-1), made to work
+
+
+def flatten_transposed(x):
+    return torch.flatten(x.transpose(0, 1))  # flatten copies here
+
+
+def mT_reshape_as(x, y):
+    return x.mT.reshape_as(y)  # reshape_as spelling
+
+
+def nhwc_flatten(b):
+    return b.permute(0, 3, 1, 2).reshape(b.shape[0], -1)  # merges C with H
+
+
+def ravel_strided(x):
+    return x[::2].ravel()  # ravel copies, reshape would not
+
+
+def only_summed(x):
+    return x.t().reshape(-1).sum()  # flatten then reduce
+
+
+def loop(x):
+    out = []
+    for _ in range(3):
+        out.append(x.t().reshape(-1))  # same data each time
+    return torch.stack(out)
+
+
+def expanded(x):
+    return x[:1].expand(4, 8).reshape(32) + 1  # materialises the broadcast
+
+
+class Flat(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.flat = nn.Flatten()
+
+    def forward(self, x):
+        return self.flat(x.permute(0, 2, 1))  # nn.Flatten on a permuted input
+
+
+POSITIVE = [
+    ("x.t().reshape(-1)", t_reshape, (X,), [Expect("# the seed's", 128, "info")]),
+    ("torch.flatten", flatten_transposed, (X,), [Expect("# flatten copies here", 128, "info")]),
+    ("mT.reshape_as", mT_reshape_as, (X, torch.empty(32)), [Expect("# reshape_as spelling", 128, "info")]),
+    ("NHWC permute then reshape", nhwc_flatten, (NHWC,), [Expect("# merges C with H", 384, "info")]),
+    ("ravel on a step slice", ravel_strided, (torch.randn(12),), [Expect("# ravel copies", 24, "warning")]),
+    ("only reduced", only_summed, (X,), [Expect("# flatten then reduce", 128, "warning")]),
+    ("hot loop", loop, (X,), [Expect("# same data each time", 384, "warning")]),
+    ("expanded input", expanded, (X,), [Expect("# materialises the broadcast", 128, "info")]),
+    ("nn.Flatten", Flat(), (torch.randn(2, 3, 4),), [Expect("# nn.Flatten on", 96, "info")]),
+]
+
+
+@pytest.mark.parametrize("label,fn,inputs,expected", POSITIVE, ids=[p[0] for p in POSITIVE])
+def test_positive(label, fn, inputs, expected):
+    check_positive(fn, inputs, "FXL102", expected)
+
+
+NEGATIVE = [
+    ("flatten of a contiguous tensor (the seed says it always copies)", lambda x: x.flatten() + 1, (X,)),
+    ("flatten(1) of a contiguous 3-D tensor", lambda x: x.view(2, 2, 8).flatten(1) + 1, (X,)),
+    ("split of a permuted dim", lambda x: x.view(2, 2, 8).permute(2, 0, 1).reshape(2, 4, 2, 2) + 1, (X,)),
+    ("same shape after permute", lambda b: b.permute(0, 3, 1, 2).reshape(-1, 3, 4, 4) + 1, (NHWC,)),
+    ("reshape of a step slice to its own length", lambda x: x[::2].reshape(-1) + 1, (torch.randn(12),)),
+    ("ravel of a contiguous tensor", lambda x: x.ravel() + 1, (X,)),
+    ("view after permute, same shape (seed 3)", lambda b: b.permute(0, 3, 1, 2).view(-1, 3, 4, 4) + 1, (NHWC,)),
+    ("merging dims that stay adjacent", lambda x: x.view(2, 2, 8)[:, :, :4].reshape(4, 4) + 1, (X,)),
+]
+
+
+@pytest.mark.parametrize("label,fn,inputs", NEGATIVE, ids=[n[0] for n in NEGATIVE])
+def test_negative(label, fn, inputs):
+    check_negative(fn, inputs, "FXL102")
+    assert [c for c in fxlint.audit(fn, inputs).copies if c.avoidable] == []  # the runtime agrees: no copy
+
+
+def test_message_names_the_dims_the_layout_and_the_view_failure():
+    [f] = findings(fxlint.lint(nhwc_flatten, (NHWC,), select="FXL102"), "FXL102")
+    assert "merges dims 1 and 2" in f.message and "strides (48, 1, 12, 3)" in f.message
+    assert "`.permute(0, 3, 1, 2)`" in f.message and "`.view()` would raise" in f.message
+    assert f.details["merge"] == (1, 2) and f.details["shape"] == (2, 48)
+
+
+def test_a_view_that_cannot_work_is_explained_when_the_capture_fails():
+    with pytest.raises(fxlint.ModelError) as info:
+        fxlint.lint(lambda b: b.permute(0, 3, 1, 2).view(2, -1), (NHWC,))
+    first = str(info.value).splitlines()[0]
+    assert "a `.view()` cannot express its new shape" in first and "merge dims 1 and 2" in first
+    assert "`.reshape()`" in first

@@ -1,0 +1,97 @@
+"""FXL104 repeat-copy: repeat/tile/expand().contiguous() that only feed broadcasts."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fxlint
+from tests.copy_helpers import Expect, check_negative, check_positive, findings
+
+X = torch.randn(4, 8)
+B = torch.randn(1, 8)
+
+
+def repeat_add(x, b):
+    return x + b.repeat(4, 1)  # repeat for an add
+
+
+def tile_mul(x, b):
+    return x * b.tile((4, 1))  # tile spelling
+
+
+def new_leading_dim(x, b):
+    return x - b.squeeze(0).repeat(4, 1)  # (8,) -> (4, 8)
+
+
+def expand_contiguous(x, b):
+    return torch.where(x > 0, x, b.expand(4, 8).contiguous())  # expand then copy
+
+
+def sets_the_shape(x, b):
+    return b.repeat(4, 1) * torch.randn(8)  # others do not cover dim 0: expand, not drop
+
+
+POSITIVE = [
+    ("repeat then add", repeat_add, (X, B), [Expect("# repeat for an add", 128)]),
+    ("tile then mul", tile_mul, (X, B), [Expect("# tile spelling", 128)]),
+    ("repeat adds a leading dim", new_leading_dim, (X, B), [Expect("# (8,) -> (4, 8)", 128)]),
+    ("expand().contiguous() into where", expand_contiguous, (X, B), [Expect("# expand then copy", 128)]),
+    ("the repeat sets the shape", sets_the_shape, (X, B), [Expect("# others do not cover", 128)]),
+]
+
+
+@pytest.mark.parametrize("label,fn,inputs,expected", POSITIVE, ids=[p[0] for p in POSITIVE])
+def test_positive(label, fn, inputs, expected):
+    check_positive(fn, inputs, "FXL104", expected)
+
+
+def _mutated(x, b):
+    r = b.repeat(4, 1)
+    r.add_(1)
+    return x + r
+
+
+NEGATIVE = [
+    ("tiles real data", lambda x, b: x + x[:2].repeat(2, 1), (X, B)),
+    ("returned", lambda x, b: b.repeat(4, 1), (X, B)),
+    ("read by matmul", lambda x, b: b.repeat(8, 1) @ x.t(), (X, B)),
+    ("concatenated", lambda x, b: torch.cat([x, b.repeat(4, 1)]), (X, B)),
+    ("written in place", _mutated, (X, B)),
+    ("expand alone is a view", lambda x, b: x + b.expand(4, 8), (X, B)),
+]
+
+
+@pytest.mark.parametrize("label,fn,inputs", NEGATIVE, ids=[n[0] for n in NEGATIVE])
+def test_negative(label, fn, inputs):
+    check_negative(fn, inputs, "FXL104")
+
+
+def test_details_carry_what_a_rewrite_needs_and_the_rewrite_is_right():
+    [f] = findings(fxlint.lint(repeat_add, (X, B), select="FXL104"), "FXL104")
+    d = f.details
+    assert d["drop"] is True and d["dims"] == (0,) and d["expand_shape"] == (4, 8)
+    assert d["source_shape"] == (1, 8) and d["broadcast_consumers"] == ["add"]
+    assert "expand(4, 8)" in f.message and f.fix.startswith("drop `.repeat(4, 1)`")
+    # the suggested forms compute the same thing
+    assert torch.equal(X + B.repeat(4, 1), X + B) and torch.equal(X + B.repeat(4, 1), X + B.expand(4, 8))
+    [g] = findings(fxlint.lint(sets_the_shape, (X, B), select="FXL104"), "FXL104")
+    assert g.details["drop"] is False and "use `.expand(4, 8)`" in g.fix
+
+
+def test_repeat_backward_copies_nothing():
+    b = B.clone().requires_grad_()
+    [f] = findings(fxlint.lint(repeat_add, (X, b), select="FXL104"), "FXL104")
+    audit = fxlint.audit(repeat_add, (X, b), train=True)
+    assert f.details["backward_bytes"] == 0
+    assert [c for c in audit.copies if c.phase == "backward" and c.file == __file__] == []
+
+
+def test_two_repeats_on_one_line_are_two_findings():
+    def f(x, b):
+        return (x + b.repeat(4, 1)) * (x - b.tile((4, 1)))  # two copies, one line
+
+    report = fxlint.lint(f, (X, B), select="FXL104", confirm=True)
+    found = findings(report, "FXL104")
+    assert [(x.bytes, x.status) for x in found] == [(128, "confirmed"), (128, "confirmed")]
+    assert len({x.details.get("dedup", "") for x in found}) == 2

@@ -1,0 +1,82 @@
+"""FXL108 noop-conversion: conversions that change nothing, at info level, confirmed copy-free."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fxlint
+from tests.copy_helpers import Expect, check_negative, check_positive, findings
+
+X = torch.randn(4, 8)
+
+
+def float_on_float(x):
+    return x.float() + 1  # already float32
+
+
+def to_same_dtype(x):
+    return x.to(torch.float32) * 2  # .to(dtype) spelling
+
+
+def type_as_same(x, y):
+    return x.type_as(y) - y  # type_as spelling
+
+
+def half_on_half(x):
+    return x.half() + 1  # already float16
+
+
+def contiguous_on_contiguous(x):
+    return torch.cat([x, x]).contiguous() + 1  # cat is contiguous
+
+
+def channels_last_again(x):
+    return x.to(memory_format=torch.channels_last) + 1  # already channels_last
+
+
+POSITIVE = [
+    (".float() on float32", float_on_float, (X,), [Expect("# already float32", 0, "info")]),
+    (".to(float32) on float32", to_same_dtype, (X,), [Expect("# .to(dtype) spelling", 0, "info")]),
+    (".type_as() same dtype", type_as_same, (X, X), [Expect("# type_as spelling", 0, "info")]),
+    (".half() on float16", half_on_half, (X.half(),), [Expect("# already float16", 0, "info")]),
+    (".contiguous() on contiguous", contiguous_on_contiguous, (X,), [Expect("# cat is contiguous", 0, "info")]),
+    ("channels_last again", channels_last_again, (torch.randn(2, 3, 4, 4).to(memory_format=torch.channels_last),),
+     [Expect("# already channels_last", 0, "info")]),
+]
+
+
+@pytest.mark.parametrize("label,fn,inputs,expected", POSITIVE, ids=[p[0] for p in POSITIVE])
+def test_positive(label, fn, inputs, expected):
+    check_positive(fn, inputs, "FXL108", expected)
+
+
+NEGATIVE = [
+    ("device-only .to(x.device)", lambda x: x.to(x.device) + 1, (X,)),
+    (".cpu() on the CPU", lambda x: x.cpu() + 1, (X,)),
+    ("a real conversion", lambda x: x.float() + 1, (X.half(),)),
+    ("a real layout copy", lambda x: x.t().contiguous() + 1, (X,)),
+    ("copy=True always copies", lambda x: x.to(torch.float32, copy=True) + 1, (X,)),
+]
+
+
+@pytest.mark.parametrize("label,fn,inputs", NEGATIVE, ids=[n[0] for n in NEGATIVE])
+def test_negative(label, fn, inputs):
+    check_negative(fn, inputs, "FXL108")
+
+
+def test_a_zero_byte_claim_is_refuted_when_the_line_copies_that_tensor():
+    """The confirmation of a no-copy claim: confirmed when nothing of that size is copied on the line."""
+    from fxlint.findings import Finding, Severity
+    from fxlint.runtime.confirm import match
+
+    def f(x):
+        return x.t().contiguous()  # a real copy on this line
+
+    audit = fxlint.audit(f, (X,))
+    line = f.__code__.co_firstlineno + 1
+    claim = Finding(code="FXL108", name="noop-conversion", severity=Severity.INFO, message="m", file=__file__,
+                    line=line, bytes=0, details={"shape": (8, 4)})
+    assert match(claim, audit)[0] == "refuted"
+    assert match(claim.with_(details={"shape": (2, 2)}), audit)[0] == "confirmed"
+    assert match(claim.with_(line=line + 100), audit)[0] == "not-run"
