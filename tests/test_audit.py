@@ -278,3 +278,15 @@ def test_cli_lint_confirm(write_module):
     data = json.loads(proc.stdout)
     assert data["findings"][0]["status"] == "confirmed"
     assert data["summary"]["confirmed"] == 1 and data["runtime"]["unexplained"] == []
+
+
+def test_host_reads_are_recorded_and_explained_by_the_host_sync_rules():
+    def f(a, b):
+        s = torch.tensor([a.sum(), b.sum()])  # tensor of tensors: two host reads
+        return s * 2
+
+    report = fxlint.audit(f, (torch.randn(3), torch.randn(3)))
+    reads = report.at(HERE, _line("# tensor of tensors: two host reads"))
+    assert [(c.kind, c.bytes, c.kernel) for c in reads] == [("host-read", 4, "aten::_local_scalar_dense")] * 2
+    lint = fxlint.lint(f, (torch.randn(3), torch.randn(3)), confirm=True)
+    assert all(u["line"] != reads[0].line for u in lint.unexplained)

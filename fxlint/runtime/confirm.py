@@ -27,6 +27,7 @@ from ..registry import COPY_FAMILIES
 from . import AuditReport, CopyEvent
 
 CONFIRMED, REFUTED, NOT_RUN = "confirmed", "refuted", "not-run"
+_HOST_SYNC_CODES = ("FXL304", "FXL109")
 
 
 def _candidates(f: Finding, audit: AuditReport) -> list[CopyEvent]:
@@ -82,6 +83,10 @@ def confirm(report: Report, audit: AuditReport) -> Report:
     for f in report.suppressed:
         if f.code.startswith(COPY_FAMILIES):
             explained.update(id(c) for c in match(f, audit)[1])
+    # host reads are what the host-sync rules (FXL304, FXL109) are about
+    for f in (*report.findings, *report.suppressed):
+        if f.code in _HOST_SYNC_CODES and f.file is not None:
+            explained.update(id(c) for c in audit.at(f.file, f.line) if c.kind == "host-read")
     report.unexplained = _unexplained(c for c in audit.copies if id(c) not in explained)
     report.audit_summary = audit.summary()
     return report

@@ -14,7 +14,8 @@ How a copy is found and attributed:
   and scatters (``index_put_``, ``index_add_``, ``scatter_``...).
 * Bytes: ``copy_`` writes its destination (shape x itemsize); a gather writes
   its output (the largest allocation the op makes, from ``profile_memory``); a
-  scatter writes its source values.
+  scatter writes its source values; a host read (``aten::_local_scalar_dense``
+  under ``.item()``, ``float(t)``, ``torch.tensor`` of tensors) moves one element.
 * Backward: ``autograd::engine::evaluate_function: XBackward0`` events carry
   the sequence number of the forward op that created the node, which maps the
   backward copy to the forward annotation, hence to the user's line.
@@ -44,6 +45,9 @@ GATHER_KERNELS = {
     "aten::index", "aten::_unsafe_index", "aten::index_select", "aten::gather", "aten::take",
     "aten::masked_select", "aten::take_along_dim",
 }
+#: a read of one element back to the host (.item(), float(t), torch.tensor of tensors): on a GPU a
+#: device-to-host copy and a sync
+HOST_READ_KERNELS = {"aten::_local_scalar_dense"}
 SCATTER_KERNELS = {  # op name -> position of the values/source argument
     "aten::index_put_": 2, "aten::_index_put_impl_": 2, "aten::index_put": 2, "aten::index_add_": 3,
     "aten::index_add": 3, "aten::scatter_": 3, "aten::scatter_add_": 3, "aten::scatter": 3,
@@ -89,7 +93,7 @@ class CopyEvent:
     bytes: int
     shape: tuple[int, ...]
     dtype: str
-    kind: str  # layout | dtype | device | gather | scatter
+    kind: str  # layout | dtype | device | gather | scatter | host-read
     phase: str  # forward | backward
     file: str | None
     line: int | None
@@ -346,6 +350,12 @@ def _as_copy(e: Any, chain: tuple[str, ...]) -> dict[str, Any] | None:
             return None
         return {"kernel": name, "bytes": nbytes, "shape": tuple(int(s) for s in src.sizes) if src else (),
                 "dtype": str(src.dtype) if src else "?", "kind": "gather", "chain": chain}
+    if name in HOST_READ_KERNELS:
+        src = _tensor_meta(e, 0)
+        if src is None:
+            return None
+        return {"kernel": name, "bytes": _itemsize(src.dtype), "shape": (), "dtype": str(src.dtype),
+                "kind": "host-read", "chain": chain}
     if name in SCATTER_KERNELS:
         vals = _tensor_meta(e, SCATTER_KERNELS[name])
         if vals is None:
@@ -361,6 +371,8 @@ def _as_copy(e: Any, chain: tuple[str, ...]) -> dict[str, Any] | None:
 
 def _classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...]) -> tuple[bool, str | None]:
     parent = chain[-2] if len(chain) >= 2 else None
+    if chain[-1] in HOST_READ_KERNELS:
+        return True, None
     if _numel(shape) <= 1 and chain[0] not in COPY_ENTRY_OPS:
         return False, "a Python scalar wrapped into a one-element tensor for the op"
     if chain[-1] == "aten::copy_" and parent in _BIAS_INTO_OUTPUT:
