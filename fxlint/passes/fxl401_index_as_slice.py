@@ -39,61 +39,54 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..canon import GraphView
+from ..indexing import basic_equivalent
 from ..registry import Hit, RuleContext, rule
 from ..tensorinfo import human_bytes, known
-from ._util import progression, slice_text
 
 
 @rule("FXL401", "index-as-slice", "warning")
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     for node in view.ops("index"):
-        spec = node.args["index"]
-        base = node.input
         out = node.tensor
-        if base is None or base.tensor is None or out is None:
+        if out is None:
             continue
-        adv = spec.advanced
-        if len(adv) != 1 or adv[0].kind != "tensor":
-            continue  # several advanced dims pair up element-wise; masks are FXL403
-        item = adv[0]
-        if item.index_shape is not None and len(item.index_shape) != 1:
-            continue  # a 2-D index reshapes the result: not a slice
-        values = item.values if item.values is not None else (
-            view.const_ints(item.index) if item.index is not None else None
-        )
-        if values is None:
+        basic = basic_equivalent(view, node)
+        if basic is None:
             continue
-        size = known(base.tensor.shape[item.dim]) if item.dim is not None else None
-        prog = progression(values, size)
-        if prog is None:
-            continue
-        start, stop, step = prog
-        pos = spec.items.index(item)
-        sl = slice_text(start, stop, step, size)
-        suggestion = spec.render({pos: sl})  # index_select(x, d, idx) becomes a subscript too
+        spec = basic.spec
+        suggestion = basic.text  # index_select(x, d, idx) becomes a subscript too
+        positions = sorted(basic.replace)
+        shown = ", ".join(_shown_index(spec.items[p].spelled, basic, p) for p in positions)
+        dims = [basic.replace[p].dim for p in positions]
+        where = f"dim {dims[0]}" if len(dims) == 1 else "dims " + ", ".join(map(str, dims))
+        what = "advanced index" if len(dims) == 1 else "advanced indices"
         nbytes = out.nbytes
-        shown = _shown_index(item.spelled, values)
+        size = human_bytes(known(nbytes)) if known(nbytes) is not None else f"{nbytes} B"
         message = (
-            f"advanced index {shown} on dim {item.dim} gathers a copy "
-            f"({human_bytes(known(nbytes)) if known(nbytes) is not None else str(nbytes) + ' B'} per call); "
+            f"{what} {shown} on {where} gathers a copy ({size} per call); "
             f"the indices step evenly, so the basic slice {suggestion} selects the same elements "
             "as a zero-copy view"
         )
+        details = {"slice": suggestion, "dims": dims, "dedup": suggestion}
+        if len(positions) == 1:
+            r = basic.replace[positions[0]]
+            details.update(start=r.start, stop=r.stop, step=r.step, dim=r.dim)
         yield Hit(
             node=node,
             message=message,
             fix=f"index with {suggestion} instead of {shown}",
             bytes=nbytes,
-            details={"slice": suggestion, "start": start, "stop": stop, "step": step, "dim": item.dim,
-                     "dedup": suggestion},
+            details=details,
         )
 
 
-def _shown_index(spelled: str | None, values: tuple[int, ...]) -> str:
-    if spelled and len(spelled) <= 40 and not spelled.startswith(("arange", "tensor", "_tensor", "lift")):
-        if spelled.startswith("["):
-            return spelled
-    vals = list(values)
+def _shown_index(spelled: str | None, basic, pos: int) -> str:
+    if spelled and len(spelled) <= 40 and spelled.startswith("["):
+        return spelled
+    r = basic.replace[pos]
+    if r.is_int:
+        return f"[{r.start}]"
+    vals = list(range(r.start, r.stop, r.step))
     if len(vals) > 6:
         return "[" + ", ".join(map(str, vals[:4])) + f", ..., {vals[-1]}]"
     return str(vals)
