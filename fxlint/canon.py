@@ -123,6 +123,12 @@ VIEW_OPS = {"permute", "view", "expand", "slice", "detach", "data", "squeeze", "
             "imag", "view_as_real", "view_as_complex", "unfold", "split_with_sizes", "alias"}
 #: ops that return their input unchanged when nothing needs converting
 MAYBE_VIEW_OPS = {"reshape", "contiguous", "to"}
+#: ops that may hand back their input itself (eval-mode dropout returns its input)
+_PASSTHROUGH_NAMES = {"dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d",
+                      "dropout3d", "identity", "lift_fresh", "tuple_getitem"}
+#: call_module ops known to compute a fresh tensor; any other module may return its input (nn.Identity)
+_COMPUTING_MODULE_OPS = {"linear", "conv", "layer_norm", "group_norm", "batch_norm", "instance_norm",
+                         "softmax", "log_softmax", "embedding"}
 
 
 # --------------------------------------------------------------------------- index spec
@@ -219,6 +225,7 @@ class CanonNode:
     param_name: str | None = None  # dotted name for parameters / buffers / constants
     module_params: list[str] = field(default_factory=list)  # params owned by a call_module node
     mutates: list["CanonNode"] = field(default_factory=list)  # inputs written in place
+    aliases: list["CanonNode"] = field(default_factory=list)  # inputs whose memory the output may share
     position: int = 0
 
     def __repr__(self) -> str:
@@ -475,6 +482,37 @@ def _mutated_positions(node: fx.Node, raw: str) -> list[Any]:
     return out
 
 
+def _aliased_inputs(node: fx.Node, cn: "CanonNode") -> list[Any]:
+    """fx args whose memory the output of ``node`` may share (views, in-place results, pass-throughs).
+
+    ATen ops say it in their schema (``Tensor(a) self -> Tensor(a)``); torch-level ops go by
+    their canonical name. Conservative: a module that is not known to compute may return its input.
+    """
+    t = node.target
+    if isinstance(t, torch._ops.OpOverload):
+        out_sets: set[str] = set()
+        for r in t._schema.returns:
+            if r.alias_info is not None:
+                out_sets |= set(r.alias_info.before_set)
+        found = []
+        for i, a in enumerate(t._schema.arguments):
+            if a.alias_info is not None and out_sets & set(a.alias_info.before_set):
+                if a.kwarg_only or i >= len(node.args):
+                    if a.name in node.kwargs:
+                        found.append(node.kwargs[a.name])
+                else:
+                    found.append(node.args[i])
+        return found
+    if cn.mutates:
+        return [m.node for m in cn.mutates]  # an in-place op returns what it wrote
+    first = node.args[0] if node.args else None
+    if cn.op in VIEW_OPS or cn.op in MAYBE_VIEW_OPS or cn.op in _PASSTHROUGH_NAMES:
+        return [first]
+    if node.op == "call_module" and cn.op not in _COMPUTING_MODULE_OPS:
+        return list(node.all_input_nodes)
+    return []
+
+
 class _Builder:
     def __init__(self, gm: fx.GraphModule, origin: str, grad_enabled: bool, roles: dict[str, tuple[str, str | None]],
                  constants: dict[str, Any]) -> None:
@@ -571,6 +609,7 @@ class _Builder:
                     cn.module_path = str(node.target)
         cn.mutates = _dedupe([self.map[a] for a in _mutated_positions(node, raw) if isinstance(a, fx.Node) and a in self.map])
         _normalise(cn, raw, node, self)
+        cn.aliases = _dedupe([self.map[a] for a in _aliased_inputs(node, cn) if isinstance(a, fx.Node) and a in self.map])
         return cn
 
 

@@ -187,10 +187,18 @@ def _has_values(gm: fx.GraphModule) -> bool:
 
 
 def _capture_fx(gm: fx.GraphModule, args: tuple, kwargs: dict) -> Captured:
+    work = with_values(gm, args, kwargs)
+    view = build_view(work, origin="fx", label="graph 0", grad_enabled=torch.is_grad_enabled(), roles=fx_roles(work))
+    return Captured(views=[view], training=gm.training, origin="fx", module=gm)
+
+
+def with_values(gm: fx.GraphModule, args: tuple, kwargs: dict) -> fx.GraphModule:
+    """A copy of ``gm`` (same submodules, private graph and node metadata) whose nodes carry
+    values: fake tensors propagated from the example inputs when the graph has none."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
-    work = fx.GraphModule(gm, copy.deepcopy(gm.graph))  # same submodules, private node metadata
+    work = fx.GraphModule(gm, copy.deepcopy(gm.graph))
     if not _has_values(work):
         placeholders = [n for n in work.graph.nodes if n.op == "placeholder"]
         flat = list(args) + [kwargs[n.target] for n in placeholders[len(args):] if n.target in kwargs]
@@ -205,20 +213,24 @@ def _capture_fx(gm: fx.GraphModule, args: tuple, kwargs: dict) -> Captured:
             raise ModelError(
                 f"shape propagation through the GraphModule failed: {type(exc).__name__}: {exc}"
             ) from exc
+    return work
+
+
+def fx_roles(gm: fx.GraphModule) -> dict[str, tuple[str, str | None]]:
+    """Roles of the ``get_attr`` nodes of a GraphModule: parameters and buffers by their dotted names."""
     roles: dict[str, tuple[str, str | None]] = {}
-    params = {id(p): n for n, p in work.named_parameters(remove_duplicate=False)}
-    buffers = {id(b): n for n, b in work.named_buffers(remove_duplicate=False)}
-    for node in work.graph.nodes:
+    params = {id(p): n for n, p in gm.named_parameters(remove_duplicate=False)}
+    buffers = {id(b): n for n, b in gm.named_buffers(remove_duplicate=False)}
+    for node in gm.graph.nodes:
         if node.op == "get_attr":
-            obj: Any = work
+            obj: Any = gm
             for part in str(node.target).split("."):
                 obj = getattr(obj, part, None)
             if id(obj) in params:
                 roles[node.name] = ("parameter", str(node.target))
             elif id(obj) in buffers and not str(node.target).rsplit(".", 1)[-1].startswith("_tensor_constant"):
                 roles[node.name] = ("buffer", str(node.target))
-    view = build_view(work, origin="fx", label="graph 0", grad_enabled=torch.is_grad_enabled(), roles=roles)
-    return Captured(views=[view], training=gm.training, origin="fx", module=gm)
+    return roles
 
 
 # --------------------------------------------------------------------------- export
@@ -248,3 +260,47 @@ def _capture_export(ep: torch.export.ExportedProgram) -> Captured:
     view = build_view(ep.graph_module, origin="export", label="exported program", grad_enabled=True,
                       roles=roles, constants=constants)
     return Captured(views=[view], training=True, origin="export", module=None)
+
+
+# --------------------------------------------------------------------------- one callable graph
+
+
+def capture_graph_module(target: Any, example_inputs: Any = None) -> tuple[fx.GraphModule, str]:
+    """``target`` as one callable GraphModule with values on its nodes, and its origin.
+
+    What ``fxlint.rewrite`` rewrites: a module or callable is captured whole by Dynamo
+    (``torch._dynamo.export``: torch-level ops, the user's stack traces, parameters as
+    attributes shared with the model, called like the model); a GraphModule is copied; an
+    ExportedProgram gives its ATen-level ``module()``. A graph break is a ``CaptureError``.
+    """
+    args, kwargs = normalise_inputs(example_inputs)
+    if isinstance(target, torch.export.ExportedProgram):
+        return target.module(), "export"
+    if isinstance(target, fx.GraphModule):
+        return with_values(target, args, kwargs), "fx"
+    if not (isinstance(target, torch.nn.Module) or callable(target)):
+        raise CaptureError(
+            f"cannot rewrite {type(target).__name__}: expected an nn.Module, a callable, "
+            "a torch.fx.GraphModule or a torch.export.ExportedProgram"
+        )
+    from torch._dynamo import convert_frame
+    from torch._dynamo import exc as dynamo_exc
+    from torch._dynamo.eval_frame import export as dynamo_export
+
+    module = target if isinstance(target, torch.nn.Module) else getattr(target, "__self__", None)
+    module = module if isinstance(module, torch.nn.Module) else None
+    seen_codes = {id(ref()) for ref in convert_frame.input_codes.seen if ref() is not None}
+    try:
+        with preserved_state(module):
+            gm, _guards = dynamo_export(target)(*args, **kwargs)
+    except (dynamo_exc.UserError, dynamo_exc.Unsupported) as exc:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise CaptureError(
+            f"Dynamo cannot capture the model as one graph ({first}); rewrite each graph with "
+            "torch.compile(model, backend='fxlint', options={'rewrite': True}) instead"
+        ) from exc
+    except Exception as exc:
+        raise ModelError(f"the model raised while it ran: {type(exc).__name__}: {exc}") from exc
+    finally:
+        _forget_new_codes(seen_codes)
+    return gm, "fx"
