@@ -1,8 +1,9 @@
 """fxlint: find the copies, layout mistakes and gradient breaks PyTorch hides, on the graphs
 ``torch.compile`` captures; prove them at runtime; rewrite what is safe.
 
-Public API: ``lint``, ``collect``, the ``Finding``/``Report`` model, and the
-compile backend (``torch.compile(model, backend="fxlint")``).
+Public API: ``lint``, ``audit``, ``rewrite``, ``collect``, the
+``Finding``/``Report`` model, and the compile backend
+(``torch.compile(model, backend="fxlint")``, ``options={"rewrite": True}``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from .errors import (
     TargetError,
 )
 from .findings import Finding, Report, Severity
+from .rewrite import RewriteResult
 from .session import Session, collect
+from . import rewrite  # noqa: E402  (the package is callable: fxlint.rewrite(model, inputs))
 
 if TYPE_CHECKING:  # pragma: no cover
     from .runtime import AuditReport
@@ -78,6 +81,8 @@ __all__ = [
     "__version__",
     "lint",
     "audit",
+    "rewrite",
+    "RewriteResult",
     "collect",
     "Session",
     "Finding",
