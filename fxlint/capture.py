@@ -198,7 +198,7 @@ def with_values(gm: fx.GraphModule, args: tuple, kwargs: dict) -> fx.GraphModule
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
-    work = fx.GraphModule(gm, copy.deepcopy(gm.graph))
+    work = copy_graph_module(gm)
     if not _has_values(work):
         placeholders = [n for n in work.graph.nodes if n.op == "placeholder"]
         flat = list(args) + [kwargs[n.target] for n in placeholders[len(args):] if n.target in kwargs]
@@ -214,6 +214,43 @@ def with_values(gm: fx.GraphModule, args: tuple, kwargs: dict) -> fx.GraphModule
                 f"shape propagation through the GraphModule failed: {type(exc).__name__}: {exc}"
             ) from exc
     return work
+
+
+def copy_graph_module(gm: fx.GraphModule) -> fx.GraphModule:
+    """A copy with its own graph (node metadata shallow-copied) sharing parameters and submodules."""
+    import warnings
+
+    with warnings.catch_warnings():  # deep-copying a pytree spec warns about LeafSpec in torch 2.13
+        warnings.simplefilter("ignore", FutureWarning)
+        graph = copy.deepcopy(gm.graph)
+    for a, b in zip(gm.graph.nodes, graph.nodes):  # attributes Dynamo sets on nodes (_dynamo_source)
+        for key, value in getattr(a, "__dict__", {}).items():
+            if key not in b.__dict__:
+                b.__dict__[key] = value
+    new = fx.GraphModule(gm, graph, class_name=type(gm).__name__)
+    _keep_plain_attributes(gm, new)
+    for key, value in gm.__dict__.items():  # Dynamo's bookkeeping (compile ids, param sources...)
+        if key not in new.__dict__:
+            new.__dict__[key] = value
+    new.meta = dict(getattr(gm, "meta", {}))
+    return new
+
+
+def _keep_plain_attributes(old: fx.GraphModule, new: fx.GraphModule) -> None:
+    """GraphModule's constructor registers every copied tensor attribute as a buffer; a constant
+    that was a plain attribute (export's ``lifted_tensor_0``) stays one, so it still reads as a constant."""
+    for node in new.graph.nodes:
+        if node.op != "get_attr":
+            continue
+        *path, name = str(node.target).split(".")
+        try:
+            src = old.get_submodule(".".join(path)) if path else old
+            dst = new.get_submodule(".".join(path)) if path else new
+        except AttributeError:
+            continue
+        if name in dst._buffers and name not in src._buffers and name not in src._parameters:
+            value = dst._buffers.pop(name)
+            setattr(dst, name, value)
 
 
 def fx_roles(gm: fx.GraphModule) -> dict[str, tuple[str, str | None]]:

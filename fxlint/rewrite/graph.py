@@ -13,36 +13,18 @@ passes see a consistent graph.
 
 from __future__ import annotations
 
-import copy
 import operator
 import re
-import warnings
 from typing import Any, Callable, Iterable
 
 import torch
 import torch.fx as fx
 
+from ..capture import copy_graph_module  # noqa: F401  (re-exported: rewrites copy graphs here)
 from .base import NotApplied
 
 _VALUE_KEYS = ("val", "example_value")
 _PROVENANCE_KEYS = ("stack_trace", "nn_module_stack", "source_fn_stack", "from_node", "seq_nr", "fwd_source_fn_stack")
-
-
-def copy_graph_module(gm: fx.GraphModule) -> fx.GraphModule:
-    """A copy with its own graph (node metadata shallow-copied) sharing parameters and submodules."""
-    with warnings.catch_warnings():  # deep-copying a pytree spec warns about LeafSpec in torch 2.13
-        warnings.simplefilter("ignore", FutureWarning)
-        graph = copy.deepcopy(gm.graph)
-    for a, b in zip(gm.graph.nodes, graph.nodes):  # attributes Dynamo sets on nodes (_dynamo_source)
-        for key, value in getattr(a, "__dict__", {}).items():
-            if key not in b.__dict__:
-                b.__dict__[key] = value
-    new = fx.GraphModule(gm, graph, class_name=type(gm).__name__)
-    for key, value in gm.__dict__.items():  # Dynamo's bookkeeping (compile ids, param sources...)
-        if key not in new.__dict__:
-            new.__dict__[key] = value
-    new.meta = dict(getattr(gm, "meta", {}))
-    return new
 
 
 def value_of(node: fx.Node) -> Any:
@@ -236,14 +218,47 @@ _ASSIGN_RE = r"^\s*{name}\s*=\s*(?P<rhs>.*?)(?:;\s+.*)?$"
 _LONG_LIST = re.compile(r"\[(-?\d+)((?:, -?\d+){3})((?:, -?\d+){3,})\]")
 
 
+_SLICE = re.compile(r"slice\(([^(),]+), ([^(),]+), ([^(),]+)\)")
+
+
 def shorten(code: str) -> str:
-    """``[0, 2, 4, 6, 8, 10, ..., 62]`` for long literal lists, so a line stays readable."""
+    """Generated code as people write it: ``x[:, 0:63:2]`` for ``x[(slice(None, None, None),
+    slice(0, 63, 2))]``, ``[0, 2, 4, 6, ..., 62]`` for long literal lists."""
 
     def short(m: re.Match) -> str:
         last = m.group(3).rsplit(", ", 1)[-1]
         return f"[{m.group(1)}{m.group(2)}, ..., {last}]"
 
-    return _LONG_LIST.sub(short, code)
+    def as_slice(m: re.Match) -> str:
+        start, stop, step = (("" if v == "None" else v) for v in m.groups())
+        return f"{start}:{stop}" + (f":{step}" if step not in ("", "1") else "")
+
+    code = _LONG_LIST.sub(short, code)
+    code = _SLICE.sub(as_slice, code)
+    return _untuple_subscripts(code)
+
+
+def _untuple_subscripts(code: str) -> str:
+    """``x[(a, b)]`` -> ``x[a, b]`` and ``x[(a,)]`` -> ``x[a]``: FX writes subscripts as tuples."""
+    out, i = [], 0
+    while True:
+        j = code.find("[(", i)
+        if j < 0:
+            return "".join(out) + code[i:]
+        depth, k = 0, j + 1
+        while k < len(code):
+            depth += code[k] in "([{"
+            depth -= code[k] in ")]}"
+            if depth == 0:
+                break
+            k += 1
+        if k + 1 < len(code) and code[k] == ")" and code[k + 1] == "]":
+            inner = code[j + 2:k].rstrip()
+            out.append(code[i:j] + "[" + (inner[:-1] if inner.endswith(",") else inner) + "]")
+            i = k + 2
+        else:
+            out.append(code[i:j + 2])
+            i = j + 2
 
 
 def node_code(gm: fx.GraphModule, names: Iterable[str]) -> str:
