@@ -485,8 +485,9 @@ def _mutated_positions(node: fx.Node, raw: str) -> list[Any]:
 def _aliased_inputs(node: fx.Node, cn: "CanonNode") -> list[Any]:
     """fx args whose memory the output of ``node`` may share (views, in-place results, pass-throughs).
 
-    ATen ops say it in their schema (``Tensor(a) self -> Tensor(a)``); torch-level ops go by
-    their canonical name. Conservative: a module that is not known to compute may return its input.
+    ATen ops say it in their schema (``Tensor(a) self -> Tensor(a)``), except pass-throughs
+    like ``aten.dropout`` (train=False returns its input); torch-level ops go by their
+    canonical name. Conservative: a module that is not known to compute may return its input.
     """
     t = node.target
     if isinstance(t, torch._ops.OpOverload):
@@ -502,6 +503,8 @@ def _aliased_inputs(node: fx.Node, cn: "CanonNode") -> list[Any]:
                         found.append(node.kwargs[a.name])
                 else:
                     found.append(node.args[i])
+        if cn.op in _PASSTHROUGH_NAMES and node.args:  # aten.dropout's schema says fresh; eval returns input
+            found.append(node.args[0])
         return found
     if cn.mutates:
         return [m.node for m in cn.mutates]  # an in-place op returns what it wrote
