@@ -280,6 +280,9 @@ class GraphView:
         self._by_fx: dict[fx.Node, CanonNode] = {n.node: n for n in nodes}
         self.by_name: dict[str, CanonNode] = {n.name: n for n in nodes}
         self._graph: nx.DiGraph | None = None
+        #: the Dynamo graph break that ended this graph (``capture.GraphBreak``: reason and the
+        #: user's line), None when the graph ended normally or did not come from Dynamo
+        self.graph_break: Any = None
 
     def __iter__(self) -> Iterator[CanonNode]:
         return iter(self.nodes)

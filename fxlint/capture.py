@@ -85,14 +85,18 @@ def graph_break_from_reason(reason: Any) -> GraphBreak:
 
 
 def view_from_dynamo(gm: fx.GraphModule, label: str) -> GraphView:
-    """The canonical view of a graph handed to a Dynamo backend."""
-    return build_view(
+    """The canonical view of a graph handed to a Dynamo backend (with the graph break that ended it)."""
+    view = build_view(
         gm,
         origin="dynamo",
         label=label,
         grad_enabled=torch.is_grad_enabled(),
         roles=dynamo_roles(gm),
     )
+    reason = getattr(gm, "compile_subgraph_reason", None)
+    if reason is not None and getattr(reason, "graph_break", False):
+        view.graph_break = graph_break_from_reason(reason)
+    return view
 
 
 @contextlib.contextmanager
@@ -205,8 +209,12 @@ def with_values(gm: fx.GraphModule, args: tuple, kwargs: dict) -> fx.GraphModule
         if len(flat) < len(placeholders):
             missing = [n.target for n in placeholders[len(flat):]]
             raise CaptureError(f"the GraphModule needs inputs for {', '.join(map(str, missing))}")
-        mode = FakeTensorMode(allow_non_fake_inputs=True)
-        fake = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in flat]
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+        # a shape environment lets data-dependent ops (x[mask], nonzero) get a symbolic size;
+        # the inputs themselves stay static
+        mode = FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv())
+        fake = [mode.from_tensor(a, static_shapes=True) if isinstance(a, torch.Tensor) else a for a in flat]
         try:
             FakeTensorProp(work, mode).propagate(*fake)
         except Exception as exc:

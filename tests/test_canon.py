@@ -243,3 +243,16 @@ def test_aliases_name_the_inputs_an_output_may_share_memory_with(origin):
         assert n.aliases == [n.input]
     if origin == "fx":
         assert by_op["dropout"], "symbolic_trace keeps nn.Dropout as a module call"
+
+
+def test_graph_break_that_ended_a_dynamo_graph_is_on_its_view():
+    def f(x):
+        y = x * 2
+        print("break")  # graph break
+        return y + 1
+
+    cap = capture(f, (torch.randn(3),))
+    first, second = cap.views
+    assert first.graph_break is not None and second.graph_break is None
+    assert first.graph_break.location.line == __import__("tests.conftest").conftest.line_of(__file__, "# graph break")
+    assert export_view(Fn(lambda x: x * 2), torch.randn(3)).graph_break is None

@@ -312,7 +312,7 @@ def test_silenced_finding_is_not_rewritten():
 def test_select_limits_the_rules():
     model, x = Head(_single), torch.randn(8, 16)
     assert fxlint.rewrite(model, (x,), select="FXL401").applied
-    assert fxlint.rewrite(model, (x,), select=["FXL1"]).applied == []
+    assert fxlint.rewrite(model, (x,), select=["FXL403"]).applied == []
     with pytest.raises(fxlint.ConfigError):
         fxlint.rewrite(model, (x,), select="FXL999")
 

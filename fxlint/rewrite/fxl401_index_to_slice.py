@@ -43,6 +43,7 @@ import ast
 
 from ..canon import CanonNode
 from ..indexing import BasicIndex, Replacement, basic_equivalent
+from ..passes._util import operand_name
 from .base import Change, NotApplied, Site, register
 from .graph import refresh_values, retarget_as_basic_index, shorten, size_hint
 from .safety import view_hazard
@@ -80,7 +81,7 @@ def apply(site: Site) -> Change:
         raise NotApplied(hazard)
     nodes = retarget_as_basic_index(site.gm, node.node, base.node, basic.items)
     refresh_values(site.gm, nodes, _grad_mode(site))
-    name = _operand(base)
+    name = operand_name(base)
     return Change(
         new_nodes=nodes,
         description=f"{name}{_spelled(basic)} -> {name}{basic.text}",
@@ -92,12 +93,6 @@ def apply(site: Site) -> Change:
 def _grad_mode(site: Site):
     by_fx = {n.node: n.grad_enabled for n in site.view.nodes}
     return lambda n: by_fx.get(n, True)
-
-
-def _operand(n: CanonNode) -> str:
-    if n.param_name:
-        return n.param_name
-    return n.name.removeprefix("l_").removesuffix("_") if n.kind == "input" else n.name
 
 
 def _spelled(basic: BasicIndex) -> str:

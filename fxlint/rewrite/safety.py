@@ -21,6 +21,7 @@ transitively, conservatively: an op that *may* return its input counts.
 from __future__ import annotations
 
 from ..canon import CanonNode, GraphView
+from ..passes._util import operand_name
 
 _GRAPH_INPUTS = ("input", "parameter", "buffer", "constant")
 
@@ -58,12 +59,6 @@ def _where(n: CanonNode) -> str:
     return f"node {n.name}"
 
 
-def _name(n: CanonNode) -> str:
-    if n.param_name:
-        return n.param_name
-    return n.name.removeprefix("l_").removesuffix("_") if n.kind == "input" else n.name
-
-
 def view_hazard(view: GraphView, node: CanonNode, base: CanonNode) -> str | None:
     """Why ``node`` (a copy of ``base``) must not become a view of ``base``; None when it may."""
     aliasing = Aliasing(view)
@@ -83,8 +78,8 @@ def view_hazard(view: GraphView, node: CanonNode, base: CanonNode) -> str | None
         inputs = [m for m in source if m.kind in _GRAPH_INPUTS]
         if inputs:
             return (f"the result is returned, and as a view it would alias the graph input "
-                    f"`{_name(inputs[0])}`")
+                    f"`{operand_name(inputs[0])}`")
         others = [m for m in source if m in outputs and m not in in_result]
         if others:
-            return f"the result is returned, and as a view it would alias the output `{_name(others[0])}`"
+            return f"the result is returned, and as a view it would alias the output `{operand_name(others[0])}`"
     return None
