@@ -251,8 +251,10 @@ def test_graph_break_that_ended_a_dynamo_graph_is_on_its_view():
         print("break")  # graph break
         return y + 1
 
+    from tests.conftest import line_of
+
     cap = capture(f, (torch.randn(3),))
     first, second = cap.views
     assert first.graph_break is not None and second.graph_break is None
-    assert first.graph_break.location.line == __import__("tests.conftest").conftest.line_of(__file__, "# graph break")
+    assert first.graph_break.location.line == line_of(__file__, "# graph break")
     assert export_view(Fn(lambda x: x * 2), torch.randn(3)).graph_break is None
