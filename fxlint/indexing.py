@@ -31,7 +31,7 @@ from typing import Any, Sequence
 import torch
 
 from .canon import CanonNode, GraphView, IndexItem, IndexSpec
-from .tensorinfo import known
+from .tensorinfo import TensorInfo, dim_eq, known
 
 
 def progression(values: Sequence[int], size: int | None) -> tuple[int, int, int] | None:
@@ -67,23 +67,29 @@ def slice_text(start: int, stop: int, step: int, size: int | None) -> str:
 
 @dataclass(frozen=True)
 class Replacement:
-    """What one advanced item of the spec becomes: a slice, or an int (dim dropped)."""
+    """What one advanced item of the spec becomes: a slice, or an int (the dim is dropped)."""
 
     dim: int
     start: int
-    stop: int | None = None  # None: an int index (``start`` is the element)
+    stop: int | None = None  # None: to the end of the dim
     step: int = 1
     size: int | None = None  # size of the indexed dim, when known
+    is_int: bool = False  # an int index: ``start`` is the element
 
     @property
-    def is_int(self) -> bool:
-        return self.stop is None
+    def end(self) -> int | None:
+        """The stop to emit: None when the slice runs to the end anyway (no bound to check)."""
+        if self.stop is not None and self.size is not None and self.stop - 1 + self.step >= self.size:
+            return None
+        return self.stop
 
     @property
     def text(self) -> str:
         if self.is_int:
             return str(self.start)
-        return slice_text(self.start, self.stop, self.step, self.size)  # type: ignore[arg-type]
+        s = "" if self.start == 0 else str(self.start)
+        e = "" if self.end is None else str(self.end)
+        return f"{s}:{e}" + (f":{self.step}" if self.step != 1 else "")
 
 
 @dataclass(frozen=True)
@@ -108,7 +114,7 @@ class BasicIndex:
         for pos, it in enumerate(self.spec.items):
             r = self.replace.get(pos)
             if r is not None:
-                out.append(("int", r.start) if r.is_int else ("slice", (r.start, r.stop, r.step)))
+                out.append(("int", r.start) if r.is_int else ("slice", (r.start, r.end, r.step)))
             elif it.kind == "slice":
                 out.append(("slice", (it.start, it.stop, it.step)))
             elif it.kind == "int":
@@ -139,6 +145,30 @@ def _item_values(view: GraphView, item: IndexItem) -> tuple[tuple[int, ...], tup
     return tuple(values), dims  # type: ignore[return-value]
 
 
+def _arange_to_end(view: GraphView, item: IndexItem, shape: tuple) -> Replacement | None:
+    """``x[:, torch.arange(a, x.size(1), k)]`` under dynamic shapes: the stop is the dim's own
+    (symbolic) size, so the index is ``a::k`` at every size, though its values are not constants."""
+    idx = item.index
+    if idx is None or idx.op != "factory" or idx.args.get("kind") != "arange" or item.dim is None:
+        return None
+    pos = list(idx.args.get("args", []))
+    if len(pos) == 1:
+        pos = [0, pos[0], 1]
+    elif len(pos) == 2:
+        pos = [pos[0], pos[1], 1]
+    if len(pos) != 3:
+        return None
+    start, stop, step = pos
+    if not (isinstance(start, int) and isinstance(step, int)) or start < 0 or step <= 0:
+        return None
+    stop_dim = stop.value if isinstance(stop, CanonNode) else stop
+    if stop_dim is None or isinstance(stop_dim, int) or isinstance(stop_dim, TensorInfo):
+        return None  # a constant stop is a constant index: the general path handles it
+    if dim_eq(stop_dim, shape[item.dim]) is not True:
+        return None
+    return Replacement(item.dim, start, None, step, known(shape[item.dim]))
+
+
 def basic_equivalent(view: GraphView, node: CanonNode) -> BasicIndex | None:
     """The basic index selecting what the advanced ``index`` node selects, or None (see module doc)."""
     if node.op != "index":
@@ -153,6 +183,11 @@ def basic_equivalent(view: GraphView, node: CanonNode) -> BasicIndex | None:
     if len(adv_pos) > 1 and any(spec.items[p].kind == "int" for p in range(adv_pos[0], adv_pos[-1])):
         return None  # an int between tensors: PyTorch and NumPy disagree; leave it alone
     shape = base.tensor.shape
+
+    if len(adv_pos) == 1:
+        to_end = _arange_to_end(view, spec.items[adv_pos[0]], shape)
+        if to_end is not None:
+            return BasicIndex(spec, {adv_pos[0]: to_end})
 
     # values of each index, reshaped to its shape; negative indices wrapped
     consts: dict[int, torch.Tensor] = {}
@@ -186,7 +221,7 @@ def basic_equivalent(view: GraphView, node: CanonNode) -> BasicIndex | None:
         if len(varying) > 1:
             return None  # walks two axes: a 2-D gather
         if not varying:
-            replace[p] = Replacement(item.dim, int(t.reshape(-1)[0]), size=size)
+            replace[p] = Replacement(item.dim, int(t.reshape(-1)[0]), size=size, is_int=True)
             continue
         a = varying[0]
         if a in walker:

@@ -149,3 +149,21 @@ def test_rewrite_then_inductor_matches_eager_outputs_and_gradients():
     for a, b in zip(grads, want_grads):
         torch.testing.assert_close(a, b)
     assert len(session.applied) == 1 and session.skipped == []
+
+
+def test_arange_to_the_dynamic_end_is_sliced_without_a_guard():
+    class Every2nd(nn.Module):
+        def forward(self, x):
+            return x[:, torch.arange(0, x.size(1), 2)] * 2
+
+    torch._dynamo.reset()
+    inner, seen = _recording()
+    m = Every2nd()
+    compiled = torch.compile(m, backend="fxlint", dynamic=True, options={"rewrite": True, "inner": inner})
+    with fxlint.collect() as session:
+        for n in (7, 10):  # one graph serves both sizes: the slice added no guard on the size
+            x = torch.randn(3, n)
+            assert torch.equal(compiled(x), m(x))
+    [applied] = session.applied
+    assert applied.description.endswith("x[:, ::2]")
+    assert len(seen) == 1 and "index" not in _ops(seen[0])

@@ -86,6 +86,8 @@ def _shown_index(spelled: str | None, basic, pos: int) -> str:
     r = basic.replace[pos]
     if r.is_int:
         return f"[{r.start}]"
+    if r.stop is None:
+        return f"arange({r.start}, <size of dim {r.dim}>, {r.step})"
     vals = list(range(r.start, r.stop, r.step))
     if len(vals) > 6:
         return "[" + ", ".join(map(str, vals[:4])) + f", ..., {vals[-1]}]"

@@ -65,7 +65,7 @@ def apply(site: Site) -> Change:
     basic = basic_equivalent(site.view, node)
     if basic is None:
         raise NotApplied("the index is not a constant progression that a basic slice selects")
-    dynamic = [r.dim for r in basic.replace.values() if r.size is None]
+    dynamic = [r.dim for r in basic.replace.values() if r.size is None and r.end is not None]
     if dynamic and not site.symbolic_ok:
         raise NotApplied(f"dim {dynamic[0]} has a dynamic size; a slice of it would add a guard to the compile")
     out = node.tensor
@@ -103,8 +103,11 @@ def _spelled(basic: BasicIndex) -> str:
         r = basic.replace[pos]
         spelled = spec.items[pos].spelled
         if not spelled or not spelled.startswith("["):
-            vals = [r.start] if r.is_int else list(range(r.start, r.stop, r.step))  # type: ignore[arg-type]
-            spelled = str(vals)
+            if r.stop is None:
+                spelled = f"arange({r.start}, <size of dim {r.dim}>, {r.step})"
+            else:
+                vals = [r.start] if r.is_int else list(range(r.start, r.stop, r.step))
+                spelled = str(vals)
         texts[pos] = spelled
     text = spec.render(texts)
     if spec.style == "index_select":

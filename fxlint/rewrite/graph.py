@@ -231,6 +231,7 @@ def shorten(code: str) -> str:
 
     def as_slice(m: re.Match) -> str:
         start, stop, step = (("" if v == "None" else v) for v in m.groups())
+        start = "" if start == "0" else start
         return f"{start}:{stop}" + (f":{step}" if step not in ("", "1") else "")
 
     code = _LONG_LIST.sub(short, code)

@@ -1,0 +1,51 @@
+"""Scenario models: each reports exactly its EXPECTED codes; the rewrite targets among them are
+rewritten, verified, and copy fewer bytes at runtime."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+import torch
+
+import fxlint
+from tests.conftest import ROOT
+
+MODELS = sorted(p.stem for p in (ROOT / "models").glob("*.py")
+                if not p.stem.startswith("_") and "\ndef make(" in p.read_text())
+#: scenario models whose findings have a rewrite
+REWRITE_TARGETS = ["speech_separation", "frame_subsampling"]
+
+
+def _load(name):
+    return importlib.import_module(f"models.{name}")
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_scenario_reports_its_expected_codes(name):
+    mod = _load(name)
+    model, inputs = mod.make()
+    assert fxlint.lint(model, inputs).codes() == mod.EXPECTED
+
+
+def _out_and_grads(module, inputs):
+    out = module(*inputs)
+    w = torch.randn(out.shape, generator=torch.Generator().manual_seed(5))
+    params = [p for p in module.parameters() if p.requires_grad]
+    return out, torch.autograd.grad((out * w).sum(), params)
+
+
+@pytest.mark.parametrize("name", REWRITE_TARGETS)
+def test_rewrite_scenario_applies_matches_and_copies_less(name):
+    mod = _load(name)
+    model, inputs = mod.make()
+    result = fxlint.rewrite(model, inputs)
+    assert [a.code for a in result.applied] == sorted(mod.EXPECTED) and result.skipped == []
+    out0, g0 = _out_and_grads(model, inputs)
+    out1, g1 = _out_and_grads(result.module, inputs)
+    assert torch.equal(out0, out1)
+    assert len(g0) == len(g1) and all(torch.equal(a, b) for a, b in zip(g0, g1))
+    for train in (False, True):
+        before = fxlint.audit(model, inputs, train=train).total_bytes
+        after = fxlint.audit(result.module, inputs, train=train).total_bytes
+        assert after < before, (train, before, after)
