@@ -73,12 +73,30 @@ def rewrite_graph(
     symbolic_ok: bool = True,
 ) -> RewriteResult:
     """Apply every safe rewrite to a copy of ``gm``; ``gm`` itself is never changed."""
+    sites = find_sites(view_of(gm, origin, label), select, ignore, training)
+    return apply_sites(gm, sites, args, kwargs, origin=origin, verify=verify, label=label,
+                       symbolic_ok=symbolic_ok)
+
+
+def apply_sites(
+    gm: fx.GraphModule,
+    sites: Sequence[tuple[Finding, bool]],
+    args: Sequence[Any],
+    kwargs: dict[str, Any] | None = None,
+    *,
+    origin: str = "fx",
+    verify: bool = True,
+    label: str = "graph",
+    symbolic_ok: bool = True,
+) -> RewriteResult:
+    """Rewrite each (finding, silenced) site in order, each on a copy, verified; see the module doc.
+
+    ``find_sites`` gives the sites from the rules; a test may hand-build findings (code, node, details)."""
     rewrites = all_rewrites()
     verifier = Verifier(gm, args, kwargs) if verify else None
     current = gm
     result = RewriteResult(module=gm, original=gm, verified=verify,
                            checked=verifier.checked if verifier else "nothing")
-    sites = find_sites(view_of(gm, origin, label), select, ignore, training)
     for finding, silenced in sites:
         rw = rewrites[finding.code]
 
@@ -114,7 +132,7 @@ def rewrite_graph(
         result.applied.append(AppliedRewrite(
             code=finding.code, name=rw.name, location=finding.location, node=node.name,
             description=change.description, before=before,
-            after=node_code(candidate, [n.name for n in change.new_nodes]),
+            after=node_code(candidate, [n.name for n in change.new_nodes if n.graph is candidate.graph]),
             bytes_saved=change.bytes_saved, source_edit=change.source_edit,
             file=finding.file, line=finding.line,
         ))

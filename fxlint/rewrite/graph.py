@@ -100,6 +100,27 @@ def retarget_as_basic_index(gm: fx.GraphModule, old: fx.Node, base: fx.Node,
     return nodes
 
 
+def retarget(gm: fx.GraphModule, old: fx.Node, method: str, base: fx.Node, args: list[Any]) -> list[fx.Node]:
+    """Make ``old`` compute ``base.<method>(*args)`` (``aten.<method>.default`` in an ATen graph),
+    keeping its name and metadata; inputs it no longer reads are erased when dead."""
+    dead = [a for a in old.all_input_nodes if a is not base]
+    if _is_aten(old):
+        old.op, old.target = "call_function", getattr(torch.ops.aten, method).default
+    else:
+        old.op, old.target = "call_method", method
+    old.args, old.kwargs = (base, *args), {}
+    erase_if_dead(gm.graph, dead)
+    return [old]
+
+
+def bypass(gm: fx.GraphModule, old: fx.Node, replacement: fx.Node) -> None:
+    """Remove ``old``: its users read ``replacement`` instead; inputs left dead are erased."""
+    inputs = old.all_input_nodes
+    old.replace_all_uses_with(replacement)
+    gm.graph.erase_node(old)
+    erase_if_dead(gm.graph, inputs)
+
+
 def copy_provenance(new: fx.Node, like: fx.Node) -> None:
     """Give ``new`` the user's stack trace and module stack of ``like``."""
     for key in _PROVENANCE_KEYS:
