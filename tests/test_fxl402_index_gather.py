@@ -56,3 +56,10 @@ NEGATIVE = [
 @pytest.mark.parametrize("label,fn", NEGATIVE, ids=[n[0] for n in NEGATIVE])
 def test_negatives(label, fn):
     assert _fxl402(fxlint.lint(fn, (X, COLS, ROWS))) == []
+
+
+def test_dim_0_with_a_gradient_is_not_claimed_but_dim_1_is():
+    w = torch.randn(16, 8, requires_grad=True)
+    assert _fxl402(fxlint.lint(lambda x, c, r: w[r] * 2, (X, COLS, ROWS))) == []
+    [f] = _fxl402(fxlint.lint(lambda x, c, r: w.view(4, 4, 8)[:, r % 4] * 2, (X, COLS, ROWS)))
+    assert "forward+backward" in f.message

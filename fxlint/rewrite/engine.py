@@ -16,6 +16,7 @@ For one GraphModule:
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Sequence
 
 import torch
@@ -23,6 +24,7 @@ import torch.fx as fx
 
 from ..canon import GraphView, build_view
 from ..engine import finding_from_hit
+from ..errors import FxlintWarning
 from ..findings import Finding
 from ..registry import RuleContext, select_rules
 from ..source import is_suppressed
@@ -50,7 +52,13 @@ def find_sites(view: GraphView, select: "str | Sequence[str] | None" = None,
     ctx = RuleContext(training=training, options={"rewrite": True})
     found: list[tuple[int, Finding, bool]] = []
     for rule in rules:
-        for hit in rule.check(view, ctx):
+        try:
+            hits = list(rule.check(view, ctx))
+        except Exception as exc:  # noqa: BLE001 - a failing rule costs its own rewrites, nothing else
+            warnings.warn(FxlintWarning(f"fxlint: {rule.code} failed on {view.label}, its rewrites are skipped: "
+                                        f"{type(exc).__name__}: {exc}"), stacklevel=2)
+            continue
+        for hit in hits:
             if hit.node is None:
                 continue
             f = finding_from_hit(rule, hit, view.label)
