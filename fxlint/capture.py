@@ -23,7 +23,7 @@ import torch
 import torch.fx as fx
 
 from .canon import GraphView, build_view, dynamo_roles
-from .errors import CaptureError, ModelError
+from .errors import CaptureError, ModelError, first_line
 from .source import Location, is_internal_file
 
 
@@ -339,7 +339,7 @@ def capture_graph_module(target: Any, example_inputs: Any = None) -> tuple[fx.Gr
         with preserved_state(module):
             gm, _guards = dynamo_export(target)(*args, **kwargs)
     except (dynamo_exc.UserError, dynamo_exc.Unsupported) as exc:
-        first = (str(exc).strip().splitlines() or [""])[0]
+        first = first_line(exc)
         raise CaptureError(
             f"Dynamo cannot capture the model as one graph ({first}); rewrite each graph with "
             "torch.compile(model, backend='fxlint', options={'rewrite': True}) instead"

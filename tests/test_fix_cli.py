@@ -82,3 +82,16 @@ def test_fix_in_a_fresh_interpreter_on_the_scenario_model():
     proc = run_cli("fix", "models/speech_separation.py:make")
     assert proc.returncode == 0, proc.stderr
     assert "+ speaker_a = output[:, ::2]" in proc.stdout
+
+
+def test_parse_line_reads_statements_expressions_in_literals_and_block_headers():
+    import ast
+
+    from fxlint.source import parse_line
+
+    for code in ("y = x[m]", '("label", lambda x: x[[1]]),', "if x[m].any():", "return out[:, [0, 2]]"):
+        line = parse_line(code)
+        assert line is not None, code
+        sub = line.unique(lambda n: isinstance(n, ast.Subscript) and not isinstance(n.slice, ast.Name))
+        assert sub is not None and line.text(sub).startswith(("x[", "out["))
+    assert parse_line("foo(") is None and parse_line(None) is None

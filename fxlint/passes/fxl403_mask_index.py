@@ -47,6 +47,7 @@ from typing import Iterator
 
 from ..canon import GraphView
 from ..registry import Hit, RuleContext, rule
+from ..source import parse_line
 
 _BREAK_OP = re.compile(r"aten\.(nonzero|masked_select|index)\b")
 #: calls whose data-dependent shape is explicit (not mask indexing)
@@ -97,15 +98,10 @@ def _is_mask_read(code: str | None, op: str) -> bool:
     nonzero/argwhere/unique itself? Unknown source counts as a mask read only for masked_select."""
     if op == "masked_select":
         return True
-    if not code:
+    line = parse_line(code)
+    if line is None:
         return False
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        try:
-            tree = ast.parse(f"({code.rstrip(',:')})")
-        except SyntaxError:
-            return False
+    tree = line.tree
     calls = {
         (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", ""))
         for n in ast.walk(tree) if isinstance(n, ast.Call)

@@ -10,8 +10,7 @@ Layout: one module per rewrite, ``fxlNNN_name.py``, registered with
 ``@register(code, name, preconditions=...)`` for the rule it fixes (see
 ``base.py``); ``engine.py`` applies, verifies and rolls back; ``safety.py`` is
 the alias and mutation analysis; ``verify.py`` compares outputs and gradients;
-``graph.py`` edits graphs in their own dialect; ``source_edit.py`` suggests
-source edits for ``fxlint fix``.
+``graph.py`` edits graphs in their own dialect.
 
 This package is callable: ``fxlint.rewrite(...)`` is ``fxlint.rewrite.engine.rewrite(...)``.
 """

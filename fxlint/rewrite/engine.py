@@ -24,7 +24,7 @@ import torch.fx as fx
 
 from ..canon import GraphView, build_view
 from ..engine import finding_from_hit
-from ..errors import FxlintWarning
+from ..errors import FxlintWarning, first_line
 from ..findings import Finding
 from ..registry import RuleContext, select_rules
 from ..source import is_suppressed
@@ -129,7 +129,8 @@ def apply_sites(
             skip(exc.reason)
             continue
         except Exception as exc:  # noqa: BLE001 - a broken rewrite is reported, never shipped
-            skip(f"the rewrite failed ({type(exc).__name__}: {exc}); the graph is unchanged", rolled_back=True)
+            skip(f"the rewrite failed ({type(exc).__name__}: {first_line(exc)}); the graph is unchanged",
+                 rolled_back=True)
             continue
         if verifier is not None:
             why = verifier.check(candidate)

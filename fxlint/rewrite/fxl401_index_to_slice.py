@@ -44,10 +44,10 @@ import ast
 from ..canon import CanonNode
 from ..indexing import BasicIndex, Replacement, basic_equivalent
 from ..passes._util import operand_name
+from ..source import Line, parse_line
 from .base import Change, NotApplied, Site, register
 from .graph import refresh_values, retarget_as_basic_index, shorten, size_hint
 from .safety import view_hazard
-from .source_edit import Line, parse_line
 
 PRECONDITIONS = (
     "the index is a constant progression that a basic slice selects exactly",

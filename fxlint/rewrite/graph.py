@@ -21,6 +21,7 @@ import torch
 import torch.fx as fx
 
 from ..capture import copy_graph_module  # noqa: F401  (re-exported: rewrites copy graphs here)
+from ..errors import first_line
 from .base import NotApplied
 
 _VALUE_KEYS = ("val", "example_value")
@@ -194,7 +195,7 @@ def refresh_values(gm: fx.GraphModule, changed: Iterable[fx.Node],
                 else:
                     value = gm.get_submodule(node.target)(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - any failure means the new graph is not valid
-            first = (str(exc).strip().splitlines() or [""])[0]
+            first = first_line(exc)
             raise NotApplied(f"a later op (`{node.name}`) does not accept the rewritten value: "
                              f"{type(exc).__name__}: {first}") from exc
         for k in keys:

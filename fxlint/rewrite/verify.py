@@ -23,6 +23,8 @@ import torch
 import torch.fx as fx
 import torch.utils._pytree as pytree
 
+from ..errors import first_line
+
 _SEED = 20240607
 
 
@@ -144,13 +146,13 @@ class Verifier:
         except _Unverifiable as exc:
             return f"cannot verify: {exc}"
         except Exception as exc:  # noqa: BLE001 - without a reference nothing can be shown safe
-            first = (str(exc).strip().splitlines() or [""])[0]
+            first = first_line(exc)
             return f"cannot verify: the original graph raised {type(exc).__name__}: {first}"
         try:
             got = run(candidate, self.args, self.kwargs, self.grads)
         except _Unverifiable as exc:
             return f"cannot verify: {exc}"
         except Exception as exc:  # noqa: BLE001 - the rewritten graph raised: that is the verdict
-            first = (str(exc).strip().splitlines() or [""])[0]
+            first = first_line(exc)
             return f"the rewritten graph raised {type(exc).__name__}: {first}"
         return compare(self._reference, got)
