@@ -92,6 +92,6 @@ def test_parse_line_reads_statements_expressions_in_literals_and_block_headers()
     for code in ("y = x[m]", '("label", lambda x: x[[1]]),', "if x[m].any():", "return out[:, [0, 2]]"):
         line = parse_line(code)
         assert line is not None, code
-        sub = line.unique(lambda n: isinstance(n, ast.Subscript) and not isinstance(n.slice, ast.Name))
+        sub = line.unique(lambda n: isinstance(n, ast.Subscript))
         assert sub is not None and line.text(sub).startswith(("x[", "out["))
     assert parse_line("foo(") is None and parse_line(None) is None
