@@ -1,7 +1,9 @@
 """FXL402 measurement: advanced indexing with one 1-D index tensor vs the dedicated kernels.
 
-For each case the same gather is spelled three ways and timed in one run with
-torch.utils.benchmark (blocked_autorange, medians):
+For each case the same gather is spelled two or three ways and timed in one
+run with torch.utils.benchmark (blocked_autorange medians), the spellings
+interleaved over ``--rounds`` rounds so that load from other processes on a
+shared machine hits them alike (the figure is the median over rounds):
 
 * ``x[idx]`` / ``x[:, idx]``   -> aten::index (TensorIterator-based advanced indexing)
 * ``x.index_select(d, idx)``  -> aten::index_select
@@ -20,6 +22,7 @@ index / index_select (> 1 means index_select is faster).
 from __future__ import annotations
 
 import argparse
+import statistics
 
 import torch
 import torch.nn.functional as F
@@ -53,7 +56,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--backward", action="store_true")
-    ap.add_argument("--min-run-time", type=float, default=1.0)
+    ap.add_argument("--min-run-time", type=float, default=0.3, help="seconds per spelling per round")
+    ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     torch.manual_seed(0)
     print(f"torch {torch.__version__}, {args.threads} thread(s), {'forward+backward' if args.backward else 'forward'}")
@@ -62,15 +66,14 @@ def main() -> None:
         idx = torch.randint(0, shape[dim], (n,))
         fns = spellings(dim, len(shape))
         grad = torch.randn_like(fns["index"](x, idx)).detach()
-        medians = {}
-        for name, fn in fns.items():
-            if args.backward:
-                stmt = "fn(x, idx).backward(grad); x.grad = None"
-            else:
-                stmt = "fn(x, idx)"
-            t = benchmark.Timer(stmt=stmt, globals={"fn": fn, "x": x, "idx": idx, "grad": grad},
-                                num_threads=args.threads, label=label, sub_label=name)
-            medians[name] = t.blocked_autorange(min_run_time=args.min_run_time).median * 1e6
+        stmt = "fn(x, idx).backward(grad); x.grad = None" if args.backward else "fn(x, idx)"
+        rounds: dict[str, list[float]] = {name: [] for name in fns}
+        for _ in range(args.rounds):
+            for name, fn in fns.items():
+                t = benchmark.Timer(stmt=stmt, globals={"fn": fn, "x": x, "idx": idx, "grad": grad},
+                                    num_threads=args.threads, label=label, sub_label=name)
+                rounds[name].append(t.blocked_autorange(min_run_time=args.min_run_time).median * 1e6)
+        medians = {k: statistics.median(v) for k, v in rounds.items()}
         ratio = medians["index"] / medians["index_select"]
         cells = ", ".join(f"{k} {v:9.1f} us" for k, v in medians.items())
         print(f"{label:40s} {cells}  index/index_select = {ratio:.2f}")

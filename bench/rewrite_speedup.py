@@ -2,7 +2,10 @@
 
     .venv/bin/python bench/rewrite_speedup.py [models/speech_separation.py:make] [--threads 1]
 
-Times, in one run with torch.utils.benchmark (blocked_autorange, medians):
+Times, in one run with torch.utils.benchmark (blocked_autorange medians), the
+variants interleaved over ``--rounds`` rounds so that load from other processes
+on a shared machine hits them alike; the figure is the median over rounds, and
+the ratio range over rounds is printed too:
 
 * ``model``: the user's module, eager;
 * ``captured``: the graph fxlint captured, before any rewrite (``RewriteResult.original``);
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 
 import torch
@@ -34,7 +38,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("target", nargs="?", default="models/speech_separation.py:make")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--min-run-time", type=float, default=2.0)
+    ap.add_argument("--min-run-time", type=float, default=0.5, help="seconds per variant per round")
+    ap.add_argument("--rounds", type=int, default=7)
     args = ap.parse_args()
     loaded = load_target(args.target)
     model, inputs = loaded.obj, loaded.inputs
@@ -55,13 +60,17 @@ def main() -> None:
 
     print(f"torch {torch.__version__}, {args.threads} thread(s), {args.target}")
     for phase, fn in (("inference", infer), ("training step", train)):
-        med = {}
-        for name, m in variants.items():
-            t = benchmark.Timer(stmt="fn(m)", globals={"fn": fn, "m": m}, num_threads=args.threads)
-            med[name] = t.blocked_autorange(min_run_time=args.min_run_time).median * 1e3
+        rounds: dict[str, list[float]] = {name: [] for name in variants}
+        for _ in range(args.rounds):
+            for name, m in variants.items():
+                t = benchmark.Timer(stmt="fn(m)", globals={"fn": fn, "m": m}, num_threads=args.threads)
+                rounds[name].append(t.blocked_autorange(min_run_time=args.min_run_time).median * 1e3)
+        med = {k: statistics.median(v) for k, v in rounds.items()}
+        per_round = [c / r for c, r in zip(rounds["captured"], rounds["rewritten"])]
         cells = ", ".join(f"{k} {v:.3f} ms" for k, v in med.items())
-        print(f"{phase:14s} {cells}; captured/rewritten = {med['captured'] / med['rewritten']:.2f}, "
-              f"model/rewritten = {med['model'] / med['rewritten']:.2f}")
+        print(f"{phase:14s} {cells}; captured/rewritten = {med['captured'] / med['rewritten']:.2f} "
+              f"(rounds {min(per_round):.2f}-{max(per_round):.2f}), model/rewritten = "
+              f"{med['model'] / med['rewritten']:.2f}")
     for train_ in (False, True):
         b0 = fxlint.audit(model, inputs, train=train_).total_bytes
         b1 = fxlint.audit(result.module, inputs, train=train_).total_bytes

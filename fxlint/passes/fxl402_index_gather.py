@@ -14,30 +14,31 @@ depends on shapes.
 kernel (TensorIterator over every output element, any number of index
 tensors, broadcasting). ``x.index_select(1, idx)`` is the dedicated
 one-index gather and copies whole rows. Measured on this project's CPUs
-(torch 2.13, 1 thread, ``torch.utils.benchmark`` medians, every spelling in
-the same run; the index/index_select time ratio of two runs, > 1 means
-index_select is faster; the machine is shared, so single figures move):
+(torch 2.13, 1 thread, ``torch.utils.benchmark`` medians, the spellings
+interleaved over 5 rounds in one run; the index/index_select time ratio, > 1
+means index_select is faster):
 
 | case (shape, dim, index length) | forward | forward + backward |
 | --- | --- | --- |
-| rows of (50000, 256), dim 0, 4096 | 2.52 / 1.38 | 1.16 / 1.20 |
-| rows of (1000, 64), dim 0, 512 | 2.53 / 2.82 | 1.72 / 0.90 |
-| rows of (65536, 8), dim 0, 16384 | 4.65 / 2.63 | 1.24 / 1.83 |
-| columns of (256, 8192), dim 1, 4096 | 9.52 / 2.24 | 4.50 / 6.82 |
-| time steps of (32, 1024, 128), dim 1, 512 | 2.65 / 1.56 | 2.33 / 1.96 |
-| time steps of (64, 4096, 4), dim 1, 2048 | 3.11 / 4.28 | 1.64 / 1.54 |
-| channels of (32, 1024, 128), dim 2 (last), 64 | 0.25 / 0.16 | 0.41 / 0.38 |
-| last dim of (4096, 512), dim 1 (last), 256 | 3.54 / 2.40 | 3.93 / 4.19 |
+| rows of (50000, 256), dim 0, 4096 | 2.48 | 1.19 |
+| rows of (1000, 64), dim 0, 512 | 4.64 | 1.51 |
+| rows of (65536, 8), dim 0, 16384 | 4.18 | 1.26 |
+| columns of (256, 8192), dim 1, 4096 | 3.13 | 2.92 |
+| time steps of (32, 1024, 128), dim 1, 512 | 2.17 | 2.17 |
+| time steps of (64, 4096, 4), dim 1, 2048 | 2.95 | 1.53 |
+| channels of (32, 1024, 128), dim 2 (last), 64 | 0.13 | 0.42 |
+| last dim of (4096, 512), dim 1 (last), 256 | 3.07 | 2.81 |
 
-Forward, index_select was faster on every leading dim (1.4-9.5x). With the
+Forward, index_select was faster on every leading dim (2.2-4.6x). With the
 backward (``index_put_`` with accumulate vs ``index_add_``) it stayed faster
-on dims after the first (1.5-6.8x) but was mixed on dim 0 (0.9-1.8x; an
-earlier run measured 0.57 on the small table), so dim 0 is reported only
-when no gradient flows. On the last dim the result depends on the shape (6x
-slower on the 3-D case), so the rule stays silent there. Repeat with
-``python bench/fxl402_index_gather.py`` and
-``python bench/fxl402_index_gather.py --backward``. Both spellings copy the
-same bytes: this is about time, not memory. GPU timings were not measured.
+on dims after the first (1.5-2.9x); on dim 0 the gain was small here
+(1.2-1.5x) and two earlier, sequentially timed runs measured 0.57 and 0.90 on
+the small table, so dim 0 is reported only when no gradient flows. On the
+last dim the result depends on the shape (8x slower on the 3-D case), so the
+rule stays silent there. Repeat with ``python bench/fxl402_index_gather.py``
+and ``python bench/fxl402_index_gather.py --backward``. Both spellings copy
+the same bytes: this is about time, not memory. GPU timings were not
+measured.
 
 ## Example
 ```python
@@ -82,7 +83,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             continue
         grads = base.tensor.requires_grad and node.grad_enabled
         if grads and item.dim == 0:
-            continue  # with the backward, dim 0 measured mixed (0.57-1.83x): no claim
+            continue  # with the backward, dim 0 measured mixed (0.57-1.51x): no claim
         if any(it.kind in ("int", "newaxis") for it in spec.items):
             continue  # not a plain one-dim gather: index_select alone would not give the same shape
         if basic_equivalent(view, node) is not None:
@@ -95,7 +96,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             node=node,
             message=(f"{name}{subscript} gathers along dim {item.dim} with the general advanced-indexing "
                      f"kernel (aten::index); {suggestion} is the dedicated one-index gather, measured "
-                     + ("1.5-6.8x faster forward+backward" if grads else "1.4-9.5x faster forward")
+                     + ("1.5-2.9x faster forward+backward" if grads else "2.2-4.6x faster forward")
                      + " on CPU for this kind of dim (same bytes copied)"),
             fix=f"use {suggestion} (the indices must be non-negative)",
             details={"dim": item.dim, "dedup": suggestion},
