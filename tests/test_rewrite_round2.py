@@ -158,3 +158,20 @@ def test_rewrites_without_their_rule_are_registered_but_find_no_sites():
     model, inputs = AddRepeated(), (torch.randn(6, 8),)
     result = fxlint.rewrite(model, inputs)
     assert [a.code for a in result.applied] == (["FXL104"] if "FXL104" in rules else [])
+
+
+def test_fxl104_expand_then_contiguous_loses_the_contiguous():
+    class ExpandCopy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.b = nn.Parameter(torch.randn(1, 8))
+
+        def forward(self, a):
+            return a + self.b.expand(a.size(0), -1).contiguous()
+
+    model, inputs = ExpandCopy(), (torch.randn(6, 8),)
+    result = _rewrite_at(model, inputs, "contiguous", "FXL104")
+    [applied] = result.applied
+    assert "contiguous() of an expand removed" in applied.description
+    _same(model, result.module, inputs)
+    assert _bytes(result.module, inputs, False) < _bytes(model, inputs, False)

@@ -8,6 +8,9 @@ zero-stride view. The consumers (``a + b.repeat(n, 1)``) read it exactly as
 before; the ``n`` copies of ``b`` are never written, and in training the
 backward is a sum instead of a sum over a copied gradient.
 
+The other spelling, ``b.expand(n, -1).contiguous()``, loses its
+``.contiguous()``: the expanded view is what the consumers read.
+
 ## Preconditions (each checked on the graph, else "not applied: <reason>")
 - The repeat counts are constants, and every dim repeated more than once has
   size 1 in the input: repeating a longer dim tiles it, which no view can do.
@@ -30,7 +33,7 @@ from __future__ import annotations
 from ..canon import CanonNode
 from ..tensorinfo import known
 from .base import Change, NotApplied, Site, register
-from .graph import refresh_values, retarget, size_hint
+from .graph import bypass, refresh_values, retarget, size_hint
 from .safety import view_hazard
 
 PRECONDITIONS = (
@@ -44,8 +47,10 @@ PRECONDITIONS = (
 @register("FXL104", "repeat-to-expand", preconditions=PRECONDITIONS)
 def apply(site: Site) -> Change:
     node = site.node
+    if node.op == "contiguous" and node.input is not None and node.input.op == "expand":
+        return _drop_contiguous_of_expand(site)
     if node.op != "repeat":
-        raise NotApplied("the node is not a repeat")
+        raise NotApplied("the node is neither a repeat nor the .contiguous() of an expand")
     base = node.input
     reps = node.args.get("repeats") or ()
     if base is None or base.tensor is None or not reps or not all(isinstance(r, (int, CanonNode)) for r in reps):
@@ -80,3 +85,17 @@ def apply(site: Site) -> Change:
         description=f"repeat({', '.join(map(text, reps))}) -> expand({', '.join(map(text, sizes))})",
         bytes_saved=size_hint(site.gm, out.nbytes) if out is not None else None,
     )
+
+
+def _drop_contiguous_of_expand(site: Site) -> Change:
+    node, expanded = site.node, site.node.input
+    assert expanded is not None
+    hazard = view_hazard(site.view, node, expanded)
+    if hazard:
+        raise NotApplied(hazard.replace("indexed tensor", "expanded tensor"))
+    users = [u.node for u in node.users]
+    out = node.tensor
+    bypass(site.gm, node.node, expanded.node)
+    refresh_values(site.gm, users)
+    return Change(new_nodes=[], description=".contiguous() of an expand removed: its users read the expanded view",
+                  bytes_saved=size_hint(site.gm, out.nbytes) if out is not None else None)
