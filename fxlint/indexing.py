@@ -55,10 +55,11 @@ def progression(values: Sequence[int], size: int | None) -> tuple[int, int, int]
     return vals[0], vals[-1] + 1, step
 
 
-def slice_text(start: int, stop: int, step: int, size: int | None) -> str:
+def slice_text(start: int, stop: int | None, step: int, size: int | None) -> str:
+    """``start:stop:step`` as people write it: no 0 start, no step 1, and no stop when the
+    slice runs to the end anyway (``stop`` None, or the next element is past ``size``)."""
     s = "" if start == 0 else str(start)
-    # the stop can be dropped when the next element of the progression is past the end
-    e = "" if size is not None and stop - 1 + step >= size else str(stop)
+    e = "" if stop is None or (size is not None and stop - 1 + step >= size) else str(stop)
     text = f"{s}:{e}"
     if step != 1:
         text += f":{step}"
@@ -85,11 +86,20 @@ class Replacement:
 
     @property
     def text(self) -> str:
+        """The basic index that replaces it: ``5``, ``::2``, ``1:6:2``."""
+        return str(self.start) if self.is_int else slice_text(self.start, self.stop, self.step, self.size)
+
+    @property
+    def values_text(self) -> str:
+        """The indices it selects, for messages: ``[0, 2, 4, 6, ..., 62]``."""
         if self.is_int:
-            return str(self.start)
-        s = "" if self.start == 0 else str(self.start)
-        e = "" if self.end is None else str(self.end)
-        return f"{s}:{e}" + (f":{self.step}" if self.step != 1 else "")
+            return f"[{self.start}]"
+        if self.stop is None:
+            return f"arange({self.start}, <size of dim {self.dim}>, {self.step})"
+        vals = list(range(self.start, self.stop, self.step))
+        if len(vals) > 6:
+            return "[" + ", ".join(map(str, vals[:4])) + f", ..., {vals[-1]}]"
+        return str(vals)
 
 
 @dataclass(frozen=True)
@@ -103,6 +113,13 @@ class BasicIndex:
     def text(self) -> str:
         """The subscript, e.g. ``[:, ::2]``."""
         return self.spec.render({pos: r.text for pos, r in self.replace.items()})
+
+    def shown(self, pos: int) -> str:
+        """The advanced index at ``pos`` as the user wrote it when that is a short list, else its values."""
+        spelled = self.spec.items[pos].spelled
+        if spelled and len(spelled) <= 40 and spelled.startswith("["):
+            return spelled
+        return self.replace[pos].values_text
 
     @property
     def items(self) -> list[tuple[str, Any]]:

@@ -2,10 +2,17 @@
 
 ## What it does
 Finds advanced indexing whose indices are a compile-time constant, strictly
-increasing arithmetic progression: `x[:, [0, 2, 4, 6]]`, `x[[3]]`,
-`x[:, [i for i in range(0, n, 2)]]`, `x[torch.arange(2, 9)]`,
-`x.index_select(1, torch.tensor([2, 3, 4, 5]))`. Negative indices are
-wrapped first.
+increasing arithmetic progression: lists and tuples (`x[:, [0, 2, 4, 6]]`,
+`x[[3]]`, `x[:, [i for i in range(0, n, 2)]]`), `range` objects, constant
+index tensors (`x[torch.arange(2, 9)]`, `x[torch.tensor([1, 2, 3])]`), and
+`index_select` with one (`torch.index_select(x, 1, torch.tensor([2, 3, 4, 5]))`).
+Negative indices are wrapped first; steps above 1 are fine. Several indexed
+dims are reported only when the result is still a basic slice
+(`x[[1], [0, 2, 4]]` is `x[1, :5:2]`; `x[[0, 1], [2, 3]]` picks element
+pairs and is a real gather). Under dynamic shapes,
+`x[:, torch.arange(0, x.size(1), 3)]` is recognised as `x[:, ::3]`.
+`fxlint fix` and `fxlint.rewrite` apply the slice (rewrite `index-to-slice`,
+verified, only where no in-place write or returned alias can tell).
 
 ## Why is this bad?
 A list or tensor index is *advanced* indexing: PyTorch runs a gather
@@ -14,7 +21,9 @@ on every call, and the backward scatters the gradient back with
 `index_put`. A basic slice `x[:, 0:7:2]` selects the same elements as a
 zero-copy view with different strides. In the speech-separation seed,
 `output[:, [i for i in range(0, output.size(1), 2)]]` cost 30 MB and 17 ms
-per inference.
+per inference; on the scenario model here (`models/speech_separation.py`,
+CPU) the runtime audit sees 1.0 MB copied per inference and 2.0 MB per
+training step, halved to 0 B and 1.0 MB by the slice.
 
 ## Example
 ```python
@@ -56,7 +65,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         spec = basic.spec
         suggestion = basic.text  # index_select(x, d, idx) becomes a subscript too
         positions = sorted(basic.replace)
-        shown = ", ".join(_shown_index(spec.items[p].spelled, basic, p) for p in positions)
+        shown = ", ".join(basic.shown(p) for p in positions)
         dims = [basic.replace[p].dim for p in positions]
         where = f"dim {dims[0]}" if len(dims) == 1 else "dims " + ", ".join(map(str, dims))
         what = "advanced index" if len(dims) == 1 else "advanced indices"
@@ -78,17 +87,3 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             bytes=nbytes,
             details=details,
         )
-
-
-def _shown_index(spelled: str | None, basic, pos: int) -> str:
-    if spelled and len(spelled) <= 40 and spelled.startswith("["):
-        return spelled
-    r = basic.replace[pos]
-    if r.is_int:
-        return f"[{r.start}]"
-    if r.stop is None:
-        return f"arange({r.start}, <size of dim {r.dim}>, {r.step})"
-    vals = list(range(r.start, r.stop, r.step))
-    if len(vals) > 6:
-        return "[" + ", ".join(map(str, vals[:4])) + f", ..., {vals[-1]}]"
-    return str(vals)

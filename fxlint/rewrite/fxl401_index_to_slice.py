@@ -46,7 +46,7 @@ from ..indexing import BasicIndex, Replacement, basic_equivalent
 from ..passes._util import operand_name
 from ..source import Line, parse_line
 from .base import Change, NotApplied, Site, register
-from .graph import refresh_values, retarget_as_basic_index, shorten, size_hint
+from .graph import refresh_values, retarget_as_basic_index, size_hint
 from .safety import view_hazard
 
 PRECONDITIONS = (
@@ -96,23 +96,12 @@ def _grad_mode(site: Site):
 
 
 def _spelled(basic: BasicIndex) -> str:
-    """The advanced index as the user wrote it, long constant lists shortened."""
-    spec = basic.spec
-    texts = {}
-    for pos in basic.replace:
-        r = basic.replace[pos]
-        spelled = spec.items[pos].spelled
-        if not spelled or not spelled.startswith("["):
-            if r.stop is None:
-                spelled = f"arange({r.start}, <size of dim {r.dim}>, {r.step})"
-            else:
-                vals = [r.start] if r.is_int else list(range(r.start, r.stop, r.step))
-                spelled = str(vals)
-        texts[pos] = spelled
-    text = spec.render(texts)
-    if spec.style == "index_select":
-        return f".index_select({sorted(basic.replace.values(), key=lambda r: r.dim)[0].dim}, {texts[min(texts)]})"
-    return shorten(text)
+    """The advanced index as the user wrote it (long lists shortened): ``[:, [0, 2, ..., 62]]``."""
+    texts = {pos: basic.shown(pos) for pos in basic.replace}
+    if basic.spec.style == "index_select":
+        [(pos, text)] = texts.items()
+        return f".index_select({basic.replace[pos].dim}, {text})"
+    return basic.spec.render(texts)
 
 
 # --------------------------------------------------------------------------- source edit
