@@ -23,7 +23,7 @@ zero-copy view with different strides. In the speech-separation seed,
 `output[:, [i for i in range(0, output.size(1), 2)]]` cost 30 MB and 17 ms
 per inference; on the scenario model here (`models/speech_separation.py`,
 CPU) the runtime audit sees 1.0 MB copied per inference and 2.0 MB per
-training step, halved to 0 B and 1.0 MB by the slice.
+training step; with the slice, 0 B and 1.0 MB.
 
 ## Example
 ```python
