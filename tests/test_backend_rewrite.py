@@ -13,17 +13,9 @@ import torch.nn as nn
 import fxlint
 from fxlint.canon import build_view
 from fxlint.errors import FxlintWarning
+from tests import test_backend
 from tests.conftest import line_of
-
-
-class Sep(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(16, 16)
-
-    def forward(self, x):
-        output = self.lin(x)
-        return output[:, [i for i in range(0, output.size(1), 2)]]  # backend seed line
+from tests.test_backend import Sep  # the seed's model, output[:, [i for i in range(0, n, 2)]]
 
 
 def _recording(inner_name="eager"):
@@ -60,7 +52,7 @@ def test_rewrite_option_hands_the_rewritten_graph_to_the_inner_backend(inner_nam
     want, want_grads = _out_and_grads(m, x)
     assert torch.equal(out, want) and all(torch.equal(a, b) for a, b in zip(grads, want_grads))
     [applied] = session.applied
-    assert applied.line == line_of(__file__, "# backend seed line") and applied.code == "FXL401"
+    assert applied.line == line_of(test_backend.__file__, "# the seed's line") and applied.code == "FXL401"
     assert [f.code for f in session.findings] == ["FXL401"]  # the finding is still reported
     [gm] = seen
     assert "index" not in _ops(gm) and "slice" in _ops(gm)
