@@ -1,8 +1,9 @@
 """fxlint: find the copies, layout mistakes and gradient breaks PyTorch hides, on the graphs
 ``torch.compile`` captures; prove them at runtime; rewrite what is safe.
 
-Public API: ``lint``, ``collect``, the ``Finding``/``Report`` model, and the
-compile backend (``torch.compile(model, backend="fxlint")``).
+Public API: ``lint``, ``audit``, ``rewrite``, ``collect``, the
+``Finding``/``Report`` model, and the compile backend
+(``torch.compile(model, backend="fxlint")``, ``options={"rewrite": True}``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,19 @@ from .findings import Finding, Report, Severity
 from .session import Session, collect
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .rewrite import RewriteResult
     from .runtime import AuditReport
+
+
+def __getattr__(name: str) -> Any:
+    # fxlint.rewrite (a callable package: fxlint.rewrite(model, inputs)) and RewriteResult load
+    # torch; importing fxlint must not (the pytest plugin imports it at every pytest start-up)
+    if name in ("rewrite", "RewriteResult"):
+        import importlib
+
+        pkg = importlib.import_module(".rewrite", __name__)
+        return pkg if name == "rewrite" else pkg.RewriteResult
+    raise AttributeError(f"module 'fxlint' has no attribute {name!r}")
 
 
 def lint(
@@ -101,6 +114,8 @@ __all__ = [
     "__version__",
     "lint",
     "audit",
+    "rewrite",
+    "RewriteResult",
     "collect",
     "Session",
     "Finding",

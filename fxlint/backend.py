@@ -12,7 +12,9 @@ Options (``torch.compile(..., options={...})``):
 ``inner``   backend that compiles the graph: a registered name or a callable
             (default: ``inner`` from the project configuration, else ``"inductor"``)
 ``rewrite`` apply the safe rewrites before handing the graph on (default:
-            ``rewrite`` from the project configuration, else False)
+            ``rewrite`` from the project configuration, else False); each is
+            verified on the example inputs unless ``verify`` is False
+``verify``  compare each rewritten graph with the original (default True)
 ``select``/``ignore``/``extend_select``  rule codes or prefixes, a list or a
             comma-separated string
 ``severity`` a dict of code or prefix -> ``"error"``/``"warning"``/``"info"``
@@ -168,7 +170,7 @@ def _lint_and_rewrite(
     _log_report(label, report)
     publish(report)
     if settings.rewrite:
-        log.warning("fxlint: options['rewrite'] is not available in this version; %s compiled unchanged", label)
+        return _rewrite(gm, example_inputs, opts, label, ctx.training, settings)
     return gm
 
 
@@ -188,6 +190,27 @@ def _training() -> bool:
     except Exception:  # noqa: BLE001
         return True
     return any(m.training for m in modules) if modules else True
+
+
+def _rewrite(gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, label: str,
+             training: bool, settings: "Settings") -> fx.GraphModule:
+    """Apply the safe rewrites to (a copy of) the captured graph; the inner backend compiles the result."""
+    from .rewrite.engine import rewrite_graph
+    from .session import publish_rewrites
+
+    result = rewrite_graph(gm, list(example_inputs), origin="dynamo", rules=settings.rules,
+                           verify=opts.verify, training=training, label=label, symbolic_ok=False)
+    for a in result.applied:
+        log.info("fxlint: %s: %s rewritten: %s", a.location, a.code, a.description)
+    for sk in result.skipped:
+        log.log(logging.WARNING if sk.rolled_back else logging.INFO, "fxlint: %s: %s not applied: %s",
+                sk.location, sk.code, sk.reason)
+    if result.applied or result.skipped:
+        check = f"verified ({result.checked})" if result.verified else "not verified (verify=False)"
+        log.info("fxlint: %s: %d rewrite(s) applied, %d not applied; %s", label, len(result.applied),
+                 len(result.skipped), check)
+    publish_rewrites(result)
+    return result.module
 
 
 def _graph_label(gm: fx.GraphModule) -> str:

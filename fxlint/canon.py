@@ -163,6 +163,12 @@ POINTWISE_OPS = frozenset({
     "bitwise_not", "square", "nan_to_num", "sinh", "cosh", "asin", "acos", "atan", "logit", "invert",
     "pos", "not_",
 })
+#: ops that may hand back their input itself (eval-mode dropout returns its input)
+_PASSTHROUGH_NAMES = {"dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d",
+                      "dropout3d", "identity", "lift_fresh", "tuple_getitem"}
+#: call_module ops known to compute a fresh tensor; any other module may return its input (nn.Identity)
+_COMPUTING_MODULE_OPS = {"linear", "conv", "layer_norm", "group_norm", "batch_norm", "instance_norm",
+                         "softmax", "log_softmax", "embedding"}
 
 
 # --------------------------------------------------------------------------- index spec
@@ -259,6 +265,7 @@ class CanonNode:
     param_name: str | None = None  # dotted name for parameters / buffers / constants
     module_params: list[str] = field(default_factory=list)  # params owned by a call_module node
     mutates: list["CanonNode"] = field(default_factory=list)  # inputs written in place
+    aliases: list["CanonNode"] = field(default_factory=list)  # inputs whose memory the output may share
     position: int = 0
 
     def __repr__(self) -> str:
@@ -326,6 +333,9 @@ class GraphView:
         self.entry_grad_enabled = True  # autograd mode the graph starts in
         # Dynamo's fake values carry autograd's requires_grad; export/fx values do not
         self.requires_grad_known = origin == "dynamo"
+        #: the Dynamo graph break that ended this graph (``capture.GraphBreak``: reason and the
+        #: user's line), None when the graph ended normally or did not come from Dynamo
+        self.graph_break: Any = None
 
     def __iter__(self) -> Iterator[CanonNode]:
         return iter(self.nodes)
@@ -529,6 +539,38 @@ def _mutated_positions(node: fx.Node, raw: str) -> list[Any]:
 
 
 _SCALARS = (int, float, bool, str, torch.dtype, torch.device, torch.memory_format, torch.layout)
+def _aliased_inputs(node: fx.Node, cn: "CanonNode") -> list[Any]:
+    """fx args whose memory the output of ``node`` may share (views, in-place results, pass-throughs).
+
+    ATen ops say it in their schema (``Tensor(a) self -> Tensor(a)``), except pass-throughs
+    like ``aten.dropout`` (train=False returns its input); torch-level ops go by their
+    canonical name. Conservative: a module that is not known to compute may return its input.
+    """
+    t = node.target
+    if isinstance(t, torch._ops.OpOverload):
+        out_sets: set[str] = set()
+        for r in t._schema.returns:
+            if r.alias_info is not None:
+                out_sets |= set(r.alias_info.before_set)
+        found = []
+        for i, a in enumerate(t._schema.arguments):
+            if a.alias_info is not None and out_sets & set(a.alias_info.before_set):
+                if a.kwarg_only or i >= len(node.args):
+                    if a.name in node.kwargs:
+                        found.append(node.kwargs[a.name])
+                else:
+                    found.append(node.args[i])
+        if cn.op in _PASSTHROUGH_NAMES and node.args:  # aten.dropout's schema says fresh; eval returns input
+            found.append(node.args[0])
+        return found
+    if cn.mutates:
+        return [m.node for m in cn.mutates]  # an in-place op returns what it wrote
+    first = node.args[0] if node.args else None
+    if cn.op in VIEW_OPS or cn.op in MAYBE_VIEW_OPS or cn.op in _PASSTHROUGH_NAMES:
+        return [first]
+    if node.op == "call_module" and cn.op not in _COMPUTING_MODULE_OPS:
+        return list(node.all_input_nodes)
+    return []
 
 
 class _Builder:
@@ -704,6 +746,7 @@ class _Builder:
                     cn.module_path = str(node.target)
         cn.mutates = _dedupe([self.map[a] for a in _mutated_positions(node, raw) if isinstance(a, fx.Node) and a in self.map])
         _normalise(cn, raw, node, self)
+        cn.aliases = _dedupe([self.map[a] for a in _aliased_inputs(node, cn) if isinstance(a, fx.Node) and a in self.map])
         return cn
 
 

@@ -25,7 +25,7 @@ import torch
 import torch.fx as fx
 
 from .canon import GraphView, build_view, dynamo_roles
-from .errors import CaptureError, ModelError
+from .errors import CaptureError, ModelError, first_line
 from .program import AutogradReach, GraphBreak, Program
 from .source import Location, is_internal_file, source_line
 
@@ -110,14 +110,18 @@ def ended_by(gm: fx.GraphModule, label: str) -> GraphBreak | None:
 
 
 def view_from_dynamo(gm: fx.GraphModule, label: str) -> GraphView:
-    """The canonical view of a graph handed to a Dynamo backend."""
-    return build_view(
+    """The canonical view of a graph handed to a Dynamo backend (with the graph break that ended it)."""
+    view = build_view(
         gm,
         origin="dynamo",
         label=label,
         grad_enabled=torch.is_grad_enabled(),
         roles=dynamo_roles(gm),
     )
+    reason = getattr(gm, "compile_subgraph_reason", None)
+    if reason is not None and getattr(reason, "graph_break", False):
+        view.graph_break = graph_break_from_reason(reason)
+    return view
 
 
 @contextlib.contextmanager
@@ -350,38 +354,91 @@ def _has_values(gm: fx.GraphModule) -> bool:
 
 
 def _capture_fx(gm: fx.GraphModule, args: tuple, kwargs: dict) -> Captured:
+    work = with_values(gm, args, kwargs)
+    view = build_view(work, origin="fx", label="graph 0", grad_enabled=torch.is_grad_enabled(), roles=fx_roles(work))
+    return Captured(views=[view], training=gm.training, origin="fx", module=gm)
+
+
+def with_values(gm: fx.GraphModule, args: tuple, kwargs: dict) -> fx.GraphModule:
+    """A copy of ``gm`` (same submodules, private graph and node metadata) whose nodes carry
+    values: fake tensors propagated from the example inputs when the graph has none."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
-    work = fx.GraphModule(gm, copy.deepcopy(gm.graph))  # same submodules, private node metadata
+    work = copy_graph_module(gm)
     if not _has_values(work):
         placeholders = [n for n in work.graph.nodes if n.op == "placeholder"]
         flat = list(args) + [kwargs[n.target] for n in placeholders[len(args):] if n.target in kwargs]
         if len(flat) < len(placeholders):
             missing = [n.target for n in placeholders[len(flat):]]
             raise CaptureError(f"the GraphModule needs inputs for {', '.join(map(str, missing))}")
-        mode = FakeTensorMode(allow_non_fake_inputs=True)
-        fake = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in flat]
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+        # a shape environment lets data-dependent ops (x[mask], nonzero) get a symbolic size;
+        # the inputs themselves stay static
+        mode = FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv())
+        fake = [mode.from_tensor(a, static_shapes=True) if isinstance(a, torch.Tensor) else a for a in flat]
         try:
             FakeTensorProp(work, mode).propagate(*fake)
         except Exception as exc:
             raise ModelError(
                 f"shape propagation through the GraphModule failed: {type(exc).__name__}: {exc}"
             ) from exc
+    return work
+
+
+def copy_graph_module(gm: fx.GraphModule) -> fx.GraphModule:
+    """A copy with its own graph (node metadata shallow-copied) sharing parameters and submodules."""
+    import warnings
+
+    with warnings.catch_warnings():  # deep-copying a pytree spec warns about LeafSpec in torch 2.13
+        warnings.simplefilter("ignore", FutureWarning)
+        graph = copy.deepcopy(gm.graph)
+    for a, b in zip(gm.graph.nodes, graph.nodes):  # attributes Dynamo sets on nodes (_dynamo_source)
+        for key, value in getattr(a, "__dict__", {}).items():
+            if key not in b.__dict__:
+                b.__dict__[key] = value
+    new = fx.GraphModule(gm, graph, class_name=type(gm).__name__)
+    _keep_plain_attributes(gm, new)
+    for key, value in gm.__dict__.items():  # Dynamo's bookkeeping (compile ids, param sources...)
+        if key not in new.__dict__:
+            new.__dict__[key] = value
+    new.meta = dict(getattr(gm, "meta", {}))
+    return new
+
+
+def _keep_plain_attributes(old: fx.GraphModule, new: fx.GraphModule) -> None:
+    """GraphModule's constructor registers every copied tensor attribute as a buffer; a constant
+    that was a plain attribute (export's ``lifted_tensor_0``) stays one, so it still reads as a constant."""
+    for node in new.graph.nodes:
+        if node.op != "get_attr":
+            continue
+        *path, name = str(node.target).split(".")
+        try:
+            src = old.get_submodule(".".join(path)) if path else old
+            dst = new.get_submodule(".".join(path)) if path else new
+        except AttributeError:
+            continue
+        if name in dst._buffers and name not in src._buffers and name not in src._parameters:
+            value = dst._buffers.pop(name)
+            setattr(dst, name, value)
+
+
+def fx_roles(gm: fx.GraphModule) -> dict[str, tuple[str, str | None]]:
+    """Roles of the ``get_attr`` nodes of a GraphModule: parameters and buffers by their dotted names."""
     roles: dict[str, tuple[str, str | None]] = {}
-    params = {id(p): n for n, p in work.named_parameters(remove_duplicate=False)}
-    buffers = {id(b): n for n, b in work.named_buffers(remove_duplicate=False)}
-    for node in work.graph.nodes:
+    params = {id(p): n for n, p in gm.named_parameters(remove_duplicate=False)}
+    buffers = {id(b): n for n, b in gm.named_buffers(remove_duplicate=False)}
+    for node in gm.graph.nodes:
         if node.op == "get_attr":
-            obj: Any = work
+            obj: Any = gm
             for part in str(node.target).split("."):
                 obj = getattr(obj, part, None)
             if id(obj) in params:
                 roles[node.name] = ("parameter", str(node.target))
             elif id(obj) in buffers and not str(node.target).rsplit(".", 1)[-1].startswith("_tensor_constant"):
                 roles[node.name] = ("buffer", str(node.target))
-    view = build_view(work, origin="fx", label="graph 0", grad_enabled=torch.is_grad_enabled(), roles=roles)
-    return Captured(views=[view], training=gm.training, origin="fx", module=gm)
+    return roles
 
 
 # --------------------------------------------------------------------------- export
@@ -411,3 +468,47 @@ def _capture_export(ep: torch.export.ExportedProgram) -> Captured:
     view = build_view(ep.graph_module, origin="export", label="exported program", grad_enabled=True,
                       roles=roles, constants=constants)
     return Captured(views=[view], training=True, origin="export", module=None)
+
+
+# --------------------------------------------------------------------------- one callable graph
+
+
+def capture_graph_module(target: Any, example_inputs: Any = None) -> tuple[fx.GraphModule, str]:
+    """``target`` as one callable GraphModule with values on its nodes, and its origin.
+
+    What ``fxlint.rewrite`` rewrites: a module or callable is captured whole by Dynamo
+    (``torch._dynamo.export``: torch-level ops, the user's stack traces, parameters as
+    attributes shared with the model, called like the model); a GraphModule is copied; an
+    ExportedProgram gives its ATen-level ``module()``. A graph break is a ``CaptureError``.
+    """
+    args, kwargs = normalise_inputs(example_inputs)
+    if isinstance(target, torch.export.ExportedProgram):
+        return target.module(), "export"
+    if isinstance(target, fx.GraphModule):
+        return with_values(target, args, kwargs), "fx"
+    if not (isinstance(target, torch.nn.Module) or callable(target)):
+        raise CaptureError(
+            f"cannot rewrite {type(target).__name__}: expected an nn.Module, a callable, "
+            "a torch.fx.GraphModule or a torch.export.ExportedProgram"
+        )
+    from torch._dynamo import convert_frame
+    from torch._dynamo import exc as dynamo_exc
+    from torch._dynamo.eval_frame import export as dynamo_export
+
+    module = target if isinstance(target, torch.nn.Module) else getattr(target, "__self__", None)
+    module = module if isinstance(module, torch.nn.Module) else None
+    seen_codes = {id(ref()) for ref in convert_frame.input_codes.seen if ref() is not None}
+    try:
+        with preserved_state(module):
+            gm, _guards = dynamo_export(target)(*args, **kwargs)
+    except (dynamo_exc.UserError, dynamo_exc.Unsupported) as exc:
+        first = first_line(exc)
+        raise CaptureError(
+            f"Dynamo cannot capture the model as one graph ({first}); rewrite each graph with "
+            "torch.compile(model, backend='fxlint', options={'rewrite': True}) instead"
+        ) from exc
+    except Exception as exc:
+        raise ModelError(f"the model raised while it ran: {type(exc).__name__}: {exc}") from exc
+    finally:
+        _forget_new_codes(seen_codes)
+    return gm, "fx"

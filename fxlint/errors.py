@@ -30,3 +30,8 @@ class ModelError(FxlintError):
 
 class FxlintWarning(UserWarning):
     """Emitted when fxlint itself fails inside ``torch.compile``; the compile goes on untouched."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (PyTorch's run to pages), for one-line reports."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

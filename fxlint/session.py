@@ -5,9 +5,12 @@ from __future__ import annotations
 import contextlib
 import threading
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from .findings import Finding, Report, dedupe
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .rewrite.base import AppliedRewrite, RewriteResult, SkippedRewrite
 
 
 @dataclass
@@ -18,6 +21,17 @@ class Session:
     """
 
     reports: list[Report] = field(default_factory=list)
+    rewrites: list["RewriteResult"] = field(default_factory=list)  # with options={"rewrite": True}
+
+    @property
+    def applied(self) -> list["AppliedRewrite"]:
+        """Rewrites applied to the compiled graphs (``options={"rewrite": True}``)."""
+        return [a for r in self.rewrites for a in r.applied]
+
+    @property
+    def skipped(self) -> list["SkippedRewrite"]:
+        """Rewrites not applied, with the reason (rolled back ones included)."""
+        return [s for r in self.rewrites for s in r.skipped]
 
     @property
     def findings(self) -> list[Finding]:
@@ -57,6 +71,14 @@ def collect() -> Iterator[Session]:
     finally:
         with _lock:
             _active.remove(s)
+
+
+def publish_rewrites(result: "RewriteResult") -> None:
+    """Hand one graph's rewrite result to every open session."""
+    with _lock:
+        sessions = list(_active)
+    for s in sessions:
+        s.rewrites.append(result)
 
 
 def publish(report: Report) -> None:

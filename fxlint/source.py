@@ -13,6 +13,7 @@ import linecache
 import os
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
@@ -220,3 +221,42 @@ def grad_off_block_lines(path: str | None, line: int | None) -> list[int]:
         return []
     found = [(lo, hi, at) for lo, hi, at in _grad_off_blocks(path, mtime) if lo <= line <= hi]
     return [at for lo, hi, at in sorted(found, key=lambda b: b[1] - b[0])]
+# --------------------------------------------------------------------------- one line as code
+
+
+@dataclass(frozen=True)
+class Line:
+    """One stripped source line and its AST."""
+
+    code: str
+    tree: ast.AST
+    shift: int  # characters added in front of ``code`` to make it parse
+
+    def text(self, node: ast.AST) -> str:
+        raw = self.code.encode()
+        return raw[node.col_offset - self.shift:node.end_col_offset - self.shift].decode()  # type: ignore[operator]
+
+    def replaced(self, node: ast.AST, text: str) -> str:
+        raw = self.code.encode()
+        start, end = node.col_offset - self.shift, node.end_col_offset - self.shift  # type: ignore[operator]
+        return (raw[:start] + text.encode() + raw[end:]).decode()
+
+    def unique(self, match: Callable[[ast.AST], bool]) -> ast.AST | None:
+        """The one node that matches, or None when there are none or several."""
+        found = [n for n in ast.walk(self.tree) if match(n)]
+        return found[0] if len(found) == 1 else None
+
+
+def parse_line(code: str | None) -> Line | None:
+    """``code`` parsed as a statement, as an expression inside a call or a literal
+    (``("label", lambda x: x[[1]]),``) or as a block header (``if x[m].any():``);
+    None when it is not complete on its own."""
+    if not code:
+        return None
+    attempts = [("", code), ("(", f"({code.rstrip(',')})"), ("", f"{code} pass")]  # `if x[m].any():` too
+    for prefix, text in attempts:
+        try:
+            return Line(code, ast.parse(text), len(prefix))
+        except SyntaxError:
+            continue
+    return None

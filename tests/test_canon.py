@@ -328,3 +328,56 @@ def test_device_moves_in_every_spelling_become_to_with_a_device():
     tos = view.ops("to")
     assert [str(n.args["device"]) for n in tos[:4]] == ["cuda", "cpu", "cuda:1", "cpu"]
     assert [n.args["style"] for n in tos] == ["cuda", "cpu", "to", "to", "to"]
+def _aliases(view):
+    return {n.name: [a.name for a in n.aliases] for n in view if n.aliases}
+
+
+@pytest.mark.parametrize("origin", ["dynamo", "export", "fx"])
+def test_aliases_name_the_inputs_an_output_may_share_memory_with(origin):
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.drop = nn.Dropout(0.5)
+
+        def forward(self, x):
+            v = x.t()  # a view
+            c = x.clone()  # fresh memory
+            c.add_(1)  # in place: returns c
+            d = self.drop(c)  # eval dropout hands back its input
+            return v, d * 2, x[:, [0, 1]]  # the gather is fresh memory
+
+    m = Net().eval()
+    x = torch.randn(3, 4)
+    view = {"dynamo": lambda: dynamo_view(m, x), "export": lambda: export_view(m, x),
+            "fx": lambda: fx_view(m, x)}[origin]()
+    by_op = {}
+    for n in view:
+        by_op.setdefault(n.op, []).append(n)
+    [perm] = by_op["permute"]
+    assert perm.aliases == [perm.input]
+    [clone] = by_op["clone"]
+    assert clone.aliases == []
+    inplace = [n for n in view if n.mutates]
+    assert inplace and all(n.aliases == n.mutates for n in inplace)
+    [gather] = by_op["index"]
+    assert gather.aliases == []
+    assert not any(n.aliases for n in view if n.op == "mul")
+    for n in by_op.get("dropout", []):  # eval dropout returns its input itself
+        assert n.aliases == [n.input]
+    if origin == "fx":
+        assert by_op["dropout"], "symbolic_trace keeps nn.Dropout as a module call"
+
+
+def test_graph_break_that_ended_a_dynamo_graph_is_on_its_view():
+    def f(x):
+        y = x * 2
+        print("break")  # graph break
+        return y + 1
+
+    from tests.conftest import line_of
+
+    cap = capture(f, (torch.randn(3),))
+    first, second = cap.views
+    assert first.graph_break is not None and second.graph_break is None
+    assert first.graph_break.location.line == line_of(__file__, "# graph break")
+    assert export_view(Fn(lambda x: x * 2), torch.randn(3)).graph_break is None

@@ -32,6 +32,10 @@ POSITIVE = [
     ("index_select arange", lambda x: x.index_select(1, torch.arange(2, 9)), "[:, 2:9]"),
     ("torch.index_select tensor", lambda x: torch.index_select(x, 1, torch.tensor([2, 3, 4, 5])), "[:, 2:6]"),
     ("tuple index", lambda x: x[(0, 1, 2),], "[:3]"),
+    ("range object", lambda x: x[:, range(1, 16, 5)], "[:, 1::5]"),
+    ("two dims, one fixed", lambda x: x[[1], [0, 2, 4]], "[1, :5:2]"),
+    ("two dims, outer product", lambda x: x[[[0], [1]], [0, 2]], "[:2, :3:2]"),
+    ("two dims, fixed after", lambda x: x[[0, 2, 4], [3]], "[::2, 3]"),
 ]
 
 NEGATIVE = [
@@ -44,6 +48,8 @@ NEGATIVE = [
     ("two advanced dims pair up", lambda x: x[[0, 1], [2, 3]]),
     ("data-dependent index", lambda x: x[:, x[0].argsort()[:4]]),
     ("narrow", lambda x: x.narrow(1, 2, 4)),
+    ("two dims, swapped outer product", lambda x: x[[0, 2], [[0], [1]]]),  # result dims in the other order
+    ("2-d index along one axis", lambda x: x[:, [[0, 2, 4]]]),
 ]
 
 

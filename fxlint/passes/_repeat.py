@@ -81,7 +81,9 @@ def _replication(node: CanonNode):
     return None
 
 
-def _factor(out: Dim, inp: Dim) -> int | None:
+def _factor(out: Dim, inp: Dim) -> Dim | None:
+    if is_one(inp):
+        return out  # a size-1 dim replicated `out` times, symbolic or not (dynamic batch sizes)
     o, i = known(out), known(inp)
     if o is None or i is None:
         return 1 if dim_eq(out, inp) is True else None

@@ -2,10 +2,17 @@
 
 ## What it does
 Finds advanced indexing whose indices are a compile-time constant, strictly
-increasing arithmetic progression: `x[:, [0, 2, 4, 6]]`, `x[[3]]`,
-`x[:, [i for i in range(0, n, 2)]]`, `x[torch.arange(2, 9)]`,
-`x.index_select(1, torch.tensor([2, 3, 4, 5]))`. Negative indices are
-wrapped first.
+increasing arithmetic progression: lists and tuples (`x[:, [0, 2, 4, 6]]`,
+`x[[3]]`, `x[:, [i for i in range(0, n, 2)]]`), `range` objects, constant
+index tensors (`x[torch.arange(2, 9)]`, `x[torch.tensor([1, 2, 3])]`), and
+`index_select` with one (`torch.index_select(x, 1, torch.tensor([2, 3, 4, 5]))`).
+Negative indices are wrapped first; steps above 1 are fine. Several indexed
+dims are reported only when the result is still a basic slice
+(`x[[1], [0, 2, 4]]` is `x[1, :5:2]`; `x[[0, 1], [2, 3]]` picks element
+pairs and is a real gather). Under dynamic shapes,
+`x[:, torch.arange(0, x.size(1), 3)]` is recognised as `x[:, ::3]`.
+`fxlint fix` and `fxlint.rewrite` apply the slice (rewrite `index-to-slice`,
+verified, only where no in-place write or returned alias can tell).
 
 ## Why is this bad?
 A list or tensor index is *advanced* indexing: PyTorch runs a gather
@@ -14,7 +21,9 @@ on every call, and the backward scatters the gradient back with
 `index_put`. A basic slice `x[:, 0:7:2]` selects the same elements as a
 zero-copy view with different strides. In the speech-separation seed,
 `output[:, [i for i in range(0, output.size(1), 2)]]` cost 30 MB and 17 ms
-per inference.
+per inference; on the scenario model here (`models/speech_separation.py`,
+CPU) the runtime audit sees 1.0 MB copied per inference and 2.0 MB per
+training step; with the slice, 0 B and 1.0 MB.
 
 ## Example
 ```python
@@ -39,61 +48,42 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..canon import GraphView
+from ..indexing import basic_equivalent
 from ..registry import Hit, RuleContext, rule
 from ..tensorinfo import human_bytes, known
-from ._util import progression, slice_text
 
 
 @rule("FXL401", "index-as-slice", "warning")
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     for node in view.ops("index"):
-        spec = node.args["index"]
-        base = node.input
         out = node.tensor
-        if base is None or base.tensor is None or out is None:
+        if out is None:
             continue
-        adv = spec.advanced
-        if len(adv) != 1 or adv[0].kind != "tensor":
-            continue  # several advanced dims pair up element-wise; masks are FXL403
-        item = adv[0]
-        if item.index_shape is not None and len(item.index_shape) != 1:
-            continue  # a 2-D index reshapes the result: not a slice
-        values = item.values if item.values is not None else (
-            view.const_ints(item.index) if item.index is not None else None
-        )
-        if values is None:
+        basic = basic_equivalent(view, node)
+        if basic is None:
             continue
-        size = known(base.tensor.shape[item.dim]) if item.dim is not None else None
-        prog = progression(values, size)
-        if prog is None:
-            continue
-        start, stop, step = prog
-        pos = spec.items.index(item)
-        sl = slice_text(start, stop, step, size)
-        suggestion = spec.render({pos: sl})  # index_select(x, d, idx) becomes a subscript too
+        spec = basic.spec
+        suggestion = basic.text  # index_select(x, d, idx) becomes a subscript too
+        positions = sorted(basic.replace)
+        shown = ", ".join(basic.shown(p) for p in positions)
+        dims = [basic.replace[p].dim for p in positions]
+        where = f"dim {dims[0]}" if len(dims) == 1 else "dims " + ", ".join(map(str, dims))
+        what = "advanced index" if len(dims) == 1 else "advanced indices"
         nbytes = out.nbytes
-        shown = _shown_index(item.spelled, values)
+        size = human_bytes(known(nbytes)) if known(nbytes) is not None else f"{nbytes} B"
         message = (
-            f"advanced index {shown} on dim {item.dim} gathers a copy "
-            f"({human_bytes(known(nbytes)) if known(nbytes) is not None else str(nbytes) + ' B'} per call); "
+            f"{what} {shown} on {where} gathers a copy ({size} per call); "
             f"the indices step evenly, so the basic slice {suggestion} selects the same elements "
             "as a zero-copy view"
         )
+        details = {"slice": suggestion, "dims": dims, "dedup": suggestion}
+        if len(positions) == 1:
+            r = basic.replace[positions[0]]
+            details.update(start=r.start, stop=r.stop, step=r.step, dim=r.dim)
         yield Hit(
             node=node,
             message=message,
             fix=f"index with {suggestion} instead of {shown}",
             bytes=nbytes,
-            details={"slice": suggestion, "start": start, "stop": stop, "step": step, "dim": item.dim,
-                     "dedup": suggestion},
+            details=details,
         )
-
-
-def _shown_index(spelled: str | None, values: tuple[int, ...]) -> str:
-    if spelled and len(spelled) <= 40 and not spelled.startswith(("arange", "tensor", "_tensor", "lift")):
-        if spelled.startswith("["):
-            return spelled
-    vals = list(values)
-    if len(vals) > 6:
-        return "[" + ", ".join(map(str, vals[:4])) + f", ..., {vals[-1]}]"
-    return str(vals)

@@ -1,0 +1,218 @@
+"""FXL401 rewrite: an advanced index that steps evenly becomes the basic slice (a view, no copy).
+
+## What it does
+Replaces the gather of an FXL401 finding (``x[:, [0, 2, 4, 6]]``,
+``x[:, [i for i in range(0, n, 2)]]``, ``x[[5]]``, ``x[:, torch.arange(0, n, 3)]``,
+``torch.index_select(x, 1, torch.tensor([2, 3, 4, 5]))``, ``x[[1], [0, 2, 4]]``)
+with the basic slice that selects the same elements (``x[:, :7:2]``,
+``x[:, ::2]``, ``x[5:6]``, ``x[:, ::3]``, ``x[:, 2:6]``, ``x[1, :5:2]``): a
+strided view of ``x`` instead of a new tensor, and in training a slice
+backward instead of an ``index_put_`` scatter. The index constants the gather
+needed (an ``arange``, a literal tensor) go away with it.
+
+## Preconditions (each checked on the graph, else "not applied: <reason>")
+- The index is still a constant progression that a basic slice selects exactly
+  (re-derived from the graph; the finding's text is not trusted).
+- Inside ``torch.compile``, the sizes of the indexed dims are static: a slice of a
+  dynamic size would add a guard to the compile. (``fxlint.rewrite`` captures
+  with dynamic sizes and slices them: the indices are then non-negative, and
+  the slice selects the same elements at every size where the gather does not
+  raise.)
+- Neither the result nor the indexed tensor (nor anything sharing memory with
+  either) is written in place after the index: in-place ops, ``copy_``,
+  setitem, ``out=``. As a view, such a write would show through the other side.
+- The result is not returned while the indexed tensor is a graph input,
+  parameter or buffer, or another output: the output would alias it.
+- In training (the result requires grad), only one dim is indexed: each slice
+  or select of a chain has its own backward that fills a gradient the size of
+  its input, so slicing two dims copies more than the gather's one scatter
+  (measured with ``fxlint.audit(..., train=True)``).
+- Every later op accepts the strided view (fake tensors are propagated through
+  the rest of the graph; a ``.view()`` that needs contiguous memory refuses).
+
+## What changes
+The result is a view: it keeps the whole indexed tensor alive as long as it
+lives, and it is not contiguous (``x[:, ::2].is_contiguous()`` is False).
+Values and gradients are identical, and the rewrite is verified on the example
+inputs.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..canon import CanonNode
+from ..indexing import BasicIndex, Replacement, basic_equivalent
+from ..passes._util import operand_name
+from ..source import Line, parse_line
+from .base import Change, NotApplied, Site, register
+from .graph import refresh_values, retarget_as_basic_index, size_hint
+from .safety import view_hazard
+
+PRECONDITIONS = (
+    "the index is a constant progression that a basic slice selects exactly",
+    "inside torch.compile, the indexed dims have static sizes",
+    "neither the result nor the indexed tensor is written in place afterwards",
+    "the result is not returned aliasing a graph input or another output",
+    "in training, only one dim is indexed",
+    "every later op accepts a strided view",
+)
+
+
+@register("FXL401", "index-to-slice", preconditions=PRECONDITIONS)
+def apply(site: Site) -> Change:
+    node = site.node
+    basic = basic_equivalent(site.view, node)
+    if basic is None:
+        raise NotApplied("the index is not a constant progression that a basic slice selects")
+    dynamic = [r.dim for r in basic.replace.values() if r.size is None and r.end is not None]
+    if dynamic and not site.symbolic_ok:
+        raise NotApplied(f"dim {dynamic[0]} has a dynamic size; a slice of it would add a guard to the compile")
+    out = node.tensor
+    if len(basic.replace) > 1 and out is not None and out.requires_grad and node.grad_enabled:
+        raise NotApplied(
+            f"{len(basic.replace)} dims would be sliced; in training each slice's backward fills a "
+            "gradient the size of its input, which copies more than the gather's one scatter"
+        )
+    base = node.input
+    assert base is not None
+    hazard = view_hazard(site.view, node, base)
+    if hazard:
+        raise NotApplied(hazard)
+    nodes = retarget_as_basic_index(site.gm, node.node, base.node, basic.items)
+    refresh_values(site.gm, nodes, _grad_mode(site))
+    name = operand_name(base)
+    return Change(
+        new_nodes=nodes,
+        description=f"{name}{_spelled(basic)} -> {name}{basic.text}",
+        bytes_saved=size_hint(site.gm, out.nbytes) if out is not None else None,
+        source_edit=source_edit(node, basic),
+    )
+
+
+def _grad_mode(site: Site):
+    by_fx = {n.node: n.grad_enabled for n in site.view.nodes}
+    return lambda n: by_fx.get(n, True)
+
+
+def _spelled(basic: BasicIndex) -> str:
+    """The advanced index as the user wrote it (long lists shortened): ``[:, [0, 2, ..., 62]]``."""
+    texts = {pos: basic.shown(pos) for pos in basic.replace}
+    if basic.spec.style == "index_select":
+        [(pos, text)] = texts.items()
+        return f".index_select({basic.replace[pos].dim}, {text})"
+    return basic.spec.render(texts)
+
+
+# --------------------------------------------------------------------------- source edit
+
+
+def source_edit(node: CanonNode, basic: BasicIndex) -> tuple[str, str] | None:
+    """(line, edited line) when the index is spelled simply on one line of the user's source."""
+    loc = node.location
+    line = parse_line(loc.code if loc is not None else None)
+    if line is None:
+        return None
+    positions = sorted(basic.replace)
+    spec = basic.spec
+    if spec.style == "index_select":
+        call = line.unique(_is_index_select)
+        if call is None or len(positions) != 1:
+            return None
+        assert isinstance(call, ast.Call)
+        args = list(call.args)
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "index_select" and not _is_torch(call.func.value):
+            value, idx = call.func.value, (args[1] if len(args) > 1 else None)
+        else:
+            value, idx = (args[0] if args else None), (args[2] if len(args) > 2 else None)
+        if value is None or idx is None:
+            return None
+        r = basic.replace[positions[0]]
+        text = _range_text(line, idx, r, line.text(value)) or r.text
+        return line.code, line.replaced(call, line.text(value) + spec.render({positions[0]: text}))
+    sub = line.unique(lambda n: isinstance(n, ast.Subscript) and bool(_advanced(n)))
+    if sub is None:
+        return None
+    assert isinstance(sub, ast.Subscript)
+    elts = list(sub.slice.elts) if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+    adv = _advanced(sub)
+    if len(adv) != len(positions):
+        return None
+    value = line.text(sub.value)
+    texts = [line.text(e) for e in elts]
+    for e, pos in zip(adv, positions):
+        r = basic.replace[pos]
+        texts[elts.index(e)] = _range_text(line, e, r, value) or r.text
+    return line.code, line.replaced(sub, f"{value}[{', '.join(texts)}]")
+
+
+def _is_torch(n: ast.AST) -> bool:
+    return isinstance(n, ast.Name) and n.id == "torch"
+
+
+def _is_index_select(n: ast.AST) -> bool:
+    return isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "index_select"
+
+
+def _is_basic(e: ast.AST) -> bool:
+    if isinstance(e, ast.Slice):
+        return True
+    if isinstance(e, ast.Constant) and (e.value is None or e.value is Ellipsis or isinstance(e.value, int)):
+        return True
+    return isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant)
+
+
+def _advanced(sub: ast.Subscript) -> list[ast.AST]:
+    elts = list(sub.slice.elts) if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+    return [e for e in elts if not _is_basic(e)]
+
+
+def _range_args(e: ast.AST) -> list[ast.expr] | None:
+    """The arguments of ``range(...)`` / ``torch.arange(...)`` that ``e`` spells, if it spells one."""
+    if isinstance(e, ast.ListComp) and len(e.generators) == 1:
+        gen = e.generators[0]
+        if (not gen.ifs and not gen.is_async and isinstance(gen.target, ast.Name)
+                and isinstance(e.elt, ast.Name) and e.elt.id == gen.target.id):
+            e = gen.iter
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "list" and len(e.args) == 1:
+        e = e.args[0]
+    if not isinstance(e, ast.Call) or not 1 <= len(e.args) <= 3:
+        return None
+    is_range = isinstance(e.func, ast.Name) and e.func.id == "range" and not e.keywords
+    is_arange = (isinstance(e.func, ast.Attribute) and e.func.attr == "arange" and _is_torch(e.func.value)
+                 and all(k.arg in ("device", "dtype") for k in e.keywords))
+    return list(e.args) if is_range or is_arange else None
+
+
+def _literal(e: ast.AST) -> int | None:
+    try:
+        v = ast.literal_eval(e)
+    except (ValueError, SyntaxError, TypeError):
+        return None
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _range_text(line: Line, e: ast.AST, r: Replacement, value: str) -> str | None:
+    """``0:n:2`` from ``[i for i in range(0, n, 2)]``: the user's own bounds, so the slice
+    keeps working when ``n`` changes. None when the index is not a range or disagrees with
+    what the graph selects."""
+    args = _range_args(e)
+    if args is None or r.is_int:
+        return None
+    if len(args) == 1:
+        start, stop, step = None, args[0], None
+    else:
+        start, stop, step = args[0], args[1], (args[2] if len(args) == 3 else None)
+    lit_start = _literal(start) if start is not None else 0
+    lit_step = _literal(step) if step is not None else 1
+    if start is not None and lit_start is None or step is not None and lit_step is None:
+        return None  # a computed start or step: the numbers from the graph are safer
+    if lit_start != r.start or lit_step != r.step or _literal(stop) is not None:
+        return None  # literal bounds: the canonical slice text says it best
+    stop_text = line.text(stop)
+    dim = r.dim
+    if stop_text in (f"{value}.size({dim})", f"{value}.shape[{dim}]") or (dim == 0 and stop_text == f"len({value})"):
+        stop_text = ""
+    start_text = "" if (start is None or (stop_text == "" and lit_start == 0)) else line.text(start)
+    text = f"{start_text}:{stop_text}"
+    return text + (f":{line.text(step)}" if step is not None and lit_step != 1 else "")

@@ -1,0 +1,161 @@
+"""``torch.compile(model, backend="fxlint", options={"rewrite": True})``: rewrites on the captured graph,
+before the inner backend; verified; never breaking the compile."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import pytest
+import torch
+import torch.nn as nn
+
+import fxlint
+from fxlint.canon import build_view
+from fxlint.errors import FxlintWarning
+from tests import test_backend
+from tests.conftest import line_of
+from tests.test_backend import Sep  # the seed's model, output[:, [i for i in range(0, n, 2)]]
+
+
+def _recording(inner_name="eager"):
+    """An inner backend that records the graph it is handed, then compiles it with ``inner_name``."""
+    from torch._dynamo.backends.registry import lookup_backend
+
+    seen = []
+
+    def inner(gm, example_inputs, **kwargs):
+        seen.append(gm)
+        return lookup_backend(inner_name)(gm, example_inputs)
+
+    return inner, seen
+
+
+def _ops(gm):
+    return [n.op for n in build_view(gm, origin="dynamo")]
+
+
+def _out_and_grads(module, x):
+    out = module(x)
+    w = torch.randn(out.shape, generator=torch.Generator().manual_seed(3))
+    return out, torch.autograd.grad((out * w).sum(), [p for p in module.parameters()])
+
+
+@pytest.mark.parametrize("inner_name", ["eager", "aot_eager"])
+def test_rewrite_option_hands_the_rewritten_graph_to_the_inner_backend(inner_name):
+    torch._dynamo.reset()
+    m, x = Sep(), torch.randn(4, 16)
+    inner, seen = _recording(inner_name)
+    compiled = torch.compile(m, backend="fxlint", options={"rewrite": True, "inner": inner})
+    with fxlint.collect() as session:
+        out, grads = _out_and_grads(compiled, x)
+    want, want_grads = _out_and_grads(m, x)
+    assert torch.equal(out, want) and all(torch.equal(a, b) for a, b in zip(grads, want_grads))
+    [applied] = session.applied
+    assert applied.line == line_of(test_backend.__file__, "# the seed's line") and applied.code == "FXL401"
+    assert [f.code for f in session.findings] == ["FXL401"]  # the finding is still reported
+    [gm] = seen
+    assert "index" not in _ops(gm) and "slice" in _ops(gm)
+
+
+def test_without_the_option_the_graph_is_untouched():
+    torch._dynamo.reset()
+    inner, seen = _recording()
+    with fxlint.collect() as session:
+        torch.compile(Sep(), backend="fxlint", options={"inner": inner})(torch.randn(4, 16))
+    assert "index" in _ops(seen[0]) and session.rewrites == []
+
+
+def test_dynamic_size_is_not_sliced_inside_compile():
+    class Rows(nn.Module):
+        def forward(self, x):
+            return x[[0, 2]] * 2  # dim 0 is dynamic under dynamic=True
+
+    torch._dynamo.reset()
+    with fxlint.collect() as session:
+        out = torch.compile(Rows(), backend="fxlint", dynamic=True,
+                            options={"rewrite": True, "inner": "eager"})(torch.randn(5, 3))
+    assert out.shape == (2, 3)
+    [skipped] = session.skipped
+    assert "dynamic size" in skipped.reason and "guard" in skipped.reason
+
+
+def test_a_rolled_back_rewrite_is_logged_and_the_original_graph_compiled(monkeypatch, caplog):
+    from fxlint.rewrite.base import _REWRITES, Rewrite, all_rewrites
+    from tests.test_rewrite import _wrong_rewrite
+
+    all_rewrites()
+    monkeypatch.setitem(_REWRITES, "FXL401", Rewrite("FXL401", "broken", _wrong_rewrite, (), ""))
+    torch._dynamo.reset()
+    m, x = Sep(), torch.randn(4, 16)
+    with caplog.at_level(logging.INFO, logger="fxlint"):
+        out = torch.compile(m, backend="fxlint", options={"rewrite": True, "inner": "eager"})(x)
+    assert torch.equal(out, m(x))
+    rolled = [r for r in caplog.records if r.levelno == logging.WARNING and "rolled back" in r.getMessage()]
+    assert len(rolled) == 1 and "FXL401 not applied" in rolled[0].getMessage()
+
+
+def test_any_failure_in_the_rewrite_is_one_warning_and_the_original_graph(monkeypatch):
+    import fxlint.rewrite.engine as engine
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("rewrite engine exploded")
+
+    monkeypatch.setattr(engine, "rewrite_graph", boom)
+    torch._dynamo.reset()
+    m, x = Sep(), torch.randn(4, 16)
+    inner, seen = _recording()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = torch.compile(m, backend="fxlint", options={"rewrite": True, "inner": inner})(x)
+    assert torch.equal(out, m(x))
+    msgs = [str(w.message) for w in caught if issubclass(w.category, FxlintWarning)]
+    assert len(msgs) == 1 and "rewrite engine exploded" in msgs[0]
+    assert "index" in _ops(seen[0])
+
+
+def test_verify_false_and_select_options():
+    torch._dynamo.reset()
+    with fxlint.collect() as session:
+        torch.compile(Sep(), backend="fxlint",
+                      options={"rewrite": True, "verify": False, "inner": "eager"})(torch.randn(4, 16))
+    assert len(session.applied) == 1 and session.rewrites[0].verified is False
+    torch._dynamo.reset()
+    with fxlint.collect() as session:
+        torch.compile(Sep(), backend="fxlint",
+                      options={"rewrite": True, "ignore": "FXL401", "inner": "eager"})(torch.randn(4, 16))
+    assert session.applied == [] and session.findings == []
+
+
+@pytest.mark.inductor
+def test_rewrite_then_inductor_matches_eager_outputs_and_gradients():
+    torch._dynamo.reset()
+    from models import speech_separation
+
+    m, inputs = speech_separation.make(batch=2, samples=1600)
+    with fxlint.collect() as session:
+        compiled = torch.compile(m, backend="fxlint", options={"rewrite": True})
+        out, grads = _out_and_grads(compiled, *inputs)
+    want, want_grads = _out_and_grads(m, *inputs)
+    torch.testing.assert_close(out, want)
+    for a, b in zip(grads, want_grads):
+        torch.testing.assert_close(a, b)
+    assert len(session.applied) == 1 and session.skipped == []
+
+
+def test_arange_to_the_dynamic_end_is_sliced_without_a_guard():
+    class Every2nd(nn.Module):
+        def forward(self, x):
+            return x[:, torch.arange(0, x.size(1), 2)] * 2
+
+    torch._dynamo.reset()
+    inner, seen = _recording()
+    m = Every2nd()
+    compiled = torch.compile(m, backend="fxlint", dynamic=True, options={"rewrite": True, "inner": inner})
+    with fxlint.collect() as session:
+        for n in (7, 10):  # one graph serves both sizes: the slice added no guard on the size
+            x = torch.randn(3, n)
+            assert torch.equal(compiled(x), m(x))
+    [applied] = session.applied
+    assert applied.description.endswith("x[:, ::2]")
+    assert len(seen) == 1 and "index" not in _ops(seen[0])
