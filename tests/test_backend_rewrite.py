@@ -132,7 +132,7 @@ def test_rewrite_then_inductor_matches_eager_outputs_and_gradients():
     torch._dynamo.reset()
     from models import speech_separation
 
-    m, inputs = speech_separation.make(batch=2, samples=1600)
+    m, inputs = speech_separation.make(batch=2, channels=128, time=100)
     with fxlint.collect() as session:
         compiled = torch.compile(m, backend="fxlint", options={"rewrite": True})
         out, grads = _out_and_grads(compiled, *inputs)

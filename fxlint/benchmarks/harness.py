@@ -1,0 +1,421 @@
+"""``fxlint bench``: original vs rewritten, eager and Inductor, inference and training step.
+
+For each model, up to four variants are measured in the same run:
+
+==================  =====================================================
+variant             what runs
+==================  =====================================================
+eager               the model as written
+eager+rewrite       ``fxlint.rewrite(model, inputs).module``
+inductor            ``torch.compile(model)``
+inductor+rewrite    ``torch.compile(model, backend="fxlint", options={"rewrite": True})``
+==================  =====================================================
+
+and for each of inference (forward under ``torch.no_grad()``) and a training
+step (forward, then backward of the same scalar the audit uses; no
+optimizer): median time and interquartile spread from
+``torch.utils.benchmark`` (``blocked_autorange``, the variants of one model
+taking turns over several rounds so that load from other processes hits them
+alike), the speed ratio against the original of the same backend (the
+median over rounds of the per-round ratio), bytes copied per call from the runtime audit,
+peak memory (the profiler's allocator accounting on CPU,
+``torch.cuda.max_memory_allocated`` on a GPU), compile time of compiled
+variants (first call minus a steady-state call), and the largest output and
+gradient difference against original eager. A variant whose results differ
+beyond the dtype's tolerance is marked failed; it is never averaged away.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterable
+
+import torch
+import torch.nn as nn
+
+from .lint_speed import machine
+
+VARIANTS = ("eager", "eager+rewrite", "inductor", "inductor+rewrite")
+RED, GREEN, RESET = "\x1b[31m", "\x1b[32m", "\x1b[0m"
+
+
+@dataclass
+class VariantResult:
+    model: str
+    variant: str
+    mode: str  # infer | train
+    median_s: float | None = None
+    iqr_s: float | None = None
+    runs: int = 0
+    ratio: float | None = None  # original median / this median, same backend (>1: faster)
+    copied_bytes: int | None = None
+    peak_bytes: int | None = None
+    compile_s: float | None = None
+    max_out_diff: float | None = None
+    max_grad_diff: float | None = None
+    correct: bool = True
+    rewrites: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def backend(self) -> str:
+        return self.variant.split("+")[0]
+
+
+@dataclass
+class BenchResult:
+    machine: dict[str, Any]
+    results: list[VariantResult] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[VariantResult]:
+        return [r for r in self.results if not r.correct or r.error]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"machine": self.machine, "results": [asdict(r) for r in self.results],
+                "failures": len(self.failures)}
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _tensors(x: Any) -> list[torch.Tensor]:
+    out: list[torch.Tensor] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, torch.Tensor):
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            for e in v:
+                walk(e)
+        elif isinstance(v, dict):
+            for e in v.values():
+                walk(e)
+        elif hasattr(v, "__dataclass_fields__"):
+            for name in v.__dataclass_fields__:
+                walk(getattr(v, name))
+
+    walk(x)
+    return out
+
+
+def _tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    if dtype in (torch.float16, torch.bfloat16):
+        return 1e-2, 1e-2
+    if dtype in (torch.float32, torch.complex64):
+        return 1e-4, 1e-5
+    if dtype.is_floating_point or dtype.is_complex:
+        return 1e-7, 1e-9
+    return 0.0, 0.0
+
+
+def _max_diff(a: list[torch.Tensor | None], b: list[torch.Tensor | None]) -> tuple[float, bool]:
+    """(largest absolute difference, within tolerance?) of two lists of tensors."""
+    if len(a) != len(b):
+        return math.inf, False
+    worst, ok = 0.0, True
+    for x, y in zip(a, b):
+        if x is None or y is None:
+            if (x is None) != (y is None):
+                return math.inf, False
+            continue
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return math.inf, False
+        if x.numel() == 0:
+            continue
+        xd, yd = x.detach(), y.detach()
+        if xd.dtype.is_floating_point or xd.dtype.is_complex:
+            d = (xd.to(torch.float64 if not xd.is_complex() else torch.complex128)
+                 - yd.to(torch.float64 if not yd.is_complex() else torch.complex128)).abs().max().item()
+        else:
+            d = float((xd != yd).sum().item())
+        worst = max(worst, d)
+        rtol, atol = _tolerance(xd.dtype)
+        if not torch.allclose(xd, yd, rtol=rtol, atol=atol, equal_nan=True) if (
+                xd.dtype.is_floating_point or xd.dtype.is_complex) else not torch.equal(xd, yd):
+            ok = False
+    return worst, ok
+
+
+class _Step:
+    """One inference call or one training step of a variant, with its loss weights fixed."""
+
+    def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict, train: bool,
+                 params: list[torch.Tensor], weights: dict[int, torch.Tensor]) -> None:
+        self.fn, self.args, self.kwargs, self.train = fn, args, kwargs, train
+        self.params = params
+        self.weights = weights
+
+    def __call__(self) -> Any:
+        if not self.train:
+            with torch.no_grad():
+                return self.fn(*self.args, **self.kwargs)
+        out = self.fn(*self.args, **self.kwargs)
+        outs = [o for o in _tensors(out) if o.requires_grad and (o.dtype.is_floating_point or o.dtype.is_complex)]
+        if outs:
+            loss = None
+            for i, o in enumerate(outs):
+                w = self.weights.get(i)
+                if w is None:
+                    w = self.weights[i] = torch.randn(o.shape, dtype=o.dtype, device=o.device,
+                                                      generator=torch.Generator(device=o.device).manual_seed(i))
+                term = (o * w).sum()
+                loss = term if loss is None else loss + term
+            loss.backward()  # type: ignore[union-attr]
+        return out
+
+    def grads(self) -> list[torch.Tensor | None]:
+        return [p.grad.detach().clone() if p.grad is not None else None for p in self.params]
+
+    def zero(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+
+# --------------------------------------------------------------------------- measurements
+
+
+def _timer(step: _Step) -> Any:
+    from torch.utils.benchmark import Timer
+
+    def stmt() -> None:
+        step()
+        step.zero()
+
+    return Timer(stmt="stmt()", globals={"stmt": stmt}, num_threads=torch.get_num_threads())
+
+
+def _time_interleaved(steps: list[_Step], min_run_time: float, rounds: int) -> list[list[Any]]:
+    """``blocked_autorange`` measurements of every step, ``rounds`` times, the variants taking
+    turns in each round: load from other processes then hits all variants alike, and ratios
+    are taken round by round (see ``_ratio``)."""
+    timers = [_timer(s) for s in steps]
+    out: list[list[Any]] = [[] for _ in steps]
+    for _ in range(rounds):
+        for i, t in enumerate(timers):
+            out[i].append(t.blocked_autorange(min_run_time=min_run_time / rounds))
+    return out
+
+
+def _ratio(base: list[Any], mine: list[Any]) -> float:
+    """Median over rounds of (baseline median / this median)."""
+    return statistics.median(b.median / m.median for b, m in zip(base, mine))
+
+
+def _peak_bytes(step: _Step) -> int | None:
+    if torch.cuda.is_available() and any(t.is_cuda for t in _tensors((step.args, step.kwargs))):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        step()
+        step.zero()
+        torch.cuda.synchronize()
+        return torch.cuda.max_memory_allocated() - base
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+        step.zero()
+    peak = 0
+    stack = list(prof.profiler.kineto_results.experimental_event_tree())
+    events = []
+    while stack:
+        e = stack.pop()
+        stack.extend(e.children)
+        if type(e.extra_fields).__name__ == "_ExtraFields_Allocation":
+            events.append((e.start_time_ns, e.extra_fields.alloc_size))
+    cur = 0
+    for _, size in sorted(events):
+        cur += size
+        peak = max(peak, cur)
+    return peak
+
+
+def _copied_bytes(fn: Callable[..., Any], args: tuple, kwargs: dict, train: bool, attribute: bool) -> int:
+    from ..runtime import audit
+
+    inputs = kwargs if kwargs and not args else args
+    return audit(fn, inputs, train=train, attribute=attribute).total_bytes
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def _variants(model: nn.Module, inputs: Any, backends: Iterable[str], rewrite_fn: Callable[..., Any]
+              ) -> list[tuple[str, Callable[[], tuple[Callable[..., Any], list[str]]]]]:
+    """(name, factory) for each variant; a factory builds the callable lazily (compiles are slow)."""
+    out = []
+    backends = list(backends)
+    if "eager" in backends:
+        out.append(("eager", lambda: (model, [])))
+
+        def rewritten() -> tuple[Callable[..., Any], list[str]]:
+            res = rewrite_fn(model, inputs)
+            return res.module, [f"{a.code} {a.location}" if hasattr(a, "location") else str(a) for a in res.applied]
+
+        out.append(("eager+rewrite", rewritten))
+    if "inductor" in backends:
+        out.append(("inductor", lambda: (torch.compile(model), [])))
+
+        def compiled_rewrite() -> tuple[Callable[..., Any], list[str]]:
+            return torch.compile(model, backend="fxlint", options={"rewrite": True}), []
+
+        out.append(("inductor+rewrite", compiled_rewrite))
+    return out
+
+
+def bench_model(name: str, model: nn.Module, inputs: Any, *, modes: Iterable[str], backends: Iterable[str],
+                min_run_time: float = 1.0, rounds: int = 5,
+                say: Callable[[str], None] | None = None) -> list[VariantResult]:
+    import fxlint
+
+    from ..capture import normalise_inputs, preserved_state
+
+    say = say or (lambda m: print(m, file=sys.stderr, flush=True))
+    args, kwargs = normalise_inputs(inputs)
+    params = [p for p in model.parameters() if p.requires_grad]
+    results: list[VariantResult] = []
+    with preserved_state(model):
+        for mode in modes:
+            train = mode == "train"
+            what = "training step" if train else "inference"
+            weights: dict[int, torch.Tensor] = {}
+            ref = _Step(model, args, kwargs, train, params, weights)
+            ref_out = [t.detach().clone() for t in _tensors(ref())]
+            ref_grads = ref.grads()
+            ref.zero()
+            live: list[tuple[VariantResult, _Step, float]] = []
+            for variant, factory in _variants(model, inputs, backends, fxlint.rewrite):
+                say(f"{name}: building {variant} ({what})")
+                r = VariantResult(model=name, variant=variant, mode=mode)
+                results.append(r)
+                try:
+                    fn, r.rewrites = factory()
+                    step = _Step(fn, args, kwargs, train, params, weights)
+                    t0 = time.perf_counter()
+                    out = [t.detach().clone() for t in _tensors(step())]  # compiles, for compiled variants
+                    first_s = time.perf_counter() - t0
+                    grads = step.grads()
+                    step.zero()
+                    r.max_out_diff, ok_out = _max_diff(out, ref_out)
+                    ok_grad = True
+                    if train:
+                        r.max_grad_diff, ok_grad = _max_diff(grads, ref_grads)
+                    r.correct = ok_out and ok_grad
+                    live.append((r, step, first_s))
+                except Exception as exc:  # noqa: BLE001 - one broken variant must not hide the others
+                    r.error = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}"
+                    r.correct = False
+            if not live:
+                continue
+            say(f"{name}: timing {len(live)} variants ({what}), {rounds} interleaved rounds")
+            measured = _time_interleaved([st for _, st, _ in live], min_run_time * len(live), rounds)
+            by_variant = {r.variant: m for (r, _, _), m in zip(live, measured)}
+            for (r, step, first_s), ms in zip(live, measured):
+                times = [t for m in ms for t in m.times]
+                q = statistics.quantiles(times, n=4) if len(times) > 1 else [times[0]] * 3
+                r.median_s, r.iqr_s, r.runs = statistics.median(times), q[2] - q[0], len(times)
+                base = by_variant.get(r.backend)
+                r.ratio = _ratio(base, ms) if base is not None else None
+                if r.variant.startswith("inductor"):
+                    r.compile_s = max(first_s - r.median_s, 0.0)
+                try:
+                    say(f"{name}: auditing {r.variant} ({what})")
+                    r.copied_bytes = _copied_bytes(step.fn, args, kwargs, train, attribute=r.backend == "eager")
+                    r.peak_bytes = _peak_bytes(step)
+                except Exception as exc:  # noqa: BLE001
+                    r.error = f"audit failed: {type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}"
+    return results
+
+
+def run(models: list[tuple[str, nn.Module, Any]], *, modes: Iterable[str], backends: Iterable[str],
+        min_run_time: float = 1.0, rounds: int = 5, say: Callable[[str], None] | None = None) -> BenchResult:
+    result = BenchResult(machine=machine())
+    modes = list(modes)
+    for i, (name, model, inputs) in enumerate(models, 1):
+        (say or (lambda m: print(m, file=sys.stderr, flush=True)))(f"[{i}/{len(models)}] {name}")
+        result.results.extend(bench_model(name, model, inputs, modes=modes, backends=backends,
+                                          min_run_time=min_run_time, rounds=rounds, say=say))
+    return result
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _fmt_time(s: float | None) -> str:
+    if s is None:
+        return "-"
+    return f"{s * 1e3:.3f} ms" if s < 1 else f"{s:.2f} s"
+
+
+def render_table(result: BenchResult, *, color: bool | None = None) -> str:
+    from tabulate import tabulate
+
+    from ..tensorinfo import human_bytes
+
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR") if color is None else color
+    rows = []
+    for r in result.results:
+        status = "ok" if r.correct and not r.error else ("FAILED: " + (r.error or "results differ"))
+        if color:
+            status = f"{GREEN if status == 'ok' else RED}{status}{RESET}"
+        spread = f"±{100 * r.iqr_s / r.median_s:.0f}%" if r.median_s and r.iqr_s is not None else "-"
+        rows.append([
+            r.model, r.mode, r.variant, _fmt_time(r.median_s), spread,
+            f"{r.ratio:.2f}x" if r.ratio else "-",
+            human_bytes(r.copied_bytes) if r.copied_bytes is not None else "-",
+            human_bytes(r.peak_bytes) if r.peak_bytes is not None else "-",
+            f"{r.compile_s:.1f} s" if r.compile_s is not None else "-",
+            "-" if r.max_out_diff is None else f"{r.max_out_diff:.1e}",
+            "-" if r.max_grad_diff is None else f"{r.max_grad_diff:.1e}",
+            status,
+        ])
+    m = result.machine
+    head = (f"machine: {m['cpu']}, {m['threads']} threads, torch {m['torch']}"
+            + (f", GPU {m['cuda']}" if m.get("cuda") else ""))
+    table = tabulate(rows, headers=["model", "mode", "variant", "median", "IQR", "speed vs orig", "copied/call",
+                                    "peak mem", "compile", "max out diff", "max grad diff", "check"],
+                     tablefmt="github")
+    return head + "\n\n" + table
+
+
+def plot(result: BenchResult, path: str) -> None:
+    """Two panels: speed ratio and copied bytes per model and variant."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = sorted({(r.model, r.mode) for r in result.results})
+    variants = [v for v in VARIANTS if any(r.variant == v for r in result.results)]
+    fig, axes = plt.subplots(2, 1, figsize=(max(8, 1.4 * len(keys) * len(variants) / 2), 8), constrained_layout=True)
+    width = 0.8 / max(1, len(variants))
+    for vi, v in enumerate(variants):
+        ratios, copied = [], []
+        for k in keys:
+            r = next((x for x in result.results if (x.model, x.mode) == k and x.variant == v), None)
+            ratios.append(r.ratio if r and r.ratio and r.correct else 0.0)
+            copied.append((r.copied_bytes or 0) / 1e6 if r else 0.0)
+        xs = [i + vi * width for i in range(len(keys))]
+        axes[0].bar(xs, ratios, width, label=v)
+        axes[1].bar(xs, copied, width, label=v)
+    labels = [f"{m}\n{mode}" for m, mode in keys]
+    for ax in axes:
+        ax.set_xticks([i + width * (len(variants) - 1) / 2 for i in range(len(keys))])
+        ax.set_xticklabels(labels, fontsize=8)
+        ax.legend(fontsize=8)
+    axes[0].axhline(1.0, color="grey", lw=0.8, ls="--")
+    axes[0].set_ylabel("speed vs original, same backend (x)")
+    axes[0].set_title("fxlint bench: speed ratio (higher is faster; 0 = failed or not measured)")
+    axes[1].set_ylabel("bytes copied per call (MB, audit)")
+    axes[1].set_title("copied bytes per call")
+    m = result.machine
+    fig.suptitle(f"{m['cpu']}, {m['threads']} threads, torch {m['torch']}", fontsize=9)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+

@@ -1,0 +1,116 @@
+"""`fxlint bench` runs on a tiny model and writes valid JSON and a PNG (not a timed test)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import fxlint
+from fxlint.cli import main
+
+TINY = """
+import torch
+import torch.nn as nn
+
+
+class Tiny(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.lin(x)[:, [0, 2, 4, 6]]
+
+
+def make():
+    torch.manual_seed(0)
+    return Tiny(), (torch.randn(4, 8),)
+"""
+
+FIELDS = {"model", "variant", "mode", "median_s", "iqr_s", "runs", "ratio", "copied_bytes", "peak_bytes",
+          "compile_s", "max_out_diff", "max_grad_diff", "correct", "rewrites", "error"}
+
+
+def _bench(capsys, path, tmp_path, *extra):
+    out_json, out_png = tmp_path / "b.json", tmp_path / "b.png"
+    code = main(["bench", f"{path}:make", "--min-run-time", "0.05", "--json", str(out_json),
+                 "--plot", str(out_png), *extra])
+    captured = capsys.readouterr()
+    return code, captured, json.loads(out_json.read_text()), out_png
+
+
+def test_bench_eager_both_modes_writes_json_and_png(capsys, write_module, tmp_path):
+    path = write_module(TINY, name="tiny.py")
+    code, cap, data, png = _bench(capsys, path, tmp_path, "--backends", "eager")
+    assert code == 0, cap.err
+    assert {"cpu", "threads", "torch"} <= set(data["machine"])
+    rows = data["results"]
+    assert {(r["variant"], r["mode"]) for r in rows} == {
+        (v, m) for v in ("eager", "eager+rewrite") for m in ("infer", "train")}
+    for r in rows:
+        assert FIELDS <= set(r)
+        assert r["correct"] and r["error"] is None and r["median_s"] > 0 and r["runs"] > 0
+        assert r["max_out_diff"] == 0.0
+    orig = {r["mode"]: r for r in rows if r["variant"] == "eager"}
+    new = {r["mode"]: r for r in rows if r["variant"] == "eager+rewrite"}
+    # the gather (4x4 float32) is gone; the Linear's bias copy (every addmm pays it) stays
+    assert orig["infer"]["copied_bytes"] - new["infer"]["copied_bytes"] == 4 * 4 * 4
+    assert new["infer"]["copied_bytes"] == 4 * 8 * 4
+    assert orig["infer"]["ratio"] == pytest.approx(1.0)
+    assert new["infer"]["rewrites"] and "FXL401" in new["infer"]["rewrites"][0]
+    assert new["train"]["max_grad_diff"] == 0.0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    assert "eager+rewrite" in cap.out and "machine:" in cap.out
+    assert "[1/1]" in cap.err  # progress
+
+
+def test_a_variant_with_wrong_results_is_marked_failed(capsys, write_module, tmp_path, monkeypatch):
+    path = write_module(TINY, name="tiny_wrong.py")
+    real = fxlint.rewrite
+
+    class Wrong:
+        def __init__(self, result):
+            self.applied, self.skipped = result.applied, result.skipped
+            self.module = lambda x: result.module(x) + 1.0
+
+    import fxlint.benchmarks.harness as harness
+
+    monkeypatch.setattr(harness, "_variants", _wrapping(harness._variants, lambda m, i: Wrong(real(m, i))))
+    code, cap, data, _ = _bench(capsys, path, tmp_path, "--backends", "eager", "--mode", "infer")
+    assert code == 1
+    bad = [r for r in data["results"] if not r["correct"]]
+    assert [r["variant"] for r in bad] == ["eager+rewrite"] and bad[0]["max_out_diff"] == pytest.approx(1.0)
+    assert "FAILED" in cap.out
+
+
+def _wrapping(variants, rewrite_fn):
+    def patched(model, inputs, backends, _rewrite):
+        return variants(model, inputs, backends, rewrite_fn)
+
+    return patched
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--backends", "tpu"], "--backends takes eager"),
+    (["--plot", "chart.svg"], "needs a .png"),
+    ([], "needs example inputs"),
+])
+def test_bench_bad_input(capsys, write_module, argv, needle):
+    path = write_module("import torch.nn as nn\nclass M(nn.Module):\n    def forward(self, x):\n        return x\n",
+                        name="noinputs.py")
+    code = main(["bench", f"{path}:M", *argv] if argv != [] else ["bench", f"{path}:M"])
+    err = capsys.readouterr().err
+    assert code == 2 and needle in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.inductor
+def test_bench_with_inductor(capsys, write_module, tmp_path):
+    path = write_module(TINY, name="tiny_inductor.py")
+    code, cap, data, _ = _bench(capsys, path, tmp_path, "--mode", "infer")
+    assert code == 0, cap.err
+    rows = {r["variant"]: r for r in data["results"]}
+    assert set(rows) == {"eager", "eager+rewrite", "inductor", "inductor+rewrite"}
+    assert rows["inductor"]["compile_s"] > 0 and rows["inductor+rewrite"]["correct"]
+    assert torch.isfinite(torch.tensor(rows["inductor+rewrite"]["ratio"]))
