@@ -39,9 +39,32 @@ def _ran(f: Finding, audit: AuditReport) -> bool:
     return bool(f.node) and f.node in audit.nodes_run
 
 
+def _match_sizes(sizes: list[int], cands: list[CopyEvent]) -> list[CopyEvent] | None:
+    """One candidate copy per predicted size (a finding may stand for several copy events,
+    e.g. one per batch), or None when some predicted copy did not run."""
+    pool = list(cands)
+    picked: list[CopyEvent] = []
+    for size in sorted(sizes, reverse=True):
+        hit = next((c for c in pool if c.bytes == size), None)
+        if hit is None:
+            return None
+        pool.remove(hit)
+        picked.append(hit)
+    return picked
+
+
 def match(f: Finding, audit: AuditReport) -> tuple[str, list[CopyEvent]]:
-    """The status of one finding and the runtime copies that back it."""
+    """The status of one finding and the runtime copies that back it.
+
+    A finding may list the individual copies it predicts in ``details["copy_sizes"]``
+    (bytes of each copy event); it is confirmed when each of them ran on its line.
+    """
     cands = _candidates(f, audit)
+    sizes = f.details.get("copy_sizes") if f.details else None
+    if sizes and len(sizes) > 1:
+        picked = _match_sizes(list(sizes), cands)
+        if picked:
+            return CONFIRMED, picked
     if f.bytes is None:
         hits = [c for c in cands if c.avoidable]
     else:
