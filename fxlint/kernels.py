@@ -95,6 +95,8 @@ __all__ = [
     "predict_softmax",
     "suggest_memory_format",
     "view_strides",
+    "predict_conv_node",
+    "is_channels_last_dense",
     "KERNEL_OPS",
 ]
 
@@ -534,8 +536,8 @@ def _copy(operand: str, t: _L, op: str, reason: str, why: str, phase: str = "for
                       reason=reason, why=why, count=count, avoidable=avoidable)
 
 
-_BLAS_WHY = ("BLAS takes a matrix only row- or column-major (one stride 1, the other at least the row length); "
-             "strides {st} are neither")
+_BLAS_WHY = ("BLAS takes a matrix only row- or column-major (one stride 1, the other at least the row length), "
+             "which this layout is not")
 
 
 def _mm_copies(a: _L, b: _L, names: tuple[str, str]) -> list[KernelCopy]:
@@ -616,6 +618,9 @@ def _bmm_cpu(b1: _L, b2: _L, names: tuple[str, str], env: Env, kernel: str = "bm
     if _eq(bs * m * n, 0) or _eq(k, 0):
         return "bmm: empty", []
     dtype = b1.dtype
+    if _onednn_plain(b1) and _onednn_plain(b2):
+        # contiguous, or transposed in the last two dims: every bmm path takes them as they are
+        return f"{kernel}: dense operands (no copy on any path)", []
     heur = env.mkldnn and _gt(m, 0) and _gt(k, 0) and _gt(n, 0)
     if heur:
         usable = _onednn_matmul_usable(dtype, bs * m * k * n, env)
@@ -627,8 +632,7 @@ def _bmm_cpu(b1: _L, b2: _L, names: tuple[str, str], env: Env, kernel: str = "bm
                 if not _onednn_plain(t):
                     copies.append(_copy(name, t, "aten::contiguous", "onednn-layout",
                                         f"{_dtname(dtype)} {kernel} on this CPU runs in oneDNN, which takes each "
-                                        f"batch only contiguous or transposed in the last two dims; strides "
-                                        f"{_fmt(t.stride)} are neither"))
+                                        "batch only contiguous or transposed in the last two dims"))
             return f"{kernel}: oneDNN matmul", copies
     if not _ge(k * m * n, 400):
         return f"{kernel}: naive loop (m*k*n < 400), any strides", []
@@ -647,8 +651,8 @@ def _bmm_cpu(b1: _L, b2: _L, names: tuple[str, str], env: Env, kernel: str = "bm
             raise _Undecided("batch count")
         whole = b1 if name == names[0] else b2
         copies.append(_copy(name, whole, "aten::clone", "blas-layout",
-                            f"{kernel} falls back to one gemm per batch and BLAS takes a matrix only row- or "
-                            f"column-major; per-batch strides {_fmt(t.stride)} are neither", count=bs))
+                            f"{kernel} falls back to one gemm per batch, and BLAS takes a matrix only row- or "
+                            f"column-major, which each batch (strides {_fmt(t.stride)}) is not", count=bs))
     return f"{kernel}: gemm per batch", copies
 
 
@@ -689,7 +693,7 @@ def _mv_cpu(mat: _L, vec: _L, names: tuple[str, str], env: Env) -> list[KernelCo
         if not _onednn_plain(mat):
             out.append(_copy(names[0], mat, "aten::contiguous", "onednn-layout",
                              f"{_dtname(mat.dtype)} mv on this CPU runs in oneDNN, which takes the matrix only "
-                             f"contiguous or transposed; strides {_fmt(mat.stride)} are neither"))
+                             "contiguous or transposed"))
         col = vec.unsqueeze(1)
         if not _onednn_plain(col):
             out.append(_copy(names[1], vec, "aten::contiguous", "onednn-layout",
@@ -705,7 +709,7 @@ def _mv_cpu(mat: _L, vec: _L, names: tuple[str, str], env: Env) -> list[KernelCo
     if _eq(st[1], 1) and lda_ok(K, M, st[0]):
         return []
     return [_copy(names[0], mat, "aten::contiguous", "gemv-layout",
-                  f"gemv takes a matrix only row- or column-major; strides {_fmt(st)} are neither")]
+                  "gemv takes a matrix only row- or column-major, which this layout is not")]
 
 
 def predict_mv(mat: TensorInfo, vec: TensorInfo, *, env: Env | None = None) -> KernelPrediction | None:
@@ -778,7 +782,7 @@ def _matmul_cpu(t1: _L, t2: _L, names: tuple[str, str], env: Env, cpu: bool) -> 
                                 + ("mm" if small.ndim == 2 else "mv")
                                 + (" (it always does when the other operand requires grad, to keep the "
                                    "weight gradient small)" if forced else "")
-                                + f", and strides {_fmt(big.stride)} cannot be folded without a copy"))
+                                + ", and this layout's leading dims do not merge without a copy"))
         if not cpu:
             return None
         if small.ndim == 2:
@@ -841,8 +845,8 @@ def _batch_copy(name: str, orig: _L, own: Sequence[Dim], batch: Sequence[Dim], e
         why = (f"matmul broadcasts the batch dims {_fmt(tuple(own))} to {_fmt(tuple(batch))} and must flatten "
                "them into one for bmm, which materialises the broadcast")
         return _copy(name, expanded, "aten::clone", "broadcast", why)
-    why = (f"matmul flattens the batch dims {_fmt(tuple(batch))} into one for bmm, and strides "
-           f"{_fmt(orig.stride)} cannot be flattened without a copy")
+    why = (f"matmul flattens the batch dims {_fmt(tuple(batch))} into one for bmm, which this layout does not "
+           "allow without a copy")
     return _copy(name, expanded, "aten::clone", "batch-fold", why)
 
 
@@ -875,7 +879,15 @@ def predict_matmul(a: TensorInfo, b: TensorInfo, *, grad: bool = False,
             copies = copies + _mm_backward(la, lb, ("a", "b"), grad)
     except _Undecided:
         return None
-    return KernelPrediction("matmul", path, tuple(copies), backward_known=not grad or (la.ndim == 2 and lb.ndim == 2))
+    return KernelPrediction("matmul", path, tuple(copies), backward_known=_matmul_backward_known(la, lb, copies, grad))
+
+
+def _matmul_backward_known(la: _L, lb: _L, copies: Sequence[KernelCopy], grad: bool) -> bool:
+    """N-D matmul saves the operands it reshaped: when its only copies are those reshapes (or none),
+    the backward multiplies contiguous or BLAS-ready tensors and copies nothing at this line."""
+    if not grad or (la.ndim == 2 and lb.ndim == 2):
+        return True
+    return all(c.reason in ("batch-fold", "fold-grad", "broadcast") for c in copies)
 
 
 def _composite_only(la: _L, lb: _L, env: Env) -> KernelPrediction | None:
@@ -1051,10 +1063,9 @@ def predict_conv(x: TensorInfo, weight: TensorInfo, *, output: TensorInfo | None
         fmt_name = {CONTIGUOUS: "contiguous (NCHW)" if nd == 4 else "contiguous (NCDHW)",
                     CHANNELS_LAST: "channels_last", CHANNELS_LAST_3D: "channels_last_3d"}[fmt]
         if not lx.is_contiguous_as(fmt):
-            accepts = "contiguous or channels_last" if (mkldnn or nd == 4) and lx.dtype != torch.float64 \
+            accepts = f"contiguous or {cl}" if (mkldnn or nd == 4) and lx.dtype != torch.float64 \
                 else "only contiguous input"
-            why = (f"{kernel} runs {backend} in {fmt_name} layout here and takes {accepts}; the input's strides "
-                   f"{_fmt(orig_x.stride)} are {'not ' + fmt_name if fmt != CONTIGUOUS else 'not contiguous'}")
+            why = (f"{kernel} runs {backend} in {fmt_name} layout here and takes {accepts}, which this layout is not")
             copies.append(_copy("input", orig_x, "aten::contiguous", "conv-input", why))
             if grad:
                 copies.append(_copy("input", orig_x, "aten::contiguous", "conv-input",
@@ -1138,8 +1149,7 @@ def predict_norm(kind: str, x: TensorInfo, *, grad: bool = False, training: bool
         if kind in ("layer_norm", "instance_norm"):
             if not lx.is_contiguous():
                 copies.append(_copy("input", lx, "aten::contiguous", "norm-input",
-                                    f"{kind} works on contiguous rows and makes a non-contiguous input "
-                                    f"contiguous (strides {_fmt(lx.stride)})"))
+                                    f"{kind} works on contiguous rows and makes a non-contiguous input contiguous"))
                 if grad and kind == "layer_norm":
                     copies.append(_copy("input", lx, "aten::contiguous", "norm-input",
                                         "the backward makes the saved input contiguous again", phase="backward"))
@@ -1149,8 +1159,8 @@ def predict_norm(kind: str, x: TensorInfo, *, grad: bool = False, training: bool
             fmt = _suggest(lx)
             if not lx.is_contiguous_as(fmt):
                 copies.append(_copy("input", lx, "aten::contiguous", "norm-input",
-                                    "group_norm on CPU takes contiguous or channels_last input; strides "
-                                    f"{_fmt(lx.stride)} are neither"))
+                                    "group_norm on CPU takes contiguous or channels_last input, which this layout "
+                                    "is not"))
             return KernelPrediction(kind, f"group_norm: {fmt}", tuple(copies))
         if kind == "batch_norm":
             if lx.dtype == torch.float32 or lx.dtype == torch.float64:
@@ -1203,8 +1213,7 @@ def _rms_norm(lx: _L, has_weight: bool = True) -> KernelPrediction:
     res = up.with_(up.shape, _iter_output_strides(up.shape, [up, rs]))
     if not res.is_contiguous_as(_suggest(res)):
         copies.append(_copy("input", up, "aten::contiguous", "norm-input",
-                            f"rms_norm's elementwise result follows the input's layout (strides {_fmt(lx.stride)}) "
-                            "and is then made contiguous"))
+                            "rms_norm's elementwise result follows the input's layout and is then made contiguous"))
     if reduced and has_weight:
         copies.append(_copy("weight", lx, "aten::_to_copy", "dtype-upcast", "rms_norm upcasts the weight",
                             nbytes=lx.shape[-1] * 4, avoidable=False))
@@ -1302,7 +1311,7 @@ def predict_softmax(x: TensorInfo, *, kind: str = "softmax", env: Env | None = N
         copies = []
         if not lx.is_contiguous():
             copies.append(_copy("input", lx, "aten::contiguous", "softmax-input",
-                                f"the CPU {kind} kernel makes its input contiguous; strides {_fmt(lx.stride)} are not"))
+                                f"the CPU {kind} kernel makes its input contiguous"))
     except _Undecided:
         return None
     return KernelPrediction(kind, f"{kind}: contiguous kernel", tuple(copies))
@@ -1357,15 +1366,7 @@ def predict(node: Any, env: Env | None = None) -> KernelPrediction | None:
             has_bias = bias is not None if args.get("weight") is not None else bool(args.get("has_bias", True))
             return predict_linear(x, w, bias, has_bias=has_bias, grad=_needs_grad(node, x, w, bias), env=env)
         if op == "conv":
-            x = _ti(args.get("input"))
-            w = args.get("weight_info")
-            if x is None or not isinstance(w, TensorInfo):
-                return None
-            return predict_conv(
-                x, w, output=node.tensor, has_bias=bool(args.get("has_bias", True)),
-                transposed=bool(args.get("transposed")), groups=args.get("groups", 1),
-                stride=args.get("stride"), dilation=args.get("dilation"), output_padding=args.get("output_padding"),
-                grad=_needs_grad(node, x, w), weight_grad=w.requires_grad and bool(node.grad_enabled), env=env)
+            return predict_conv_node(node, env=env)
         if op in ("layer_norm", "group_norm", "instance_norm", "rms_norm", "batch_norm"):
             x = _ti(args.get("input"))
             if x is None:
@@ -1380,3 +1381,30 @@ def predict(node: Any, env: Env | None = None) -> KernelPrediction | None:
         return None
     return None
 
+
+
+def predict_conv_node(node: Any, x: TensorInfo | None = None, env: Env | None = None) -> KernelPrediction | None:
+    """The prediction for a canonical ``conv`` node, optionally as if its input were ``x``."""
+    args = node.args
+    x = x if x is not None else _ti(args.get("input"))
+    w = args.get("weight_info")
+    if x is None or not isinstance(w, TensorInfo):
+        return None
+    return predict_conv(
+        x, w, output=node.tensor, has_bias=bool(args.get("has_bias", True)),
+        transposed=bool(args.get("transposed")), groups=args.get("groups", 1),
+        stride=args.get("stride"), dilation=args.get("dilation"), output_padding=args.get("output_padding"),
+        grad=_needs_grad(node, x, w), weight_grad=w.requires_grad and bool(node.grad_enabled), env=env)
+
+
+def is_channels_last_dense(t: TensorInfo) -> str | None:
+    """``channels_last``/``channels_last_3d`` when ``t`` is exactly that dense layout (and not also
+    contiguous), else None (also when symbols decide it)."""
+    try:
+        lt = _L.of(t)
+        fmt = _suggest(lt)
+        if fmt != CONTIGUOUS and lt.is_contiguous_as(fmt) and not lt.is_contiguous():
+            return fmt
+    except _Undecided:
+        return None
+    return None

@@ -4,10 +4,12 @@ and how to turn a kernel prediction's copies into hit details."""
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Iterable, Sequence
 
 from ..canon import CanonNode
 from ..kernels import KernelCopy
+from ..source import source_line
 from ..tensorinfo import Dim, TensorInfo, human_bytes, known
 from ._util import operand_name
 
@@ -81,19 +83,53 @@ def _step_text(n: CanonNode) -> str:
     return f".{op}(...)"
 
 
-def origin(node: CanonNode | None, max_steps: int = 4) -> str:
-    """How the operand was made, e.g. ``x.permute(0, 2, 1, 3)`` or ``linear.view(2, 16, 4, 8).transpose(1, 2)``."""
+_ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
+_DYNAMO_INPUT = re.compile(r"^L\['(\w+)'\]$")
+
+
+def _assigned_name(n: CanonNode, consumer: CanonNode | None) -> str | None:
+    """The variable the user assigned ``n`` to (``q = ...view(...).transpose(1, 2)``), when ``n`` is
+    the value of that statement and the statement is not the consumer's own line."""
+    loc = n.location
+    if loc is None or (consumer is not None and consumer.location is not None
+                       and (consumer.location.file, consumer.location.line) == (loc.file, loc.line)):
+        return None
+    code = loc.code or source_line(loc.file, loc.line) or ""
+    m = _ASSIGN.match(code)
+    if not m:
+        return None
+    if any(u.location is not None and (u.location.file, u.location.line) == (loc.file, loc.line) for u in n.users):
+        return None  # an intermediate value of the statement, not what was assigned
+    return m.group(1)
+
+
+def name_of(node: CanonNode) -> str:
+    name = operand_name(node)
+    m = _DYNAMO_INPUT.match(name)
+    return m.group(1) if m else name
+
+
+def origin(node: CanonNode | None, consumer: CanonNode | None = None, max_steps: int = 4) -> str:
+    """How the operand was made, in the user's names where we can: ``k.transpose(-2, -1)``,
+    ``x.permute(1, 0, 2)``, ``linear.view(2, 16, 4, 8).transpose(1, 2)``."""
     if node is None:
         return "the operand"
     steps: list[str] = []
     cur = node
-    while cur.op in _VIEW_CHAIN and cur.input is not None and len(steps) < max_steps:
-        steps.append(_step_text(cur))
-        cur = cur.input
-    if cur.kind in ("input", "parameter", "buffer", "constant"):
-        base = operand_name(cur)
-    else:
+    while True:
+        if cur.kind in ("input", "parameter", "buffer", "constant"):
+            base = name_of(cur)
+            break
+        assigned = _assigned_name(cur, consumer)
+        if assigned is not None:
+            base = assigned
+            break
+        if cur.op in _VIEW_CHAIN and cur.input is not None and len(steps) < max_steps:
+            steps.append(_step_text(cur))
+            cur = cur.input
+            continue
         base = cur.op if cur.op and cur.op.isidentifier() else cur.name
+        break
     return base + "".join(reversed(steps))
 
 
@@ -107,9 +143,14 @@ def made_by_permute(node: CanonNode | None) -> CanonNode | None:
     return None
 
 
-def where(node: CanonNode | None) -> str | None:
-    """``file:line`` of the user's line that made ``node``."""
-    if node is None or node.location is None:
+def where(node: CanonNode | None, consumer: CanonNode | None = None) -> str | None:
+    """``file:line`` of the user's line that made ``node`` (through views on the consumer's own line,
+    e.g. ``k.transpose(-2, -1)`` written inside the matmul)."""
+    while (node is not None and consumer is not None and node.op in _VIEW_CHAIN and node.input is not None
+           and node.location is not None and consumer.location is not None
+           and (node.location.file, node.location.line) == (consumer.location.file, consumer.location.line)):
+        node = node.input
+    if node is None or node.location is None or node.kind != "op":
         return None
     path = node.location.file
     try:
@@ -120,17 +161,19 @@ def where(node: CanonNode | None) -> str | None:
     return f"{path}:{node.location.line}"
 
 
-def details(copies: Sequence[KernelCopy], backward: Sequence[KernelCopy], **extra: Any) -> dict[str, Any]:
+def details(copies: Sequence[KernelCopy], backward: Sequence[KernelCopy] | None, **extra: Any) -> dict[str, Any]:
+    """Hit details: the size of each predicted copy event (for the runtime cross-check), the
+    backward bytes (None when the backward is not modelled for this path)."""
     out: dict[str, Any] = {
         "copy_sizes": copy_sizes(copies),
-        "backward_bytes": known(total(backward)) if backward else 0,
+        "backward_bytes": None if backward is None else (known(total(backward)) if backward else 0),
         "reasons": sorted({c.reason for c in copies}),
     }
     out.update(extra)
     return out
 
 
-def backward_clause(backward: Sequence[KernelCopy]) -> str:
+def backward_clause(backward: Sequence[KernelCopy] | None) -> str:
     if not backward:
         return ""
     return f", and again in backward ({bytes_text(total(backward))} more per training step)"

@@ -99,7 +99,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
                 (x.operand for x in fwd if x.reason in ("fold-grad", "batch-fold")), "b")
             groups[key].append(c)
         for operand, copies in groups.items():
-            yield _hit(node, operand, copies, pred.backward(operand), pred.path)
+            yield _hit(node, operand, copies, pred.backward(operand) if pred.backward_known else None, pred.path)
 
 
 def _operand(node: CanonNode, operand: str) -> CanonNode | None:
@@ -107,12 +107,13 @@ def _operand(node: CanonNode, operand: str) -> CanonNode | None:
     return x if isinstance(x, CanonNode) else None
 
 
-def _hit(node: CanonNode, operand: str, copies: list[KernelCopy], backward: list[KernelCopy], path: str) -> Hit:
+def _hit(node: CanonNode, operand: str, copies: list[KernelCopy], backward: list[KernelCopy] | None,
+         path: str) -> Hit:
     kernel = "F.linear" if node.op == "linear" else ("@" if node.op == "matmul" else f"torch.{node.op}")
     op_node = _operand(node, operand)
     t = op_node.tensor if op_node is not None else (node.args.get("weight_info") if operand == "weight" else None)
     role = _ROLES.get(node.op, {}).get(operand, operand)
-    who = f"its {role} {origin(op_node)}" if op_node is not None else f"its {role}"
+    who = f"its {role} {origin(op_node, node)}" if op_node is not None else f"its {role}"
     nbytes = total(copies)
     main = next((c for c in copies if c.operand != "output"), copies[0])
     extra = ""
@@ -127,7 +128,7 @@ def _hit(node: CanonNode, operand: str, copies: list[KernelCopy], backward: list
 
 
 def _fix(node: CanonNode, operand: str, op_node: CanonNode | None, reason: str) -> str:
-    made = where(op_node) if op_node is not None and op_node.kind == "op" else None
+    made = where(op_node, node)
     at = f" (it is made at {made})" if made else ""
     if reason == "fold-grad":
         perm = made_by_permute(op_node)
