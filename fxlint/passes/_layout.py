@@ -32,14 +32,17 @@ def total(copies: Iterable[KernelCopy]) -> Dim:
     return out
 
 
-def copy_sizes(copies: Iterable[KernelCopy]) -> list[int] | None:
-    """The size of every runtime copy event the copies stand for (None when a size is symbolic)."""
+def copy_sizes(copies: Iterable[KernelCopy], limit: int = 64) -> list[int] | None:
+    """The size of every runtime copy event the copies stand for (None when a size is symbolic, or
+    when there are more than ``limit`` events - then the cross-check compares the line's total)."""
     sizes: list[int] = []
     for c in copies:
         each = known(c.each)
         if each is None:
             return None
         sizes.extend([each] * c.count)
+        if len(sizes) > limit:
+            return None
     return sizes
 
 

@@ -93,6 +93,10 @@ def _to_contiguous(node: CanonNode) -> bool:
     if node.op == "clone":
         return mf == torch.contiguous_format
     if node.op == "to":
-        return mf == torch.contiguous_format and node.args.get("dtype") in (None, getattr(node.input, "tensor", None)
-                                                                             and node.input.tensor.dtype)
+        x = node.input.tensor if node.input is not None else None
+        if x is None or mf != torch.contiguous_format:
+            return False
+        dtype, device = node.args.get("dtype"), node.args.get("device")
+        same_device = device is None or (isinstance(device, (str, torch.device)) and torch.device(device) == x.device)
+        return (dtype is None or dtype == x.dtype) and same_device
     return False
