@@ -70,7 +70,7 @@ another layout can add a conversion the model does not count.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Iterable, Sequence
 
@@ -519,6 +519,14 @@ def _onednn_plain(t: _L) -> bool:
     return _eq(st[0], s[1] * s[2]) and _eq(st[1], 1) and _eq(st[2], s[1])
 
 
+def _exactly_dense(t: _L) -> bool:
+    """(B, M, K) with the canonical strides of a contiguous tensor or of a last-two-dims transpose
+    of one, size-1 dims included."""
+    s, st = t.shape, t.stride
+    batch = s[1] * s[2]
+    return _eq(st[0], batch) and ((_eq(st[2], 1) and _eq(st[1], s[2])) or (_eq(st[1], 1) and _eq(st[2], s[1])))
+
+
 def _onednn_matmul_usable(dtype: torch.dtype, work: Dim, env: Env) -> bool | None:
     """use_mkldnn_matmul for reduced precision (checksize: the product of the sizes > 16**3)."""
     if not env.mkldnn:
@@ -543,7 +551,7 @@ _BLAS_WHY = ("BLAS takes a matrix only row- or column-major (one stride 1, the o
 def _mm_copies(a: _L, b: _L, names: tuple[str, str]) -> list[KernelCopy]:
     out = []
     for name, t in _addmm_cpu(a, b, names):
-        out.append(_copy(name, t, "aten::clone", "blas-layout", _BLAS_WHY.format(st=_fmt(t.stride))))
+        out.append(_copy(name, t, "aten::clone", "blas-layout", _BLAS_WHY))
     return out
 
 
@@ -618,8 +626,9 @@ def _bmm_cpu(b1: _L, b2: _L, names: tuple[str, str], env: Env, kernel: str = "bm
     if _eq(bs * m * n, 0) or _eq(k, 0):
         return "bmm: empty", []
     dtype = b1.dtype
-    if _onednn_plain(b1) and _onednn_plain(b2):
-        # contiguous, or transposed in the last two dims: every bmm path takes them as they are
+    if _exactly_dense(b1) and _exactly_dense(b2):
+        # row-major or a transpose of it, with canonical strides: every bmm path takes them as they are
+        # (decided without choosing the path, so symbolic sizes need not decide it)
         return f"{kernel}: dense operands (no copy on any path)", []
     heur = env.mkldnn and _gt(m, 0) and _gt(k, 0) and _gt(n, 0)
     if heur:
@@ -786,11 +795,8 @@ def _matmul_cpu(t1: _L, t2: _L, names: tuple[str, str], env: Env, cpu: bool) -> 
         if not cpu:
             return None
         if small.ndim == 2:
-            inner = _addmm_cpu(t1f, small, (big_name, small_name))
-            for name, t in inner:
-                whole = big if name == big_name else small
-                copies.append(_copy(name, whole if name != big_name else t1f, "aten::clone", "blas-layout",
-                                    _BLAS_WHY.format(st=_fmt(t.stride))))
+            for name, t in _addmm_cpu(t1f, small, (big_name, small_name)):
+                copies.append(_copy(name, t, "aten::clone", "blas-layout", _BLAS_WHY))
             if transpose:
                 out_shape = tuple(lead) + (small.shape[1],)
                 out = t1f.contiguous_copy(out_shape).mT()
@@ -871,7 +877,7 @@ def predict_matmul(a: TensorInfo, b: TensorInfo, *, grad: bool = False,
         la, lb = _L.of(a), _L.of(b)
         res = _matmul_cpu(la, lb, ("a", "b"), env, cpu)
         if res is None and not cpu:
-            return _composite_only(la, lb, env)
+            return _composite_only(la, lb)
         if res is None:
             return None
         path, copies = res
@@ -890,9 +896,8 @@ def _matmul_backward_known(la: _L, lb: _L, copies: Sequence[KernelCopy], grad: b
     return all(c.reason in ("batch-fold", "fold-grad", "broadcast") for c in copies)
 
 
-def _composite_only(la: _L, lb: _L, env: Env) -> KernelPrediction | None:
+def _composite_only(la: _L, lb: _L) -> KernelPrediction | None:
     """Off the CPU: only matmul's composite reshape copies are known (they run on every device)."""
-    copies: list[KernelCopy] = []
     try:
         res = _matmul_composite(la, lb)
     except _Undecided:
@@ -961,8 +966,7 @@ def predict_linear(x: TensorInfo, weight: TensorInfo, bias: TensorInfo | None, *
             copies = [_copy("bias", out, "aten::copy_", "bias-init",
                             "addmm copies the bias into the output before the BLAS call", avoidable=False)]
             for name, t in _addmm_cpu(flat, wt, names):
-                copies.append(_copy(name, lx if name == "input" else lw, "aten::clone", "blas-layout",
-                                    _BLAS_WHY.format(st=_fmt(t.stride))))
+                copies.append(_copy(name, lx if name == "input" else lw, "aten::clone", "blas-layout", _BLAS_WHY))
             path = "linear: addmm" if lx.ndim == 2 else "linear: flattened to addmm"
             return KernelPrediction("linear", path, tuple(copies), backward_known=not grad)
         res = _matmul_cpu(lx, wt, names, env, cpu)

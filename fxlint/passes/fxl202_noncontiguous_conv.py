@@ -55,7 +55,7 @@ from typing import Iterator
 
 from ..canon import CanonNode, GraphView
 from ..findings import Severity
-from ..kernels import CONTIGUOUS, KernelCopy, KernelPrediction, predict, suggest_memory_format
+from ..kernels import CONTIGUOUS, KernelCopy, KernelPrediction, predict
 from ..registry import Hit, RuleContext, rule
 from ._layout import backward_clause, bytes_text, details, origin, shape_text, strides_text, total, where
 
