@@ -9,6 +9,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import fxlint
+from fxlint.kernels import Env
 from fxlint.runtime.oracle import check
 from tests.conftest import line_of
 
@@ -224,3 +225,27 @@ def test_dynamic_shapes_do_not_crash_and_keep_a_formula():
     found = [f for f in session.findings if f.code == "FXL201"]
     assert len(found) == 2
     assert all(f.bytes is None and f.bytes_expr for f in found)
+
+
+def bf16_keys_shared_across_batch(q, k):
+    return torch.bmm(q, k.expand(q.shape[0], -1, -1))  # bf16 bmm on an expanded batch
+
+
+@pytest.mark.skipif(not Env.current().mkldnn_bf16, reason="needs oneDNN bfloat16 kernels")
+def test_bfloat16_bmm_copies_an_expanded_batch_that_float32_takes_as_is():
+    q, k = torch.randn(4, 32, 16), torch.randn(1, 16, 32)
+    result = check(bf16_keys_shared_across_batch, (q.bfloat16(), k.bfloat16()), select="FXL201")
+    [f] = _fxl201(result.report)
+    assert (f.line, f.bytes) == (_line("# bf16 bmm on an expanded batch"), 4 * 16 * 32 * 2)
+    assert "oneDNN" in f.message
+    result.assert_all_confirmed()
+    assert _fxl201(fxlint.lint(bf16_keys_shared_across_batch, (q, k))) == []
+    assert [c for c in fxlint.audit(bf16_keys_shared_across_batch, (q, k)).copies if c.avoidable] == []
+
+
+def test_bfloat16_attention_copies_the_same_operands():
+    q, k = torch.randn(B, S, H, D).bfloat16(), torch.randn(B, S, H, D).bfloat16()
+    result = check(attention_bshd, (q, k), select="FXL201")
+    assert sorted(f.bytes for f in _fxl201(result.report)) == [q.numel() * 2] * 2
+    result.assert_all_confirmed()
+    result.assert_no_unexplained()

@@ -8,9 +8,9 @@ runtime makes, and no other. ``FXLINT_SWEEP=full`` runs the whole grids
 (33,390 cases, about 7 minutes on two cores).
 
 Documented limitations are asserted here too, so they cannot widen silently:
-the model answers "unknown" only for the paths it declares (oneDNN's own
-reorders of bfloat16/float16 convs in the contiguous layout, the weight
-gradient of dilated channels_last_3d convs).
+for convs the model leaves a part unknown only on the paths it declares
+(oneDNN's own reorders of bfloat16/float16 convs in the contiguous layout, the
+weight gradient of dilated channels_last_3d convs).
 """
 
 from __future__ import annotations
