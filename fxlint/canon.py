@@ -30,10 +30,11 @@ to            input, dtype, device, memory_format, copy (to, _to_copy, type,
 detach        input, inplace (``detach``/``detach_``; ``aten.alias`` is a view)
 data          input (``x.data``)
 mm/bmm/...    a, b (mm, bmm, matmul, mv, dot); addmm/baddbmm: bias, a, b
-linear        input, weight, bias
-conv          input, weight, bias, transposed, groups, weight_info
-layer_norm    input, normalized_shape, weight, bias (also group_norm,
-              batch_norm, instance_norm)
+linear        input, weight, bias (nn.Linear: weight_info, has_bias)
+conv          input, weight, bias, transposed, groups, weight_info, has_bias,
+              stride, padding, dilation, output_padding (one entry per spatial dim)
+layer_norm    input, rest, kwargs (also group_norm, batch_norm, instance_norm,
+              rms_norm); batch_norm also has training (bool, None if unknown)
 softmax       input, dim (also log_softmax)
 factory       kind, device (explicit or None), dtype (arange, zeros, ...)
 grad_region   enabled, returns (export's ``wrap_with_set_grad_enabled``: its
@@ -868,12 +869,15 @@ def _normalise(cn: CanonNode, raw: str, node: fx.Node, b: _Builder) -> None:
     elif raw == "linear":
         mod = _get_submodule(b.gm, str(node.target))
         cn.args = {"input": inp, "weight": None, "bias": None,
-                   "weight_info": TensorInfo.from_tensor(mod.weight) if mod is not None else None}
+                   "weight_info": TensorInfo.from_tensor(mod.weight) if mod is not None else None,
+                   "has_bias": getattr(mod, "bias", None) is not None}
     elif raw in _CONV_NAMES or (raw == "conv" and node.op == "call_module"):
         _normalise_conv(cn, raw, node, inp, b)
     elif raw in _NORM_NAMES or (node.op == "call_module" and raw in _NORM_NAMES.values()):
         cn.op = _NORM_NAMES.get(raw, raw)
         cn.args = {"input": inp, "rest": b.conv(list(node.args[1:])), "kwargs": b.conv(dict(node.kwargs))}
+        if cn.op == "batch_norm":
+            cn.args["training"] = _batch_norm_training(raw, node, b)
     elif raw in _SOFTMAX_NAMES or (node.op == "call_module" and raw in ("softmax", "log_softmax")):
         cn.op = _SOFTMAX_NAMES.get(raw, raw)
         dim = _arg(node, 1, "dim")
@@ -903,6 +907,23 @@ def _normalise(cn: CanonNode, raw: str, node: fx.Node, b: _Builder) -> None:
     else:
         cn.op = raw
         cn.args = {"input": inp, "args": b.conv(list(node.args)), "kwargs": b.conv(dict(node.kwargs))}
+
+
+def _batch_norm_training(raw: str, node: fx.Node, b: _Builder) -> bool | None:
+    """Whether a batch norm normalises with batch statistics (training mode); None when unknown."""
+    if node.op == "call_module":
+        mod = _get_submodule(b.gm, str(node.target))
+        if mod is None:
+            return None
+        return bool(mod.training or not getattr(mod, "track_running_stats", True))
+    if raw == "_native_batch_norm_legit_no_training":
+        return False
+    overload = getattr(node.target, "_overloadname", "")
+    # F.batch_norm, torch.batch_norm, native_batch_norm and _native_batch_norm_legit all take
+    # `training` 6th; the no_stats overload of _native_batch_norm_legit takes it 4th
+    pos = 3 if overload == "no_stats" else 5
+    val = _arg(node, pos, "training")
+    return val if isinstance(val, bool) else None
 
 
 def _perm_dims(raw: str, node: fx.Node, rank: int | None, cn: CanonNode) -> tuple[int, ...] | None:
@@ -1098,20 +1119,57 @@ def _normalise_conv(cn: CanonNode, raw: str, node: fx.Node, inp: CanonNode | Non
             "input": inp, "weight": None, "bias": None,
             "weight_info": TensorInfo.from_tensor(w) if isinstance(w, torch.Tensor) else None,
             "transposed": bool(getattr(mod, "transposed", False)), "groups": getattr(mod, "groups", 1),
+            "has_bias": getattr(mod, "bias", None) is not None,
         }
+        spatial = w.dim() - 2 if isinstance(w, torch.Tensor) else None
+        cn.args.update(_conv_geometry(spatial, getattr(mod, "stride", 1), getattr(mod, "padding", 0),
+                                      getattr(mod, "dilation", 1), getattr(mod, "output_padding", 0)))
         return
     weight = b.conv(_arg(node, 1, "weight"))
+    bias = b.conv(_arg(node, 2, "bias"))
     if raw in ("convolution", "_convolution"):
         transposed = bool(_arg(node, 6, "transposed", default=False))
         groups = _arg(node, 8, "groups", default=1)
+        stride, padding, dilation = _arg(node, 3, "stride", default=1), _arg(node, 4, "padding", default=0), \
+            _arg(node, 5, "dilation", default=1)
+        output_padding = _arg(node, 7, "output_padding", default=0)
     else:
         transposed = raw.startswith("conv_transpose")
-        groups = _arg(node, 6, "groups", default=1) if not transposed else _arg(node, 6, "groups", default=1)
+        groups = _arg(node, 6, "groups", default=1)
+        stride, padding = _arg(node, 3, "stride", default=1), _arg(node, 4, "padding", default=0)
+        if transposed:  # conv_transposeNd(input, weight, bias, stride, padding, output_padding, groups, dilation)
+            output_padding, dilation = _arg(node, 5, "output_padding", default=0), _arg(node, 7, "dilation", default=1)
+        else:  # convNd(input, weight, bias, stride, padding, dilation, groups)
+            output_padding, dilation = 0, _arg(node, 5, "dilation", default=1)
+    winfo = weight.tensor if isinstance(weight, CanonNode) else None
     cn.args = {
-        "input": inp, "weight": weight, "bias": b.conv(_arg(node, 2, "bias")),
-        "weight_info": weight.tensor if isinstance(weight, CanonNode) else None,
+        "input": inp, "weight": weight, "bias": bias,
+        "weight_info": winfo,
         "transposed": transposed, "groups": groups,
+        "has_bias": bias is not None,
     }
+    cn.args.update(_conv_geometry(winfo.ndim - 2 if winfo is not None else None, stride, padding, dilation,
+                                  output_padding))
+
+
+def _conv_geometry(spatial: int | None, stride: Any, padding: Any, dilation: Any, output_padding: Any) -> dict[str, Any]:
+    """stride/padding/dilation/output_padding as one entry per spatial dim (ints or SymInt nodes);
+    padding may stay a string ("same"/"valid"); None where it cannot be normalised."""
+
+    def per_dim(v: Any) -> Any:
+        if isinstance(v, str):
+            return v
+        if isinstance(v, (list, tuple)):
+            vals = tuple(v)
+            if spatial is not None and len(vals) == 1 and spatial > 1:
+                vals = vals * spatial
+            return vals
+        if isinstance(v, int) and spatial is not None:
+            return (v,) * spatial
+        return None
+
+    return {"stride": per_dim(stride), "padding": per_dim(padding), "dilation": per_dim(dilation),
+            "output_padding": per_dim(output_padding)}
 
 
 # --------------------------------------------------------------------------- entry point

@@ -108,6 +108,40 @@ def run_rules(
     for rule in rules:
         if rule.scope == "program":
             run(rule, program, "program")
-    report.findings = dedupe(active)
+    report.findings = dedupe(merge_repeats(active))
     report.suppressed = dedupe(silenced)
     return report
+
+
+def merge_repeats(findings: list[Finding]) -> list[Finding]:
+    """One finding per line for a copy a loop makes again and again.
+
+    A Python loop unrolled by Dynamo yields one node, hence one hit, per
+    iteration, all with the same code, line, module and message. They become
+    one finding whose bytes are the per-call total, whose ``details["repeats"]``
+    counts the iterations, and whose ``details["copy_sizes"]`` lists each copy
+    (so the runtime cross-check can find every one of them on the line).
+    """
+    groups: dict[tuple, list[Finding]] = {}
+    order: list[tuple] = []
+    for f in findings:
+        key = (f.code, f.file, f.line, f.module_path, f.message) if f.file is not None else (id(f),)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(f)
+    out: list[Finding] = []
+    for key in order:
+        fs = groups[key]
+        if len(fs) == 1:
+            out.append(fs[0])
+            continue
+        first = fs[0]
+        sizes: list[int] = []
+        for f in fs:
+            sizes.extend(f.details.get("copy_sizes") or ([f.bytes] if f.bytes is not None else []))
+        total = sum(f.bytes for f in fs) if all(f.bytes is not None for f in fs) else None
+        details = {**first.details, "repeats": len(fs), "copy_sizes": sizes}
+        message = first.message + f" This line runs {len(fs)} times per call (a loop); the bytes are the total."
+        out.append(first.with_(bytes=total, message=message, details=details))
+    return out

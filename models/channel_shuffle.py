@@ -18,8 +18,9 @@ The branch reads half of the channels through `chunk`: a slice whose batch
 stride is the full tensor's, so the 1x1 convolution copies it internally
 (FXL202, the layout family, reports that one).
 
-Expected: FXL101 (info: the one copy the shuffle needs) and FXL108 (the two
-`.contiguous()` that change nothing).
+Expected: FXL101 (info: the one copy the shuffle needs), FXL108 (the two
+`.contiguous()` that change nothing) and FXL202 (the branch's conv copying
+its chunk of the input).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-EXPECTED = {"FXL101", "FXL108"}
+EXPECTED = {"FXL101", "FXL108", "FXL202"}
 
 
 def channel_shuffle(x: torch.Tensor, groups: int) -> torch.Tensor:

@@ -1,23 +1,29 @@
 """Transformer block: heads split with `.view(...).transpose(1, 2)`, merged back, and a bias re-flattened in a loop.
 
 Seed scenario 8. Multi-head attention splits the model dim into heads with
-`q.view(B, T, H, D).transpose(1, 2)` and multiplies `q @ k.transpose(-2, -1)`:
-both are free (a split is always a view, and the matmul takes a transpose of
-the last two dims directly). Merging the heads back is where the seed's
-`q.transpose(1, 2).view(...)` fails: the transpose made H and D non-adjacent
-to T, so `.view(B, T, C)` raises, and the idiom
-`.transpose(1, 2).contiguous().view(B, T, C)` pays the one copy the merge
-needs (info: it is needed).
+`q.view(B, T, H, D).transpose(1, 2)`: the split is a view and the transpose
+only swaps strides, so nothing is copied there. But the folklore that the
+following `q @ k.transpose(-2, -1)` is free is wrong for these operands: the
+`(B, H, T, D)` views are not dense in their batch dims, so `matmul` cannot fold
+`(B, H)` into one `bmm` batch with a view and clones q, k and, in `att @ v`,
+v on every call (FXL201; the runtime audit shows `aten::matmul >
+aten::reshape > aten::clone`). `F.scaled_dot_product_attention` reads the
+same strided views without a copy.
+
+Merging the heads back is where the seed's `q.transpose(1, 2).view(...)`
+fails: the transpose made H and D non-adjacent to T, so `.view(B, T, C)`
+raises, and the idiom `.transpose(1, 2).contiguous().view(B, T, C)` pays the
+one copy the merge needs (FXL101, info: it is needed).
 
 The seed's other half, `x.t().view(-1)` in a hot loop, also raises (a
 transposed 2-D tensor cannot be flattened by a view); the "fix" people write,
 `x.t().reshape(-1)`, copies on every iteration. Here a refinement loop applies
 the block `steps` times, and each step flattens the same transposed bias table
 again: `steps` copies of the same data per call, where one before the loop
-would do (warning).
+would do (FXL102, warning).
 
-Expected: FXL101 (the head merge, info) and FXL102 (the bias flattened in the
-loop, warning).
+Expected: FXL201 (q, k and v copied by the matmuls, three times per call),
+FXL101 (the head merge, info) and FXL102 (the bias flattened in the loop).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-EXPECTED = {"FXL101", "FXL102"}
+EXPECTED = {"FXL101", "FXL102", "FXL201"}
 
 
 class Attention(nn.Module):
@@ -39,7 +45,7 @@ class Attention(nn.Module):
         B, T, C = x.shape
         H, D = self.heads, C // self.heads
         q, k, v = self.qkv(x).split(C, dim=-1)
-        q = q.view(B, T, H, D).transpose(1, 2)  # (B, H, T, D): views, no copy
+        q = q.view(B, T, H, D).transpose(1, 2)  # (B, H, T, D): views, no copy here
         k = k.view(B, T, H, D).transpose(1, 2)
         v = v.view(B, T, H, D).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * D**-0.5 + bias.view(T, T)

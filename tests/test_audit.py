@@ -191,17 +191,21 @@ def test_confirm_marks_true_findings_and_lists_unexplained_copies():
 
         def forward(self, x, clips):
             a = x[:, [0, 2, 4]]  # confirmed gather
-            b = self.conv(clips.permute(0, 2, 1, 3, 4))  # unexplained until the layout rules land
+            b = self.conv(clips.permute(0, 2, 1, 3, 4))  # unexplained without the layout rules
             return a, b
 
     x = torch.randn(4, 8)
-    report = fxlint.lint(M(), (x, CLIPS), confirm=True)
+    report = fxlint.lint(M(), (x, CLIPS), confirm=True, select="FXL4")
     [f] = report.by_code("FXL401")
     assert f.status == "confirmed"
     assert report.summary()["confirmed"] == 1
-    [u] = [u for u in report.unexplained if u["line"] == _line("# unexplained until")]
+    [u] = [u for u in report.unexplained if u["line"] == _line("# unexplained without")]
     assert u["bytes"] == CLIPS.numel() * 4 and "aten::contiguous" in u["ops"][0]
     assert "runtime: confirmed" in str(report) and "no finding explains" in str(report)
+    # with every rule, FXL202 explains the conv's copy
+    full = fxlint.lint(M(), (x, CLIPS), confirm=True)
+    assert [g.status for g in full.by_code("FXL202")] == ["confirmed"]
+    assert [u for u in full.unexplained if u["line"] == _line("# unexplained without")] == []
 
 
 def _fake(line: int, nbytes: int | None) -> Finding:

@@ -381,3 +381,52 @@ def test_graph_break_that_ended_a_dynamo_graph_is_on_its_view():
     assert first.graph_break is not None and second.graph_break is None
     assert first.graph_break.location.line == line_of(__file__, "# graph break")
     assert export_view(Fn(lambda x: x * 2), torch.randn(3)).graph_break is None
+# --------------------------------------------------------------------------- conv geometry, linear bias, batch_norm mode
+# (added for the layout rules: the kernel model needs stride/dilation/output_padding and whether there is a bias)
+
+
+class _Convs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c2 = nn.Conv2d(3, 4, 3, stride=2, padding=1, dilation=1, bias=False)
+        self.t2 = nn.ConvTranspose2d(4, 2, 3, stride=2, output_padding=1)
+
+    def forward(self, x):
+        return self.t2(self.c2(x))
+
+
+@pytest.mark.parametrize("origin", ["dynamo", "fx", "export"])
+def test_conv_geometry_and_bias_in_every_origin(origin):
+    x = torch.randn(1, 3, 8, 8)
+    m = _Convs()
+    view = {"dynamo": lambda: dynamo_view(m, x), "fx": lambda: fx_view(m, x), "export": lambda: export_view(m, x)}[origin]()
+    c2, t2 = view.ops("conv")
+    assert (c2.args["stride"], c2.args["padding"], c2.args["dilation"]) == ((2, 2), (1, 1), (1, 1))
+    assert c2.args["has_bias"] is False and c2.args["transposed"] is False
+    assert t2.args["transposed"] is True and t2.args["has_bias"] is True
+    assert (t2.args["stride"], t2.args["output_padding"]) == ((2, 2), (1, 1))
+    assert c2.args["weight_info"].shape == (4, 3, 3, 3)
+
+
+def test_functional_conv_keeps_string_padding_and_expands_ints():
+    w = torch.randn(4, 3, 3)
+    view = dynamo_view(lambda x: torch.nn.functional.conv1d(x, w, padding="same", dilation=2), torch.randn(1, 3, 10))
+    [c] = view.ops("conv")
+    assert c.args["padding"] == "same" and c.args["dilation"] == (2,) and c.args["stride"] == (1,)
+    assert c.args["has_bias"] is False
+
+
+def test_linear_module_records_its_bias():
+    m = nn.Sequential(nn.Linear(4, 3, bias=False), nn.Linear(3, 2))
+    first, second = fx_view(m, torch.randn(2, 4)).ops("linear")
+    assert first.args["has_bias"] is False and second.args["has_bias"] is True
+
+
+@pytest.mark.parametrize("origin", ["dynamo", "fx", "export"])
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_records_whether_it_uses_batch_statistics(origin, training):
+    m = nn.Sequential(nn.BatchNorm2d(3)).train(training)
+    x = torch.randn(2, 3, 4, 4)
+    view = {"dynamo": lambda: dynamo_view(m, x), "fx": lambda: fx_view(m, x), "export": lambda: export_view(m, x)}[origin]()
+    [bn] = view.ops("batch_norm")
+    assert bn.args["training"] is training

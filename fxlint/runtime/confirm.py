@@ -30,12 +30,14 @@ CONFIRMED, REFUTED, NOT_RUN = "confirmed", "refuted", "not-run"
 _HOST_SYNC_CODES = ("FXL304", "FXL109")
 
 
-def _candidates(f: Finding, audit: AuditReport) -> list[CopyEvent]:
+def _candidates(f: Finding, audit: AuditReport, taken: set[int] | frozenset[int] = frozenset()) -> list[CopyEvent]:
     if f.file is not None and f.line is not None:
-        return [c for c in audit.copies if c.phase == "forward" and c.file == f.file and c.line == f.line]
-    if f.node:
-        return [c for c in audit.copies if c.phase == "forward" and c.file == "<graph>" and c.function == f.node]
-    return []
+        cands = [c for c in audit.copies if c.phase == "forward" and c.file == f.file and c.line == f.line]
+    elif f.node:
+        cands = [c for c in audit.copies if c.phase == "forward" and c.file == "<graph>" and c.function == f.node]
+    else:
+        return []
+    return [c for c in cands if id(c) not in taken]
 
 
 def _ran(f: Finding, audit: AuditReport) -> bool:
@@ -44,9 +46,30 @@ def _ran(f: Finding, audit: AuditReport) -> bool:
     return bool(f.node) and f.node in audit.nodes_run
 
 
-def match(f: Finding, audit: AuditReport) -> tuple[str, list[CopyEvent]]:
-    """The status of one finding and the runtime copies that back it."""
-    cands = _candidates(f, audit)
+def _match_sizes(sizes: list[int], cands: list[CopyEvent]) -> list[CopyEvent] | None:
+    """One candidate copy per predicted size (a finding may stand for several copy events,
+    e.g. one per batch), or None when some predicted copy did not run."""
+    pool = list(cands)
+    picked: list[CopyEvent] = []
+    for size in sorted(sizes, reverse=True):
+        hit = next((c for c in pool if c.bytes == size), None)
+        if hit is None:
+            return None
+        pool.remove(hit)
+        picked.append(hit)
+    return picked
+
+
+def match(f: Finding, audit: AuditReport, taken: set[int] | frozenset[int] = frozenset()
+          ) -> tuple[str, list[CopyEvent]]:
+    """The status of one finding and the runtime copies that back it.
+
+    A finding may list the individual copies it predicts in ``details["copy_sizes"]``
+    (bytes of each copy event); it is confirmed when each of them ran on its line.
+    Copies in ``taken`` (already backing another finding on the line: q and k of one
+    matmul are two findings of equal size) are not counted twice.
+    """
+    cands = _candidates(f, audit, taken)
     if f.bytes == 0:
         # the finding claims that nothing is copied there (e.g. FXL108 noop-conversion): it holds when
         # the line ran and made no avoidable copy of that tensor (details["shape"], when given)
@@ -54,10 +77,16 @@ def match(f: Finding, audit: AuditReport) -> tuple[str, list[CopyEvent]]:
         if any(c.avoidable and (shape is None or tuple(c.shape) == tuple(shape)) for c in cands):
             return REFUTED, []
         return (CONFIRMED if _ran(f, audit) else NOT_RUN), []
+    sizes = f.details.get("copy_sizes") if f.details else None
+    if sizes and len(sizes) > 1:
+        picked = _match_sizes(list(sizes), cands)
+        if picked:
+            return CONFIRMED, picked
     if f.bytes is None:
         hits = [c for c in cands if c.avoidable]
     else:
-        hits = [c for c in cands if c.bytes == f.bytes]
+        # one copy per finding: two findings of equal size on a line (q and k of one matmul) are two copies
+        hits = [c for c in cands if c.bytes == f.bytes][:1]
         if not hits:
             avoidable = [c for c in cands if c.avoidable]
             if avoidable and sum(c.bytes for c in avoidable) == f.bytes:
@@ -75,14 +104,14 @@ def confirm(report: Report, audit: AuditReport) -> Report:
         if not f.code.startswith(COPY_FAMILIES):
             marked.append(f)
             continue
-        status, hits = match(f, audit)
+        status, hits = match(f, audit, explained)
         explained.update(id(c) for c in hits)
         marked.append(replace(f, status=status))
     report.findings = marked
     # a silenced finding still explains its copy
     for f in report.suppressed:
         if f.code.startswith(COPY_FAMILIES):
-            explained.update(id(c) for c in match(f, audit)[1])
+            explained.update(id(c) for c in match(f, audit, explained)[1])
     # host reads are what the host-sync rules (FXL304, FXL109) are about
     for f in (*report.findings, *report.suppressed):
         if f.code in _HOST_SYNC_CODES and f.file is not None:

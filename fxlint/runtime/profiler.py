@@ -63,6 +63,13 @@ COPY_ENTRY_OPS = {
 } | set(SCATTER_KERNELS)
 #: a copy directly under one of these parents is paid by every program (BLAS beta=1 bias copy)
 _BIAS_INTO_OUTPUT = {"aten::addmm", "aten::addmv", "aten::baddbmm", "aten::addbmm", "aten::addr"}
+#: the native (non-oneDNN) CPU conv kernels write the bias into the output before accumulating
+_CONV_BIAS_INTO_OUTPUT = {"aten::_slow_conv2d_forward", "aten::slow_conv3d_forward", "aten::slow_conv_dilated2d",
+                          "aten::slow_conv_dilated3d"}
+#: copies made inside the fused RNN kernels (e.g. gru_cell's in-place gate update clones): no
+#: user-level spelling avoids them short of writing the cell by hand
+_RNN_KERNELS = {"aten::gru_cell", "aten::lstm_cell", "aten::rnn_tanh_cell", "aten::rnn_relu_cell", "aten::lstm",
+                "aten::gru", "aten::rnn_tanh", "aten::rnn_relu"}
 _EMBEDDING = {"aten::embedding", "aten::embedding_dense_backward", "aten::embedding_backward",
               "aten::_embedding_bag", "aten::embedding_bag"}
 
@@ -377,8 +384,13 @@ def _classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...
         return False, "a Python scalar wrapped into a one-element tensor for the op"
     if chain[-1] == "aten::copy_" and parent in _BIAS_INTO_OUTPUT:
         return False, "bias copied into the output buffer before the BLAS call (every addmm pays it)"
+    if chain[-1] == "aten::copy_" and (parent in _CONV_BIAS_INTO_OUTPUT or (
+            parent == "aten::fill_" and len(chain) >= 3 and chain[-3] in _CONV_BIAS_INTO_OUTPUT)):
+        return False, "bias written into the output before the native conv kernel accumulates (every such conv pays it)"
     if any(op in _EMBEDDING for op in chain) or (grad_fn or "").startswith("Embedding"):
         return False, "the embedding lookup itself"
+    if chain[0] in _RNN_KERNELS:
+        return False, "made inside the fused RNN kernel itself"
     return True, None
 
 

@@ -1,0 +1,182 @@
+"""Helpers shared by the layout rules (FXL2xx): how to name an operand and its layout in messages,
+and how to turn a kernel prediction's copies into hit details."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Iterable, Sequence
+
+from ..canon import CanonNode
+from ..kernels import KernelCopy
+from ..source import source_line
+from ..tensorinfo import Dim, TensorInfo, human_bytes, known
+from ._util import operand_name
+
+#: view ops a layout travels through unchanged in meaning (what made the strides)
+_VIEW_CHAIN = ("permute", "slice", "expand", "view", "reshape", "detach", "squeeze", "unsqueeze", "narrow",
+               "select", "unflatten", "as_strided", "contiguous")
+
+
+def bytes_text(n: Dim | None) -> str:
+    if n is None:
+        return "an unknown number of bytes"
+    k = known(n)
+    return human_bytes(k) if k is not None else f"{n} B"
+
+
+def total(copies: Iterable[KernelCopy]) -> Dim:
+    out: Dim = 0
+    for c in copies:
+        out = out + c.nbytes
+    return out
+
+
+def copy_sizes(copies: Iterable[KernelCopy], limit: int = 64) -> list[int] | None:
+    """The size of every runtime copy event the copies stand for (None when a size is symbolic, or
+    when there are more than ``limit`` events - then the cross-check compares the line's total)."""
+    sizes: list[int] = []
+    for c in copies:
+        each = known(c.each)
+        if each is None:
+            return None
+        sizes.extend([each] * c.count)
+        if len(sizes) > limit:
+            return None
+    return sizes
+
+
+def shape_text(t: TensorInfo | None) -> str:
+    if t is None:
+        return "?"
+    return "(" + ", ".join(str(s) for s in t.shape) + ")"
+
+
+def strides_text(t: TensorInfo | None) -> str:
+    if t is None:
+        return "?"
+    return "(" + ", ".join(str(s) for s in t.stride) + ("," if len(t.stride) == 1 else "") + ")"
+
+
+def _perm_text(dims: Sequence[int] | None) -> str:
+    if dims is None:
+        return ".permute(...)"
+    moved = [i for i, d in enumerate(dims) if d != i]
+    if len(moved) == 2:
+        i, j = moved
+        n = len(dims)
+        if j == n - 1 and i == n - 2 and n > 2:
+            return ".transpose(-2, -1)"
+        return f".transpose({i}, {j})"
+    return ".permute(" + ", ".join(str(d) for d in dims) + ")"
+
+
+def _step_text(n: CanonNode) -> str:
+    op = n.op
+    if op == "permute":
+        return _perm_text(n.args.get("dims"))
+    if op == "slice":
+        spec = n.args.get("index")
+        return spec.render() if spec is not None else "[...]"
+    if op in ("expand", "view", "reshape"):
+        shape = n.args.get("shape")
+        return f".{op}(" + ", ".join(str(s) for s in shape) + ")" if shape else f".{op}(...)"
+    if op == "contiguous":
+        return ".contiguous()"
+    return f".{op}(...)"
+
+
+_ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
+_DYNAMO_INPUT = re.compile(r"^L\['(\w+)'\]$")
+
+
+def _assigned_name(n: CanonNode, consumer: CanonNode | None) -> str | None:
+    """The variable the user assigned ``n`` to (``q = ...view(...).transpose(1, 2)``), when ``n`` is
+    the value of that statement and the statement is not the consumer's own line."""
+    loc = n.location
+    if loc is None or (consumer is not None and consumer.location is not None
+                       and (consumer.location.file, consumer.location.line) == (loc.file, loc.line)):
+        return None
+    code = loc.code or source_line(loc.file, loc.line) or ""
+    m = _ASSIGN.match(code)
+    if not m:
+        return None
+    if any(u.location is not None and (u.location.file, u.location.line) == (loc.file, loc.line) for u in n.users):
+        return None  # an intermediate value of the statement, not what was assigned
+    return m.group(1)
+
+
+def name_of(node: CanonNode) -> str:
+    name = operand_name(node)
+    m = _DYNAMO_INPUT.match(name)
+    return m.group(1) if m else name
+
+
+def origin(node: CanonNode | None, consumer: CanonNode | None = None, max_steps: int = 4) -> str:
+    """How the operand was made, in the user's names where we can: ``k.transpose(-2, -1)``,
+    ``x.permute(1, 0, 2)``, ``linear.view(2, 16, 4, 8).transpose(1, 2)``."""
+    if node is None:
+        return "the operand"
+    steps: list[str] = []
+    cur = node
+    while True:
+        if cur.kind in ("input", "parameter", "buffer", "constant"):
+            base = name_of(cur)
+            break
+        assigned = _assigned_name(cur, consumer)
+        if assigned is not None:
+            base = assigned
+            break
+        if cur.op in _VIEW_CHAIN and cur.input is not None and len(steps) < max_steps:
+            steps.append(_step_text(cur))
+            cur = cur.input
+            continue
+        base = cur.op if cur.op and cur.op.isidentifier() else cur.name
+        break
+    return base + "".join(reversed(steps))
+
+
+def made_by_permute(node: CanonNode | None) -> CanonNode | None:
+    """The permute node (through other views) that gave ``node`` its layout, if any."""
+    cur = node
+    while cur is not None and cur.op in _VIEW_CHAIN:
+        if cur.op == "permute":
+            return cur
+        cur = cur.input
+    return None
+
+
+def where(node: CanonNode | None, consumer: CanonNode | None = None) -> str | None:
+    """``file:line`` of the user's line that made ``node`` (through views on the consumer's own line,
+    e.g. ``k.transpose(-2, -1)`` written inside the matmul)."""
+    while (node is not None and consumer is not None and node.op in _VIEW_CHAIN and node.input is not None
+           and node.location is not None and consumer.location is not None
+           and (node.location.file, node.location.line) == (consumer.location.file, consumer.location.line)):
+        node = node.input
+    if node is None or node.location is None or node.kind != "op":
+        return None
+    path = node.location.file
+    try:
+        rel = os.path.relpath(path)
+        path = path if rel.startswith("..") else rel
+    except ValueError:
+        pass
+    return f"{path}:{node.location.line}"
+
+
+def details(copies: Sequence[KernelCopy], backward: Sequence[KernelCopy] | None, **extra: Any) -> dict[str, Any]:
+    """Hit details: the size of each predicted copy event (for the runtime cross-check), the
+    backward bytes (None when the backward is not modelled for this path)."""
+    out: dict[str, Any] = {
+        "copy_sizes": copy_sizes(copies),
+        "backward_bytes": None if backward is None else (known(total(backward)) if backward else 0),
+        "reasons": sorted({c.reason for c in copies}),
+    }
+    out.update(extra)
+    return out
+
+
+def backward_clause(backward: Sequence[KernelCopy] | None) -> str:
+    if not backward:
+        return ""
+    return f", and again in backward ({bytes_text(total(backward))} more per training step)"

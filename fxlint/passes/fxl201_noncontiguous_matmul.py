@@ -1,0 +1,163 @@
+"""An operand whose strides make mm/bmm/matmul/linear/addmm/baddbmm copy it on every call.
+
+## What it does
+Predicts, from each operand's shape and strides, whether the matrix kernel
+copies it before multiplying, and reports the operand, the bytes copied per
+call and why. The prediction follows ATen's own decisions (see
+`fxlint.kernels`), checked against the runtime:
+
+* BLAS takes a matrix as is when it is row- or column-major in its last two
+  dims, padded rows included: `k.transpose(-2, -1)` and `x[::2]` are free.
+  A step slice on the last dim (`x[:, ::2]`) or an expanded (stride-0) matrix
+  is cloned.
+* `matmul` on N-D operands flattens the batch dims into one for `bmm`. When
+  they cannot be merged - `q.transpose(1, 2)` taken from a `(B, S, H, D)`
+  tensor, `q.permute(0, 2, 1, 3)` - the operand is copied. A broadcast batch
+  dim (`(B, H, S, D) @ (1, H, D, S)`) is materialised to the full batch.
+* N-D @ 2-D with a weight that requires grad is folded into one `mm`; an
+  N-D operand whose leading dims do not merge (`x.permute(1, 0, 2)`) is then
+  copied. `linear` and `nn.Linear` on such inputs take this path.
+* bfloat16/float16 `bmm` on CPUs with oneDNN takes each operand only
+  contiguous or transposed in its last two dims.
+
+Copies the kernel repeats in backward (a saved operand BLAS cannot take)
+are counted in the message and in `details["backward_bytes"]`.
+
+## Why is this bad?
+The copy is a full read and write of the operand on every call, hidden
+inside the kernel: no `.contiguous()` in your code shows it. In attention
+written as `q.transpose(1, 2) @ k.transpose(1, 2).transpose(-1, -2)` on
+`(B, S, H, D)` tensors, both operands are copied per call.
+
+## Example
+```python
+q = q.view(B, S, H, D).transpose(1, 2)          # (B, H, S, D), heads not outermost in memory
+k = k.view(B, S, H, D).transpose(1, 2)
+scores = q @ k.transpose(-2, -1)                # copies q and k
+y = self.proj(x.permute(1, 0, 2))               # Linear on a (S, B, D) -> (B, S, D) view: copies x
+```
+
+## Use instead
+```python
+y = F.scaled_dot_product_attention(q, k, v)     # reads strided q/k/v without copying
+y = self.proj(x).permute(1, 0, 2)               # Linear acts on the last dim: permute afterwards
+```
+Or produce the operand in a layout the kernel takes (batch dims outermost
+and in order, last dim unit-stride) where it is created.
+
+## When it is intentional
+When the operand is used once and the copy is cheaper than rearranging the
+code, or the layout comes from an API you do not control. Silence the line
+with `# fxlint: ignore[FXL201]`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterator
+
+from ..canon import CanonNode, GraphView
+from ..kernels import KernelCopy, predict
+from ..registry import Hit, RuleContext, rule
+from ._layout import (
+    backward_clause,
+    bytes_text,
+    details,
+    made_by_permute,
+    origin,
+    shape_text,
+    strides_text,
+    total,
+    where,
+)
+
+_OPS = ("mm", "bmm", "matmul", "addmm", "baddbmm", "linear", "mv")
+_ROLES = {
+    "matmul": {"a": "left operand", "b": "right operand"},
+    "mm": {"a": "left operand", "b": "right operand"},
+    "bmm": {"a": "left operand", "b": "right operand"},
+    "mv": {"a": "matrix", "b": "vector"},
+    "addmm": {"a": "mat1", "b": "mat2"},
+    "baddbmm": {"a": "batch1", "b": "batch2"},
+    "linear": {"input": "input", "weight": "weight"},
+}
+
+
+@rule("FXL201", "noncontiguous-matmul", "warning")
+def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
+    for node in view.ops(*_OPS):
+        pred = predict(node)
+        if pred is None:
+            continue
+        fwd = pred.forward()
+        if not fwd:
+            continue
+        groups: dict[str, list[KernelCopy]] = defaultdict(list)
+        for c in fwd:
+            # the result copy of 2-D @ N-D belongs to the operand whose fold caused it
+            key = c.operand if c.operand != "output" else next(
+                (x.operand for x in fwd if x.reason in ("fold-grad", "batch-fold")), "b")
+            groups[key].append(c)
+        for operand, copies in groups.items():
+            yield _hit(node, operand, copies, pred.backward(operand) if pred.backward_known else None, pred.path)
+
+
+def _operand(node: CanonNode, operand: str) -> CanonNode | None:
+    x = node.args.get(operand)
+    return x if isinstance(x, CanonNode) else None
+
+
+def _hit(node: CanonNode, operand: str, copies: list[KernelCopy], backward: list[KernelCopy] | None,
+         path: str) -> Hit:
+    kernel = "F.linear" if node.op == "linear" else ("@" if node.op == "matmul" else f"torch.{node.op}")
+    op_node = _operand(node, operand)
+    t = op_node.tensor if op_node is not None else (node.args.get("weight_info") if operand == "weight" else None)
+    role = _ROLES.get(node.op, {}).get(operand, operand)
+    who = f"its {role} {origin(op_node, node)}" if op_node is not None else f"its {role}"
+    nbytes = total(copies)
+    main = next((c for c in copies if c.operand != "output"), copies[0])
+    extra = ""
+    if any(c.operand == "output" for c in copies):
+        extra = " (and copies the result back to its layout)"
+    message = (f"{kernel} copies {who} {shape_text(t)} with strides {strides_text(t)}: "
+               f"{bytes_text(nbytes)} per call{extra}{backward_clause(backward)}; {main.why}")
+    fix = _fix(node, operand, op_node, main.reason)
+    return Hit(node=node, message=message, fix=fix, bytes=nbytes,
+               details=details(copies, backward, operand=operand, role=role, kernel_path=path,
+                               dedup=f"{node.name}:{operand}"))
+
+
+def _fix(node: CanonNode, operand: str, op_node: CanonNode | None, reason: str) -> str:
+    made = where(op_node, node)
+    at = f" (it is made at {made})" if made else ""
+    if reason == "fold-grad":
+        perm = made_by_permute(op_node)
+        dims = perm.args.get("dims") if perm is not None else None
+        if dims and dims[-1] == len(dims) - 1:
+            return ("apply the matmul before the permute: it acts on the last dim, so "
+                    f"`{'linear' if node.op == 'linear' else 'matmul'}(x){_dims_text(dims)}` gives the same "
+                    "result without the copy")
+        return f"give this operand a layout whose leading dims merge (contiguous in all but the last dim){at}"
+    if reason == "batch-fold":
+        a, b = _operand(node, "a"), _operand(node, "b")
+        attention = all(x is not None and x.tensor is not None and x.tensor.ndim == 4 for x in (a, b))
+        hint = (" For attention, torch.nn.functional.scaled_dot_product_attention takes strided q/k/v "
+                "without copying." if attention else "")
+        return (f"lay the operand out with its batch dims outermost and in order where it is created{at}, "
+                f"e.g. project straight into (B, H, S, D); matmul then folds the batch for free.{hint}")
+    if reason == "broadcast":
+        return ("the broadcast operand is materialised for the whole batch; if it is shared across the batch, "
+                "fold the batch into the rows of the other operand (e.g. (B*S, D) @ (D, N)) so one mm needs no "
+                "copy, or give it the full batch only if it really differs per batch")
+    if reason == "onednn-layout":
+        return (f"pass each batch contiguous or as a transpose of the last two dims of a contiguous tensor{at}; "
+                "oneDNN copies any other layout")
+    return (f"keep a unit stride in one of the last two dims: slice or expand after the multiplication, "
+            f"or store the operand row- or column-major{at}")
+
+
+def _dims_text(dims: tuple[int, ...]) -> str:
+    moved = [i for i, d in enumerate(dims) if d != i]
+    if len(moved) == 2:
+        return f".transpose({moved[0]}, {moved[1]})"
+    return ".permute(" + ", ".join(str(d) for d in dims) + ")"

@@ -1,0 +1,113 @@
+"""A normalisation or softmax input whose layout makes the kernel copy it on every call.
+
+## What it does
+Reports the input of `layer_norm`, `rms_norm`, `group_norm`,
+`instance_norm`, `batch_norm`, `softmax` and `log_softmax` when the kernel
+copies it (see `fxlint.kernels`, checked against the runtime on CPU):
+
+* `layer_norm`, `instance_norm`, `softmax`, `log_softmax` make any
+  non-contiguous input contiguous - channels_last included. `layer_norm`
+  copies the saved input again in backward.
+* `rms_norm` computes `x * rsqrt(mean(x**2))` in the input's layout, then
+  makes the result contiguous: a permuted input costs a copy.
+* `group_norm` keeps a channels_last input and copies any other
+  non-contiguous one.
+* `batch_norm` takes any strides in float32; in bfloat16/float16 a layout
+  that is neither contiguous nor channels_last goes through a slow path that
+  converts the input to float32 (forward and backward).
+
+## Why is this bad?
+A full read and write of the activation per call, hidden in the kernel. The
+ConvNeXt pattern - an NCHW conv output, `x.permute(0, 2, 3, 1)`, then
+`LayerNorm(C)` - copies the activation forward and again backward.
+
+## Example
+```python
+x = self.dwconv(x)            # (N, C, H, W), contiguous
+x = x.permute(0, 2, 3, 1)     # (N, H, W, C) view, not contiguous
+x = self.norm(x)              # LayerNorm(C): copies x, and again in backward
+```
+
+## Use instead
+```python
+model = model.to(memory_format=torch.channels_last)   # and a channels_last input:
+x = self.dwconv(x)            # returns channels_last
+x = x.permute(0, 2, 3, 1)     # now a contiguous (N, H, W, C) tensor: no copy
+```
+Or normalise before a permute that keeps the normalised dim last
+(`norm(x).transpose(0, 1)`), or apply softmax before the permute with the
+dim mapped (`x.softmax(dim=p[d]).permute(p)`).
+
+## When it is intentional
+A one-off normalisation of a strided view. Silence the line with
+`# fxlint: ignore[FXL203]`.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..canon import CanonNode, GraphView
+from ..kernels import KernelPrediction, predict
+from ..registry import Hit, RuleContext, rule
+from ._layout import backward_clause, bytes_text, details, made_by_permute, origin, shape_text, strides_text, total, where
+
+_OPS = ("layer_norm", "rms_norm", "group_norm", "instance_norm", "batch_norm", "softmax", "log_softmax")
+
+
+@rule("FXL203", "noncontiguous-norm", "warning")
+def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
+    for node in view.ops(*_OPS):
+        pred = predict(node)
+        if pred is None:
+            continue
+        copies = [c for c in pred.forward() if c.operand in ("input", "stats")]
+        if not copies:
+            continue
+        backward = [c for c in pred.backward() if c.operand in ("input", "stats")] if pred.backward_known else None
+        x = node.args.get("input") if isinstance(node.args.get("input"), CanonNode) else None
+        xt = x.tensor if x is not None else None
+        nbytes = total(copies)
+        main = copies[0]
+        message = (f"{node.op} copies its input {origin(x, node)} {shape_text(xt)} with strides {strides_text(xt)}: "
+                   f"{bytes_text(nbytes)} per call{backward_clause(backward)}; {main.why}")
+        yield Hit(node=node, message=message, fix=_fix(node, pred, x), bytes=nbytes,
+                  details=details(copies, backward, kernel_path=pred.path, dedup=node.name))
+
+
+def _fix(node: CanonNode, pred: KernelPrediction, x: CanonNode | None) -> str:
+    made = where(x, node)
+    at = f" ({made})" if made else ""
+    perm = made_by_permute(x)
+    dims = perm.args.get("dims") if perm is not None else None
+    base = perm.input if perm is not None else None
+    base_contig = base is not None and base.tensor is not None and base.tensor.is_contiguous() is True
+    if node.op in ("softmax", "log_softmax") and dims and perm is x and base_contig:
+        d = node.args.get("dim")
+        if isinstance(d, int):
+            d = d % len(dims)
+            return (f"apply {node.op} before the permute, with the dim mapped: "
+                    f"{origin(base, node)}.{node.op}(dim={dims[d]}){_perm(dims)} gives the same result on the "
+                    "contiguous tensor and the permute stays a view")
+    if node.op in ("layer_norm", "rms_norm") and dims:
+        if dims[-1] == len(dims) - 1 and base_contig:
+            return (f"normalise before the permute: the normalised dim stays last, so "
+                    f"{node.op}({origin(base, node)}){_perm(dims)} gives the same result without the copy")
+        if len(dims) == 4 and tuple(dims) == (0, 2, 3, 1):
+            return ("run the conv part of the model in channels_last (model.to(memory_format=torch.channels_last) "
+                    f"and a channels_last input): {origin(base, node)}{_perm(dims)} is then contiguous and the norm "
+                    "reads it in place")
+    if node.op == "group_norm":
+        return f"give group_norm a contiguous or channels_last input where it is created{at}"
+    if node.op == "batch_norm":
+        return (f"give the reduced-precision batch_norm a contiguous or channels_last input where it is "
+                f"created{at}")
+    return (f"give {node.op} a contiguous input where it is created{at}, or make the copy explicit once with "
+            ".contiguous() there")
+
+
+def _perm(dims: tuple[int, ...]) -> str:
+    moved = [i for i, d in enumerate(dims) if d != i]
+    if len(moved) == 2:
+        return f".transpose({moved[0]}, {moved[1]})"
+    return ".permute(" + ", ".join(str(d) for d in dims) + ")"

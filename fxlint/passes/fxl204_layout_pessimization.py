@@ -1,0 +1,102 @@
+"""A `.contiguous()` that turns channels_last data into NCHW right before a conv that takes channels_last.
+
+## What it does
+Finds `.contiguous()` (also `.to(memory_format=torch.contiguous_format)`
+and `clone(memory_format=torch.contiguous_format)`) whose input is exactly
+a dense channels_last (or channels_last_3d) tensor - typically an NHWC
+batch permuted with `x.permute(0, 3, 1, 2)` - and whose result only feeds
+convolutions that would take the channels_last layout without copying (see
+`fxlint.kernels`: the conv runs in channels_last when its input suggests
+it). The `.contiguous()` is a full copy that buys nothing.
+
+## Why is this bad?
+A permuted NHWC batch *is* a channels_last NCHW tensor: the conv accepts it
+as it is. `.contiguous()` rewrites the whole activation into NCHW on every
+call, and the conv then works in NCHW. The message also says what dropping
+it costs: with a contiguous (NCHW) weight, a channels_last input makes the
+conv convert the weight per call - usually far smaller than the activation,
+and gone once the model is converted with
+`model.to(memory_format=torch.channels_last)`.
+
+## Example
+```python
+x = images.permute(0, 3, 1, 2).contiguous()   # NHWC -> NCHW copy
+y = self.conv(x)
+```
+
+## Use instead
+```python
+self.conv = self.conv.to(memory_format=torch.channels_last)   # once, at setup
+y = self.conv(images.permute(0, 3, 1, 2))                      # no copy
+```
+
+## When it is intentional
+When the contiguous tensor is also needed in NCHW elsewhere (e.g. viewed),
+or the conv's backend does not take channels_last for these sizes (then this
+rule does not fire). Silence the line with `# fxlint: ignore[FXL204]`.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import torch
+
+from ..canon import CanonNode, GraphView
+from ..kernels import is_channels_last_dense, predict_conv_node
+from ..registry import Hit, RuleContext, rule
+from ._layout import bytes_text, origin, total
+
+
+@rule("FXL204", "layout-pessimization", "warning")
+def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
+    for node in view.nodes:
+        if not _to_contiguous(node):
+            continue
+        x = node.input
+        if x is None or x.tensor is None or node.tensor is None:
+            continue
+        fmt = is_channels_last_dense(x.tensor)
+        if fmt is None:
+            continue
+        users = node.users
+        if not users or any(u.op != "conv" or u.input is not node for u in users):
+            continue
+        after = [predict_conv_node(u, x=x.tensor) for u in users]
+        now = [predict_conv_node(u) for u in users]
+        if any(p is None for p in after + now):
+            continue
+        if any(p.forward("input") for p in after):  # the conv would copy the channels_last input anyway
+            continue
+        nbytes = x.tensor.nbytes
+        kernels = sorted({p.kernel for p in after})
+        weight = total(c for p in after for c in p.forward("weight"))
+        weight_now = total(c for p in now for c in p.forward("weight"))
+        extra = weight - weight_now
+        cost = ""
+        fix = f"drop .contiguous() and pass {origin(x, node)} to the conv as it is"
+        if extra:
+            cost = (f"; without it the conv converts its NCHW weight to {fmt} per call ({bytes_text(extra)}) until "
+                    f"the model is converted with model.to(memory_format=torch.{fmt})")
+            fix += f", and convert the model once with model.to(memory_format=torch.{fmt})"
+        message = (f"drop .contiguous(): {' and '.join(kernels)} accepts this {fmt} layout "
+                   f"({origin(x, node)} is {fmt}); the copy costs {bytes_text(nbytes)} per call{cost}")
+        yield Hit(node=node, message=message, fix=fix, bytes=nbytes,
+                  details={"layout": fmt, "weight_conversion_bytes": extra, "convs": [u.name for u in users],
+                           "copy_sizes": None})
+
+
+def _to_contiguous(node: CanonNode) -> bool:
+    mf = node.args.get("memory_format")
+    if node.op == "contiguous":
+        return mf in (None, torch.contiguous_format)
+    if node.op == "clone":
+        return mf == torch.contiguous_format
+    if node.op == "to":
+        x = node.input.tensor if node.input is not None else None
+        if x is None or mf != torch.contiguous_format:
+            return False
+        dtype, device = node.args.get("dtype"), node.args.get("device")
+        same_device = device is None or (isinstance(device, (str, torch.device)) and torch.device(device) == x.device)
+        return (dtype is None or dtype == x.dtype) and same_device
+    return False

@@ -1,0 +1,394 @@
+"""The kernel stride model against the runtime: case grids and the comparison.
+
+Each case builds leaf tensors with exactly the strides under test
+(``torch.empty_strided``: permutations, transposes, step slices, padded
+rows, expanded stride-0 dims, channels_last), calls one kernel, and
+compares the copies ``fxlint.kernels`` predicts (forward, and backward when
+the case trains) with the copies the profiler records for that call
+(``fxlint.runtime.profiler.profile_copies``, the audit's engine). The
+gradient fed to backward has the output's own layout (``ones_like``).
+Gradient accumulation into the leaves and one-element copies (Python
+scalars wrapped into tensors) are not the kernel's and are left out.
+
+``grid(family)`` lists every case of a family; the test suite runs a fixed,
+seeded sample of it; ``FXLINT_SWEEP=full`` runs all of it.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import random
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import torch
+import torch.nn.functional as F
+
+from fxlint import kernels as K
+from fxlint.runtime.profiler import profile_copies
+from fxlint.tensorinfo import TensorInfo
+
+TI = TensorInfo.from_tensor
+
+
+def strides_for(shape, order=None, step=None, pad=None, zero=()) -> tuple[int, ...]:
+    """Strides of a tensor stored with dims in ``order`` (outermost first), with a step slice
+    on the dims in ``step``, padded rows on the dims in ``pad``, and stride 0 on ``zero``."""
+    n = len(shape)
+    order = list(order) if order is not None else list(range(n))
+    step, pad = step or {}, pad or {}
+    st = [0] * n
+    cur = 1
+    for d in reversed(order):
+        if d in zero:
+            continue
+        k = step.get(d, 1)
+        st[d] = cur * k
+        cur = cur * (shape[d] * k + pad.get(d, 0))
+    return tuple(st)
+
+
+def leaf(shape, stride, dtype=torch.float32, requires_grad=False) -> torch.Tensor:
+    t = torch.empty_strided(shape, stride, dtype=dtype)
+    n = t.untyped_storage().nbytes() // t.element_size()
+    flat = torch.empty(0, dtype=dtype).set_(t.untyped_storage(), 0, (n,), (1,))
+    with torch.no_grad():
+        flat.normal_()
+    return t.requires_grad_(requires_grad)
+
+
+@dataclass
+class Case:
+    name: str
+    build: Callable[[], tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...], bool, Callable[..., Any]]]
+
+
+@dataclass
+class Outcome:
+    name: str
+    status: str  # ok | mismatch | unknown
+    runtime: list[tuple[str, int, str]]
+    predicted: list[tuple[str, int, str]]
+    path: str = ""
+    partial: bool = False  # the prediction left the output or the backward unknown
+
+
+def runtime_copies(fn: Callable[..., torch.Tensor], args: tuple, train: bool) -> tuple[list[tuple[str, int, str]], int]:
+    def step() -> None:
+        out = fn(*args)
+        if train:
+            out.backward(torch.ones_like(out))
+
+    step()  # warm-up
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            a.grad = None
+    raw = profile_copies(step, None)
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            a.grad = None
+    with torch.no_grad():
+        out = fn(*args)
+    copies = []
+    for c in raw.copies:
+        if c.grad_fn and "AccumulateGrad" in c.grad_fn:
+            continue
+        n = 1
+        for s in c.shape:
+            n *= s
+        if n <= 1:
+            continue
+        copies.append((c.phase, c.bytes, c.op))
+    return copies, out.numel() * out.element_size()
+
+
+def run_case(case: Case) -> Outcome:
+    fn, args, train, predictor = case.build()
+    pred = predictor(*args)
+    rt, out_bytes = runtime_copies(fn, args, train)
+    if pred is None:
+        return Outcome(case.name, "unknown", rt, [])
+    itemsize = args[0].element_size()
+    pr = []
+    for c in pred.copies:
+        if c.count > 1 and int(c.each) <= itemsize:
+            continue  # per-element copies of one element are not counted at runtime either
+        pr.extend([(c.phase, int(c.each), c.op)] * c.count)
+    if not pred.backward_known:
+        rt = [r for r in rt if r[0] != "backward"]
+        pr = [p for p in pr if p[0] != "backward"]
+    a = collections.Counter((r[0], r[1]) for r in rt)
+    b = collections.Counter((p[0], p[1]) for p in pr)
+    partial = not pred.backward_known or not pred.output_known
+    ok = a == b or (not pred.output_known and a == b + collections.Counter({("forward", out_bytes): 1}))
+    return Outcome(case.name, "ok" if ok else "mismatch", rt, pr, pred.path, partial)
+
+
+# --------------------------------------------------------------------------- grids
+
+ENV = None
+
+
+def env() -> K.Env:
+    global ENV
+    if ENV is None:
+        ENV = K.Env.current()
+    return ENV
+
+
+def _lay2(shape):
+    yield "c", strides_for(shape)
+    yield "t", strides_for(shape, order=[1, 0])
+    yield "rowstep", strides_for(shape, step={0: 2})
+    yield "colstep", strides_for(shape, step={1: 2})
+    yield "pad", strides_for(shape, pad={1: 3})
+    yield "tpad", strides_for(shape, order=[1, 0], pad={0: 3})
+    yield "exp0", strides_for(shape, zero=(0,))
+    yield "exp1", strides_for(shape, zero=(1,))
+
+
+def _lay3(shape):
+    yield "c", strides_for(shape)
+    yield "mT", strides_for(shape, order=[0, 2, 1])
+    yield "b-mid", strides_for(shape, order=[1, 0, 2])
+    yield "b-last", strides_for(shape, order=[1, 2, 0])
+    yield "step", strides_for(shape, step={2: 2})
+    yield "pad", strides_for(shape, pad={2: 3})
+    yield "bexp", strides_for(shape, zero=(0,))
+    yield "bstep", strides_for(shape, step={0: 2})
+
+
+def _lay4(shape):
+    yield "c", strides_for(shape)
+    yield "p0213", strides_for(shape, order=[0, 2, 1, 3])
+    yield "p0231", strides_for(shape, order=[0, 2, 3, 1])
+    yield "p1023", strides_for(shape, order=[1, 0, 2, 3])
+    yield "mT", strides_for(shape, order=[0, 1, 3, 2])
+    yield "step", strides_for(shape, step={3: 2})
+    yield "exp0", strides_for(shape, zero=(0,))
+
+
+DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def _matrix_cases() -> Iterator[Case]:
+    for dt in DTYPES:
+        for (M, Kd, N) in [(16, 8, 12), (1, 8, 12), (16, 8, 1), (4, 3, 5), (40, 40, 40)]:
+            for (na, sa), (nb, sb), rg in itertools.product(_lay2((M, Kd)), _lay2((Kd, N)), (False, True)):
+                tag = f"{dt} {(M, Kd, N)} {na} {nb} rg={rg}"
+
+                def mm(sa=sa, sb=sb, dt=dt, rg=rg, M=M, Kd=Kd, N=N):
+                    a, b = leaf((M, Kd), sa, dt, rg), leaf((Kd, N), sb, dt, rg)
+                    return torch.mm, (a, b), rg, lambda a, b: K.predict_mm(TI(a), TI(b), grad=rg, env=env())
+
+                yield Case("mm " + tag, mm)
+                if rg:
+                    continue
+
+                def addmm(sa=sa, sb=sb, dt=dt, M=M, Kd=Kd, N=N):
+                    a, b, bias = leaf((M, Kd), sa, dt), leaf((Kd, N), sb, dt), leaf((N,), (1,), dt)
+                    return (lambda a, b, bias: torch.addmm(bias, a, b)), (a, b, bias), False, \
+                        (lambda a, b, bias: K.predict_addmm(TI(bias), TI(a), TI(b), env=env()))
+
+                def linear(sa=sa, sb=sb, dt=dt, M=M, Kd=Kd, N=N, hb=True):
+                    a, w, bias = leaf((M, Kd), sa, dt), leaf((Kd, N), sb, dt).t(), leaf((N,), (1,), dt)
+                    return (lambda a, w, bias: F.linear(a, w, bias if hb else None)), (a, w, bias), False, \
+                        (lambda a, w, bias: K.predict_linear(TI(a), TI(w), TI(bias) if hb else None, env=env()))
+
+                yield Case("addmm " + tag, addmm)
+                yield Case("linear+bias " + tag, linear)
+                yield Case("linear " + tag, lambda f=linear: f(hb=False))
+            for (na, sa), vs in itertools.product(_lay2((M, Kd)), (1, 2)):
+                def mv(sa=sa, vs=vs, dt=dt, M=M, Kd=Kd):
+                    a, v = leaf((M, Kd), sa, dt), leaf((Kd,), (vs,), dt)
+                    return torch.mv, (a, v), False, lambda a, v: K.predict_mv(TI(a), TI(v), env=env())
+
+                yield Case(f"mv {dt} {(M, Kd)} {na} vstep={vs}", mv)
+
+
+def _bmm_cases() -> Iterator[Case]:
+    for dt in DTYPES:
+        for (B, M, Kd, N) in [(4, 4, 4, 4), (3, 16, 8, 12), (1, 16, 8, 12), (4, 32, 32, 32), (2, 10, 10, 10)]:
+            for (na, sa), (nb, sb) in itertools.product(_lay3((B, M, Kd)), _lay3((B, Kd, N))):
+                def bmm(sa=sa, sb=sb, dt=dt, B=B, M=M, Kd=Kd, N=N):
+                    a, b = leaf((B, M, Kd), sa, dt), leaf((B, Kd, N), sb, dt)
+                    return torch.bmm, (a, b), False, lambda a, b: K.predict_bmm(TI(a), TI(b), env=env())
+
+                def baddbmm(sa=sa, sb=sb, dt=dt, B=B, M=M, Kd=Kd, N=N):
+                    a, b, c = leaf((B, M, Kd), sa, dt), leaf((B, Kd, N), sb, dt), leaf((B, M, N), strides_for((B, M, N)), dt)
+                    return (lambda a, b, c: torch.baddbmm(c, a, b)), (a, b, c), False, \
+                        (lambda a, b, c: K.predict_bmm(TI(a), TI(b), bias=TI(c), baddbmm=True, env=env()))
+
+                yield Case(f"bmm {dt} {(B, M, Kd, N)} {na} {nb}", bmm)
+                yield Case(f"baddbmm {dt} {(B, M, Kd, N)} {na} {nb}", baddbmm)
+
+
+def _matmul_cases() -> Iterator[Case]:
+    for dt in (torch.float32, torch.bfloat16):
+        for (B, H, S, D) in [(2, 3, 8, 4), (1, 3, 8, 4), (2, 1, 8, 4), (2, 4, 16, 16)]:
+            for (na, sa), (nb, sb), rg in itertools.product(_lay4((B, H, S, D)), _lay4((B, H, D, S)), (False, True)):
+                def mm4(sa=sa, sb=sb, dt=dt, rg=rg, s=(B, H, S, D)):
+                    a, b = leaf(s, sa, dt, rg), leaf((s[0], s[1], s[3], s[2]), sb, dt, rg)
+                    return torch.matmul, (a, b), rg, lambda a, b: K.predict_matmul(TI(a), TI(b), grad=rg, env=env())
+
+                yield Case(f"matmul4x4 {dt} {(B, H, S, D)} {na} {nb} rg={rg}", mm4)
+            for (na, sa), rgw, wshape in itertools.product(
+                    _lay4((B, H, S, D)), (False, True), [(D, 5), (H, D, 5), (1, H, D, 5), (B, 1, D, 5), (D,)]):
+                def mmw(sa=sa, dt=dt, rgw=rgw, wshape=wshape, s=(B, H, S, D)):
+                    a, w = leaf(s, sa, dt, rgw), leaf(wshape, strides_for(wshape), dt, rgw)
+                    return torch.matmul, (a, w), rgw, lambda a, w: K.predict_matmul(TI(a), TI(w), grad=rgw, env=env())
+
+                yield Case(f"matmul4x{len(wshape)} {dt} {(B, H, S, D)} {na} w{wshape} rg={rgw}", mmw)
+                if len(wshape) == 2:
+                    def mm2x4(sa=sa, dt=dt, rgw=rgw, wshape=wshape, s=(B, H, S, D)):
+                        a, w = leaf(s, sa, dt), leaf((wshape[1], wshape[0]), strides_for((wshape[1], wshape[0])), dt, rgw)
+                        return (lambda w, a: w @ a.mT), (w, a), False, \
+                            (lambda w, a: K.predict_matmul(TI(w), TI(a.mT), env=env()))
+
+                    yield Case(f"matmul2x4 {dt} {(B, H, S, D)} w{wshape} @ {na}.mT rg={rgw}", mm2x4)
+            for (na, sa), rgw, hb in itertools.product(_lay3((B, S, D)), (False, True), (False, True)):
+                def lin3(sa=sa, dt=dt, rgw=rgw, hb=hb, s=(B, S, D)):
+                    x, w, b = leaf(s, sa, dt), leaf((6, s[2]), strides_for((6, s[2])), dt, rgw), leaf((6,), (1,), dt, rgw)
+                    return (lambda x, w, b: F.linear(x, w, b if hb else None)), (x, w, b), rgw, \
+                        (lambda x, w, b: K.predict_linear(TI(x), TI(w), TI(b) if hb else None, grad=rgw, env=env()))
+
+                yield Case(f"linear3d {dt} {(B, S, D)} {na} rg={rgw} bias={hb}", lin3)
+            for (na, sa), hb in itertools.product(_lay4((B, H, S, D)), (False, True)):
+                def lin4(sa=sa, dt=dt, hb=hb, s=(B, H, S, D)):
+                    x, w, b = leaf(s, sa, dt), leaf((6, s[3]), strides_for((6, s[3])), dt, True), leaf((6,), (1,), dt, True)
+                    return (lambda x, w, b: F.linear(x, w, b if hb else None)), (x, w, b), False, \
+                        (lambda x, w, b: K.predict_linear(TI(x), TI(w), TI(b) if hb else None, env=env()))
+
+                yield Case(f"linear4d {dt} {(B, H, S, D)} {na} bias={hb}", lin4)
+
+
+def _conv_layouts(shape):
+    nd = len(shape)
+    yield "c", strides_for(shape)
+    if nd == 4:
+        yield "cl", strides_for(shape, order=[0, 2, 3, 1])
+        yield "t23", strides_for(shape, order=[0, 1, 3, 2])
+        yield "cl-pad", strides_for(shape, order=[0, 2, 3, 1], pad={1: 2})
+        yield "c-step", strides_for(shape, step={3: 2})
+        yield "p1023", strides_for(shape, order=[1, 0, 2, 3])
+    if nd == 5:
+        yield "cl3d", strides_for(shape, order=[0, 2, 3, 4, 1])
+        yield "p02134", strides_for(shape, order=[0, 2, 1, 3, 4])
+        yield "cl3d-step", strides_for(shape, order=[0, 2, 3, 4, 1], step={1: 2})
+    if nd == 3:
+        yield "t12", strides_for(shape, order=[0, 2, 1])
+        yield "step", strides_for(shape, step={2: 2})
+        yield "p102", strides_for(shape, order=[1, 0, 2])
+
+
+def _conv_cases() -> Iterator[Case]:
+    for dt, nd in itertools.product((torch.float32, torch.bfloat16), (3, 4, 5)):
+        sp = nd - 2
+        for N, C, O, k, grp, tr, strd, dil, bias, train in itertools.product(
+                (1, 2), (3, 4), (4, 8), (1, 3), (1, "dw"), (False, True), (1, 2), (1, 2), (False, True), (False, True)):
+            if (grp == "dw" and tr) or (dil == 2 and (tr or strd == 2)) or (tr and strd == 2 and k == 1):
+                continue
+            g = C if grp == "dw" else 1
+            Oc = C * (O // 4) if grp == "dw" else O
+            size = {3: (10,), 4: (7, 7), 5: (5, 5, 5)}[nd]
+            shape = (N, C) + size
+            wshape = (C, Oc // g) + (k,) * sp if tr else (Oc, C // g) + (k,) * sp
+            for wl in ("c", "cl"):
+                if wl == "cl" and nd == 3:
+                    continue
+                wst = strides_for(wshape) if wl == "c" else strides_for(wshape, order=[0] + list(range(2, nd)) + [1])
+                for ln, lst in _conv_layouts(shape):
+                    def conv(dt=dt, nd=nd, sp=sp, g=g, tr=tr, strd=strd, dil=dil, bias=bias, train=train,
+                             shape=shape, lst=lst, wshape=wshape, wst=wst, Oc=Oc):
+                        x, w = leaf(shape, lst, dt, train), leaf(wshape, wst, dt, train)
+                        b = leaf((Oc,), (1,), dt, train) if bias else None
+                        if tr:
+                            fn = {3: F.conv_transpose1d, 4: F.conv_transpose2d, 5: F.conv_transpose3d}[nd]
+                            call = lambda x, w: fn(x, w, b, stride=strd, groups=g)  # noqa: E731
+                        else:
+                            fn = {3: F.conv1d, 4: F.conv2d, 5: F.conv3d}[nd]
+                            call = lambda x, w: fn(x, w, b, stride=strd, dilation=dil, groups=g)  # noqa: E731
+
+                        def predictor(x, w):
+                            with torch.no_grad():
+                                out = call(x, w)
+                            return K.predict_conv(TI(x), TI(w), output=TI(out), has_bias=bias, transposed=tr, groups=g,
+                                                  stride=(strd,) * sp, dilation=(dil,) * sp,
+                                                  output_padding=(0,) * sp, grad=train, env=env())
+
+                        return call, (x, w), train, predictor
+
+                    yield Case(f"conv{sp}d {dt} N={N} C={C} O={Oc} k={k} g={g} tr={tr} s={strd} d={dil} bias={bias} "
+                               f"train={train} x={ln} w={wl}", conv)
+
+
+def _norm_layouts(shape):
+    nd = len(shape)
+    yield "c", strides_for(shape)
+    yield "rev", strides_for(shape, order=list(reversed(range(nd))))
+    yield "swap01", strides_for(shape, order=[1, 0] + list(range(2, nd)))
+    yield "laststep", strides_for(shape, step={nd - 1: 2})
+    yield "lastpad", strides_for(shape, pad={nd - 1: 3})
+    yield "exp1", strides_for(shape, zero=(1,))
+    if nd == 4:
+        yield "cl", strides_for(shape, order=[0, 2, 3, 1])
+        yield "cl-step", strides_for(shape, order=[0, 2, 3, 1], step={1: 2})
+    if nd == 5:
+        yield "cl3d", strides_for(shape, order=[0, 2, 3, 4, 1])
+
+
+def _norm_cases() -> Iterator[Case]:
+    for dt, shape in itertools.product(DTYPES, [(2, 8, 6), (4, 6, 5, 8), (2, 6, 3, 4, 5), (1, 6, 5, 8)]):
+        C, last = shape[1], shape[-1]
+        for (ln, st), train in itertools.product(_norm_layouts(shape), (False, True)):
+            tag = f"{dt} {shape} {ln} train={train}"
+
+            def mk(kind, call, extra=(), dt=dt, st=st, train=train, shape=shape, **kw):
+                def build():
+                    x = leaf(shape, st, dt, train)
+                    params = tuple(leaf(p, (1,), dt, train) for p in extra)
+                    return call, (x,) + params, train, lambda x, *p: K.predict_norm(kind, TI(x), grad=train, env=env(), **kw)
+                return build
+
+            yield Case("layer_norm " + tag, mk("layer_norm", lambda x, w, b, last=last: F.layer_norm(x, (last,), w, b), ((last,), (last,))))
+            yield Case("rms_norm " + tag, mk("rms_norm", lambda x, w, last=last: F.rms_norm(x, (last,), w), ((last,),)))
+            yield Case("instance_norm " + tag, mk("instance_norm", lambda x: F.instance_norm(x)))
+            if C % 2 == 0:
+                yield Case("group_norm " + tag, mk("group_norm", lambda x, w, b: F.group_norm(x, 2, w, b), ((C,), (C,))))
+            for bn_train in (False, True):
+                def bn(x, w, b, bn_train=bn_train, dt=dt, C=C):
+                    return F.batch_norm(x, torch.zeros(C, dtype=dt), torch.ones(C, dtype=dt), w, b, training=bn_train)
+
+                yield Case(f"batch_norm bn_train={bn_train} " + tag, mk("batch_norm", bn, ((C,), (C,)), training=bn_train))
+
+            def sm(kind, dim, dt=dt, st=st, train=train, shape=shape):
+                def build():
+                    x = leaf(shape, st, dt, train)
+                    fn = (lambda x: torch.softmax(x, dim)) if kind == "softmax" else (lambda x: F.log_softmax(x, dim))
+                    return fn, (x,), train, lambda x: K.predict_softmax(TI(x), kind=kind, env=env())
+                return build
+
+            yield Case("softmax(-1) " + tag, sm("softmax", -1))
+            yield Case("softmax(1) " + tag, sm("softmax", 1))
+            yield Case("log_softmax(-1) " + tag, sm("log_softmax", -1))
+
+
+FAMILIES: dict[str, Callable[[], Iterator[Case]]] = {
+    "matrix": _matrix_cases,
+    "bmm": _bmm_cases,
+    "matmul": _matmul_cases,
+    "conv": _conv_cases,
+    "norm": _norm_cases,
+}
+
+
+def grid(family: str) -> list[Case]:
+    return list(FAMILIES[family]())
+
+
+def sample(family: str, k: int | None, seed: int = 20240501) -> list[Case]:
+    cases = grid(family)
+    if k is None or k >= len(cases):
+        return cases
+    return random.Random(seed).sample(cases, k)

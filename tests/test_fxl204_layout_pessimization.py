@@ -1,0 +1,87 @@
+"""FXL204 layout-pessimization: a .contiguous() that turns channels_last data into NCHW before a conv
+that takes channels_last; not when the copy is needed or the conv would copy anyway."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+import fxlint
+from fxlint.runtime.oracle import check
+from tests.conftest import line_of
+
+HERE = __file__
+
+
+def _fxl204(report):
+    return [f for f in report.findings if f.code == "FXL204"]
+
+
+class Pipeline(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+
+    def forward(self, images):  # (N, H, W, C)
+        x = images.permute(0, 3, 1, 2).to(memory_format=torch.contiguous_format)  # to(contiguous_format)
+        return self.conv(x)
+
+
+def test_positive_with_to_memory_format_and_bytes():
+    m, x = Pipeline(), torch.randn(2, 16, 16, 3)
+    result = check(m, (x,), select="FXL204")
+    [f] = _fxl204(result.report)
+    assert (f.file, f.line, f.bytes) == (HERE, line_of(HERE, "# to(contiguous_format)"), x.numel() * 4)
+    assert f.message.startswith("drop .contiguous(): conv2d accepts this channels_last layout")
+    assert f.details["weight_conversion_bytes"] == m.conv.weight.numel() * 4
+    assert "model.to(memory_format=torch.channels_last)" in f.fix
+    result.assert_all_confirmed()
+    # the fix: no copy at all once the model is channels_last and the .contiguous() is gone
+    m_cl = Pipeline().to(memory_format=torch.channels_last)
+    fixed = lambda images: m_cl.conv(images.permute(0, 3, 1, 2))  # noqa: E731
+    assert [c for c in fxlint.audit(fixed, (x,)).copies if c.avoidable] == []
+
+
+def test_channels_last_model_message_has_no_weight_cost():
+    m = Pipeline().to(memory_format=torch.channels_last)
+    [f] = _fxl204(fxlint.lint(m, (torch.randn(2, 16, 16, 3),)))
+    assert f.details["weight_conversion_bytes"] == 0 and "weight" not in f.message
+
+
+def test_negative_when_the_contiguous_result_is_needed_elsewhere():
+    conv = nn.Conv2d(3, 8, 3, padding=1)
+
+    def f(images):
+        x = images.permute(0, 3, 1, 2).contiguous()
+        return conv(x), x.view(2, -1)  # the NCHW view needs the copy
+
+    assert _fxl204(fxlint.lint(f, (torch.randn(2, 16, 16, 3),))) == []
+
+
+def test_negative_when_the_data_is_not_channels_last():
+    conv = nn.Conv2d(3, 8, 3, padding=1)
+
+    def f(x):
+        return conv(x.transpose(2, 3).contiguous())
+
+    assert _fxl204(fxlint.lint(f, (torch.randn(2, 3, 16, 16),))) == []
+
+
+def test_negative_when_the_conv_would_copy_channels_last_3d_anyway():
+    """A small batch-1 float32 conv3d takes ATen's slow path, which only takes contiguous input:
+    there the .contiguous() costs nothing extra."""
+    conv = nn.Conv3d(3, 4, 3)
+
+    def f(clips):  # (1, T, H, W, C)
+        return conv(clips.permute(0, 4, 1, 2, 3).contiguous())
+
+    x = torch.randn(1, 4, 6, 6, 3)
+    assert _fxl204(fxlint.lint(f, (x,))) == []
+    audit = fxlint.audit(lambda c: conv(c.permute(0, 4, 1, 2, 3)), (x,))
+    assert [c.op for c in audit.copies if c.avoidable] == ["aten::contiguous"]
+
+
+def test_export():
+    m, x = Pipeline(), torch.randn(2, 16, 16, 3)
+    [f] = _fxl204(fxlint.lint(torch.export.export(m, (x,)), (x,)))
+    assert f.bytes == x.numel() * 4
