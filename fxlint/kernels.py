@@ -423,37 +423,14 @@ def suggest_memory_format(t: TensorInfo) -> str | None:
 
 
 def _compute_stride(shape: Sequence[Dim], stride: Sequence[Dim], new_shape: Sequence[Dim]) -> tuple[Dim, ...] | None:
-    """ATen's computeStride: strides that view (shape, stride) as new_shape, or None (reshape copies)."""
-    shape, stride, new_shape = tuple(shape), tuple(stride), tuple(new_shape)
-    if not shape:
-        return (1,) * len(new_shape)
-    numel = _prod(shape)
-    if _eq(numel, 0):
-        if len(shape) == len(new_shape) and all(_eq(a, b) for a, b in zip(shape, new_shape)):
-            return stride
-        return _contiguous_strides(new_shape)
-    new_stride: list[Dim] = [0] * len(new_shape)
-    view_d = len(new_shape) - 1
-    chunk_base_stride = stride[-1]
-    tensor_numel: Dim = 1
-    view_numel: Dim = 1
-    for tensor_d in range(len(shape) - 1, -1, -1):
-        tensor_numel = tensor_numel * shape[tensor_d]
-        if tensor_d == 0 or (not _eq(shape[tensor_d - 1], 1)
-                             and not _eq(stride[tensor_d - 1], tensor_numel * chunk_base_stride)):
-            while view_d >= 0 and (_gt(tensor_numel, view_numel) or _eq(new_shape[view_d], 1)):
-                new_stride[view_d] = view_numel * chunk_base_stride
-                view_numel = view_numel * new_shape[view_d]
-                view_d -= 1
-            if not _eq(view_numel, tensor_numel):
-                return None
-            if tensor_d > 0:
-                chunk_base_stride = stride[tensor_d - 1]
-                tensor_numel = 1
-                view_numel = 1
-    if view_d != -1:
-        return None
-    return tuple(new_stride)
+    """ATen's computeStride (one port, in ``fxlint.viewable``): strides that view (shape, stride)
+    as new_shape, or None (reshape copies); raises ``_Undecided`` when symbols decide it."""
+    from .viewable import check_view
+
+    chk = check_view(shape, stride, new_shape)
+    if chk.viewable is None:
+        raise _Undecided("view")
+    return chk.strides if chk.viewable else None
 
 
 def view_strides(t: TensorInfo, new_shape: Sequence[Dim]) -> tuple[Dim, ...] | None | bool:
