@@ -61,6 +61,9 @@ COPY_ENTRY_OPS = {
     "aten::index", "aten::_unsafe_index", "aten::index_select", "aten::gather", "aten::take",
     "aten::masked_select", "aten::take_along_dim", "aten::repeat_interleave", "aten::lift_fresh_copy",
 } | set(SCATTER_KERNELS)
+#: conversions the user calls whose copy sits under ``aten::_to_copy``: a one-element tensor converted
+#: by the user (``x.half().float()`` on a scalar loss) is the user's copy, not a wrapped Python scalar
+_USER_CONVERSIONS = {"aten::to", "aten::type_as"}
 #: a copy directly under one of these parents is paid by every program (BLAS beta=1 bias copy)
 _BIAS_INTO_OUTPUT = {"aten::addmm", "aten::addmv", "aten::baddbmm", "aten::addbmm", "aten::addr"}
 _EMBEDDING = {"aten::embedding", "aten::embedding_dense_backward", "aten::embedding_backward",
@@ -373,7 +376,7 @@ def _classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...
     parent = chain[-2] if len(chain) >= 2 else None
     if chain[-1] in HOST_READ_KERNELS:
         return True, None
-    if _numel(shape) <= 1 and chain[0] not in COPY_ENTRY_OPS:
+    if _numel(shape) <= 1 and chain[0] not in COPY_ENTRY_OPS and chain[0] not in _USER_CONVERSIONS:
         return False, "a Python scalar wrapped into a one-element tensor for the op"
     if chain[-1] == "aten::copy_" and parent in _BIAS_INTO_OUTPUT:
         return False, "bias copied into the output buffer before the BLAS call (every addmm pays it)"
