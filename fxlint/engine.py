@@ -85,6 +85,7 @@ def run_rules(
             msg = f"{rule.code} {rule.name} failed on {where}: {type(exc).__name__}: {exc}"
             warnings.warn(FxlintWarning(f"fxlint: rule skipped: {msg}"), stacklevel=3)
             report.errors.append(msg)
+            report.extras.setdefault("failed_rules", []).append(rule.code)
             return
         for hit in hits:
             label = where
