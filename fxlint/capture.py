@@ -125,14 +125,22 @@ def view_from_dynamo(gm: fx.GraphModule, label: str) -> GraphView:
 
 
 @contextlib.contextmanager
-def preserved_state(module: torch.nn.Module | None) -> Iterator[None]:
-    """Restore buffers and RNG state after running the user's model once."""
+def preserved_state(module: torch.nn.Module | None, inputs: Any = ()) -> Iterator[None]:
+    """Restore buffers, the RNG state and the example inputs after running the user's model.
+
+    A model that writes into its inputs in place (``x.add_(1)``, ``x[0] = 0``) would otherwise
+    hand the caller changed tensors after a lint or an audit. Each input tensor is copied before
+    the run (what that costs: the inputs' size once) and written back only if it changed."""
     buffers: list[tuple[torch.Tensor, torch.Tensor]] = []
     params: list[tuple[torch.Tensor, int]] = []
     if module is not None:
         with torch.no_grad():
             buffers = [(b, b.detach().clone()) for b in module.buffers()]
         params = [(p, p._version) for p in module.parameters()]
+    param_ids = {id(p) for p, _ in params} | {id(b) for b, _ in buffers}
+    with torch.no_grad():
+        saved_inputs = [(t, t._version, t.detach().clone()) for t in _tensors(inputs)
+                        if id(t) not in param_ids and not isinstance(t, torch._subclasses.FakeTensor)]
     rng = torch.get_rng_state()
     cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
     try:
@@ -141,6 +149,9 @@ def preserved_state(module: torch.nn.Module | None) -> Iterator[None]:
         with torch.no_grad():
             for live, saved in buffers:
                 if live._version != saved._version or not torch.equal(live, saved):
+                    live.copy_(saved)
+            for live, version, saved in saved_inputs:
+                if live._version != version:
                     live.copy_(saved)
         torch.set_rng_state(rng)
         if cuda_rng is not None:
@@ -181,7 +192,7 @@ def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Ca
     unimplemented = dict(dynamo_utils.counters["unimplemented"])
     compiled = torch.compile(target, backend=backend, isolate_recompiles=True, recompile_limit=64)
     try:
-        with preserved_state(module):
+        with preserved_state(module, (args, kwargs)):
             returned = compiled(*args, **kwargs)
             result.reach = runs.safe_reach(returned)
     except torch._dynamo.exc.Unsupported as exc:  # pragma: no cover - graph breaks are allowed
@@ -499,7 +510,7 @@ def capture_graph_module(target: Any, example_inputs: Any = None) -> tuple[fx.Gr
     module = module if isinstance(module, torch.nn.Module) else None
     seen_codes = {id(ref()) for ref in convert_frame.input_codes.seen if ref() is not None}
     try:
-        with preserved_state(module):
+        with preserved_state(module, (args, kwargs)):
             gm, _guards = dynamo_export(target)(*args, **kwargs)
     except (dynamo_exc.UserError, dynamo_exc.Unsupported) as exc:
         first = first_line(exc)

@@ -192,7 +192,7 @@ def audit(target: Any, example_inputs: Any = None, *, train: bool = False, attri
         return out
 
     try:
-        with preserved_state(module):
+        with preserved_state(module, (args, kwargs)):
             try:
                 with torch.set_grad_enabled(train or torch.is_grad_enabled()):
                     step()  # warm-up: lazy initialisation and first-call caches are not per-call costs
