@@ -381,3 +381,18 @@ def test_graph_break_that_ended_a_dynamo_graph_is_on_its_view():
     assert first.graph_break is not None and second.graph_break is None
     assert first.graph_break.location.line == line_of(__file__, "# graph break")
     assert export_view(Fn(lambda x: x * 2), torch.randn(3)).graph_break is None
+
+
+def test_writers_lists_the_nodes_that_write_in_place_in_graph_order():
+    def f(x, y):
+        a = x * 2
+        a.add_(1)
+        b = y.clone()
+        b[0] = 0
+        return a + b
+
+    [view] = capture(f, (torch.randn(3), torch.randn(3))).views
+    writers = view.writers
+    assert [w.op for w in writers] == ["add_", "setitem"]
+    assert [w.mutates[0].op for w in writers] == ["mul", "clone"]
+    assert view.writers is writers  # computed once

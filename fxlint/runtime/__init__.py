@@ -51,6 +51,9 @@ class AuditReport:
     copies: list[CopyEvent] = field(default_factory=list)
     train: bool = False
     lines_run: set[tuple[str, int]] = field(default_factory=set)  # user lines that ran a torch op
+    #: (file, line, module path) of each user line that ran, per module that ran it: a line shared
+    #: by several modules (a library's attention function called by every layer) tells them apart
+    sites_run: set[tuple[str, int, str | None]] = field(default_factory=set)
     nodes_run: set[str] = field(default_factory=set)  # GraphModule nodes (no source) that ran
     internal_bytes: int = 0  # copies made by fxlint's own loss (train=True), excluded
 
@@ -211,4 +214,5 @@ def audit(target: Any, example_inputs: Any = None, *, train: bool = False, attri
                 report.nodes_run.add(site.location.function)
             else:
                 report.lines_run.add((site.location.file, site.location.line))
+                report.sites_run.add((site.location.file, site.location.line, site.module_path))
     return report

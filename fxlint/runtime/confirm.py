@@ -9,6 +9,10 @@ Each copy-type finding (FXL1xx, FXL2xx, FXL4xx) becomes
 * ``not-run``: the line never ran with these inputs (another branch), so the
   runtime can say nothing.
 
+A line that several modules run (a library function every layer calls) is
+judged per module: the copies the audit attributes to the finding's module path,
+when the audit saw that line run under that path.
+
 A finding with ``bytes == 0`` claims that nothing is copied (FXL108
 noop-conversion): it is confirmed when its line ran and made no avoidable copy
 of that tensor (``details["shape"]``), refuted when it did.
@@ -30,9 +34,21 @@ CONFIRMED, REFUTED, NOT_RUN = "confirmed", "refuted", "not-run"
 _HOST_SYNC_CODES = ("FXL304", "FXL109")
 
 
+def _same_module(f: Finding, audit: AuditReport) -> bool:
+    """Can the runtime tell this finding's module from others on the same line? Only when the
+    audit saw the line run under exactly the module path the finding names (the two spell
+    module paths alike); else every copy on the line is a candidate, as before."""
+    return f.module_path is not None and (f.file, f.line, f.module_path) in audit.sites_run
+
+
 def _candidates(f: Finding, audit: AuditReport) -> list[CopyEvent]:
     if f.file is not None and f.line is not None:
-        return [c for c in audit.copies if c.phase == "forward" and c.file == f.file and c.line == f.line]
+        on_line = [c for c in audit.copies if c.phase == "forward" and c.file == f.file and c.line == f.line]
+        if _same_module(f, audit):
+            # one line, several modules (every layer calls the same attention function): the
+            # copies of this finding's module, not another layer's
+            return [c for c in on_line if c.module_path == f.module_path]
+        return on_line
     if f.node:
         return [c for c in audit.copies if c.phase == "forward" and c.file == "<graph>" and c.function == f.node]
     return []
