@@ -194,7 +194,10 @@ def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Ca
     try:
         with preserved_state(module, (args, kwargs)):
             returned = compiled(*args, **kwargs)
+            require_tensor_output(returned)
             result.reach = runs.safe_reach(returned)
+    except ModelError:
+        raise
     except torch._dynamo.exc.Unsupported as exc:  # pragma: no cover - graph breaks are allowed
         raise CaptureError(f"Dynamo could not capture the model: {exc}") from exc
     except Exception as exc:
@@ -329,9 +332,59 @@ class _RunRecord:
 
 
 def _tensors(x: Any) -> list[torch.Tensor]:
+    return tensors_in(x)
+
+
+def tensors_in(x: Any) -> list[torch.Tensor]:
+    """Every tensor in a returned value: tensors, and tensors inside tuples, lists, dicts,
+    dataclasses (registered with pytree or not) and pytree nodes (e.g. Hugging Face outputs)."""
+    import dataclasses
+
     import torch.utils._pytree as pytree
 
-    return [v for v in pytree.tree_leaves(x) if isinstance(v, torch.Tensor)]
+    found: list[torch.Tensor] = []
+
+    def walk(v: Any, depth: int) -> None:
+        if isinstance(v, torch.Tensor):
+            found.append(v)
+        elif depth > 32 or isinstance(v, (str, bytes, int, float, bool, type(None))):
+            return
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            for item in v:
+                walk(item, depth + 1)
+        elif isinstance(v, dict):
+            for item in v.values():
+                walk(item, depth + 1)
+        elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+            for f in dataclasses.fields(v):
+                walk(getattr(v, f.name, None), depth + 1)
+        else:
+            leaves = pytree.tree_leaves(v)
+            if not (len(leaves) == 1 and leaves[0] is v):
+                for item in leaves:
+                    walk(item, depth + 1)
+
+    walk(x, 0)
+    return found
+
+
+def require_tensor_output(returned: Any) -> None:
+    """A model must return tensors: fxlint follows what it computes into them (``ModelError``)."""
+    if tensors_in(returned):
+        return
+    if returned is None:
+        what = "None"
+    elif isinstance(returned, torch.SymInt):
+        what = "an int (a size)"
+    else:
+        kind = "int" if isinstance(returned, torch.SymInt) else type(returned).__name__
+        text = repr(returned)
+        article = "an" if kind[:1].lower() in "aeiou" else "a"
+        what = f"{article} {kind} ({text[:40] + '...' if len(text) > 40 else text})"
+    raise ModelError(
+        f"the model returned {what}, with no tensor in it; fxlint follows what a model computes into the "
+        "tensors it returns: return them (a tensor, or a tuple, list, dict or dataclass of tensors)"
+    )
 
 
 def _forget_new_codes(seen_before: set[int]) -> None:
@@ -513,6 +566,7 @@ def capture_graph_module(target: Any, example_inputs: Any = None) -> tuple[fx.Gr
         with preserved_state(module, (args, kwargs)):
             gm, _guards = dynamo_export(target)(*args, **kwargs)
     except (dynamo_exc.UserError, dynamo_exc.Unsupported) as exc:
+        _raise_if_the_model_raises(target, args, kwargs, module)  # the model's error, not Dynamo's
         first = first_line(exc)
         raise CaptureError(
             f"Dynamo cannot capture the model as one graph ({first}); rewrite each graph with "
@@ -522,4 +576,26 @@ def capture_graph_module(target: Any, example_inputs: Any = None) -> tuple[fx.Gr
         raise ModelError(f"the model raised while it ran: {type(exc).__name__}: {exc}") from exc
     finally:
         _forget_new_codes(seen_codes)
+    outputs = [n for n in gm.graph.nodes if n.op == "output"]
+    returned = [v.meta.get("example_value", v.meta.get("val")) if isinstance(v, fx.Node) else v
+                for n in outputs for v in _flat(n.args)]
+    require_tensor_output(returned[0] if len(returned) == 1 else returned)
     return gm, "fx"
+
+
+def _flat(x: Any) -> list[Any]:
+    if isinstance(x, (list, tuple)):
+        return [v for item in x for v in _flat(item)]
+    if isinstance(x, dict):
+        return [v for item in x.values() for v in _flat(item)]
+    return [x]
+
+
+def _raise_if_the_model_raises(target: Any, args: tuple, kwargs: dict, module: torch.nn.Module | None) -> None:
+    """Dynamo reports an exception the user's code raised as an unsupported construct ("Observed
+    exception"); run the model eagerly once to tell a model that raises from a capture problem."""
+    try:
+        with preserved_state(module, (args, kwargs)), torch.no_grad():
+            target(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the user's model raised: that is the error to report
+        raise ModelError(f"the model raised while it ran: {type(exc).__name__}: {first_line(exc)}") from exc

@@ -166,7 +166,7 @@ def audit(target: Any, example_inputs: Any = None, *, train: bool = False, attri
     location): for compiled callables, where a torch-function mode would make
     Dynamo recompile what it runs.
     """
-    from ..capture import normalise_inputs, preserved_state
+    from ..capture import normalise_inputs, preserved_state, require_tensor_output
 
     fn, module = _as_runnable(target)
     args, kwargs = normalise_inputs(example_inputs)
@@ -178,6 +178,7 @@ def audit(target: Any, example_inputs: Any = None, *, train: bool = False, attri
 
     def step() -> Any:
         out = fn(*args, **kwargs)
+        require_tensor_output(out)
         if train:
             outs = _floating_outputs(out)
             if not outs:
