@@ -126,6 +126,24 @@ return v * 2
     assert not result.applied and "autograd off" in result.skipped[0].reason
 
 
+def test_regression_a_gather_of_a_non_contiguous_tensor_is_its_own_copy():
+    """``x.mT.index_select(1, torch.arange(0, 1))``: CPU ``index_select`` first copies its
+    non-contiguous input (``.contiguous()`` inside the kernel, 16 B), then gathers (8 B). The audit
+    counted one copy, the largest allocation under the gather (16 B), and FXL401's 8 B read as
+    refuted. Fixed in the audit: the input copy is recorded apart, the gather is its output."""
+    import fxlint
+
+    program = _program("""
+v2 = x0.mT
+return v2.index_select(1, torch.arange(0, 1, 1))
+""", "torch.randn(1, 2, 2)")
+    report = check_lint(program)
+    [f] = report.by_code("FXL401")
+    assert f.bytes == 8 and f.status == "confirmed"
+    audit = fxlint.audit(*program.load())
+    assert sorted((c.bytes, c.chain[-1]) for c in audit.copies) == [(8, "aten::index_select"), (16, "aten::copy_")]
+
+
 def test_verification_compares_which_outputs_require_grad():
     from fxlint.rewrite.verify import Run, compare
 

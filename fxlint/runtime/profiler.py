@@ -250,13 +250,20 @@ def _alloc(e: Any) -> int:
     return int(ef.alloc_size) if type(ef).__name__ == "_ExtraFields_Allocation" else 0
 
 
-def _largest_alloc(e: Any) -> int:
+#: copies a gather kernel makes of its own input before it gathers (CPU ``index_select`` of a
+#: non-contiguous tensor calls ``.contiguous()`` on it): a copy of their own, not the gather's output
+_INPUT_COPIES = ("aten::contiguous", "aten::clone")
+
+
+def _largest_alloc(e: Any, skip: tuple[str, ...] = ()) -> int:
+    """The largest allocation under ``e`` (its output, for a gather), not counting the subtrees
+    of the ops named in ``skip``."""
     best = 0
     stack = [e]
     while stack:
         x = stack.pop()
         best = max(best, _alloc(x))
-        stack.extend(x.children)
+        stack.extend(c for c in x.children if not (_is_op(c) and c.name in skip))
     return best
 
 
@@ -320,7 +327,11 @@ def _extract(roots: list[Any], sites: dict[int, CallSite]) -> RawAudit:
             event = _as_copy(e, chain)
             if event is not None:
                 _record(raw, event, sites.get(site) if site is not None else None, grad_fn, phase)
-                return  # nothing inside a copy kernel is a second copy
+                if name in GATHER_KERNELS:  # a copy of the gather's input is a copy of its own
+                    for c in e.children:
+                        if _is_op(c) and c.name in _INPUT_COPIES:
+                            visit(c, site, chain, grad_fn, phase)
+                return  # nothing else inside a copy kernel is a second copy
         for c in e.children:
             visit(c, site, chain, grad_fn, phase)
 
@@ -348,7 +359,7 @@ def _as_copy(e: Any, chain: tuple[str, ...]) -> dict[str, Any] | None:
                 "kind": kind, "chain": chain}
     if name in GATHER_KERNELS:
         src = _tensor_meta(e, 0)
-        nbytes = _largest_alloc(e)
+        nbytes = _largest_alloc(e, skip=_INPUT_COPIES)
         if nbytes <= 0:
             return None
         return {"kernel": name, "bytes": nbytes, "shape": tuple(int(s) for s in src.sizes) if src else (),
