@@ -377,7 +377,7 @@ def require_tensor_output(returned: Any) -> None:
     elif isinstance(returned, torch.SymInt):
         what = "an int (a size)"
     else:
-        kind = "int" if isinstance(returned, torch.SymInt) else type(returned).__name__
+        kind = type(returned).__name__
         text = repr(returned)
         article = "an" if kind[:1].lower() in "aeiou" else "a"
         what = f"{article} {kind} ({text[:40] + '...' if len(text) > 40 else text})"
@@ -556,7 +556,6 @@ def capture_graph_module(target: Any, example_inputs: Any = None) -> tuple[fx.Gr
             "a torch.fx.GraphModule or a torch.export.ExportedProgram"
         )
     from torch._dynamo import convert_frame
-    from torch._dynamo import exc as dynamo_exc
     from torch._dynamo.eval_frame import export as dynamo_export
 
     module = target if isinstance(target, torch.nn.Module) else getattr(target, "__self__", None)
@@ -565,15 +564,15 @@ def capture_graph_module(target: Any, example_inputs: Any = None) -> tuple[fx.Gr
     try:
         with preserved_state(module, (args, kwargs)):
             gm, _guards = dynamo_export(target)(*args, **kwargs)
-    except (dynamo_exc.UserError, dynamo_exc.Unsupported) as exc:
+    except Exception as exc:
+        # Dynamo reports the user's own exceptions, unsupported constructs and its own tracing
+        # limits (a data-dependent size it cannot reason about) alike: the eager model decides
         _raise_if_the_model_raises(target, args, kwargs, module)  # the model's error, not Dynamo's
         first = first_line(exc)
         raise CaptureError(
-            f"Dynamo cannot capture the model as one graph ({first}); rewrite each graph with "
-            "torch.compile(model, backend='fxlint', options={'rewrite': True}) instead"
+            f"Dynamo cannot capture the model as one graph ({type(exc).__name__}: {first}); rewrite each "
+            "graph with torch.compile(model, backend='fxlint', options={'rewrite': True}) instead"
         ) from exc
-    except Exception as exc:
-        raise ModelError(f"the model raised while it ran: {type(exc).__name__}: {exc}") from exc
     finally:
         _forget_new_codes(seen_codes)
     outputs = [n for n in gm.graph.nodes if n.op == "output"]

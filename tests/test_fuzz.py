@@ -144,6 +144,23 @@ return v2.index_select(1, torch.arange(0, 1, 1))
     assert sorted((c.bytes, c.chain[-1]) for c in audit.copies) == [(8, "aten::index_select"), (16, "aten::copy_")]
 
 
+def test_regression_a_capture_limit_is_a_capture_error_not_the_models():
+    """A mask index gives Dynamo an unbacked size; ``expand(2, 2)`` on it stops ``torch._dynamo.export``
+    with a data-dependent error, though the model runs fine eagerly. ``fxlint.rewrite`` said "the
+    model raised while it ran" (a ModelError); it is a CaptureError now (the model is run eagerly
+    to tell the two apart), and the backend still rewrites each graph."""
+    import fxlint
+    from fxlint.errors import CaptureError
+
+    program = _program("""
+v1 = x0[:, torch.arange(1) % 2 == 0]
+return v1.mT.expand(2, 2)
+""", "torch.randn(2, 1)")
+    with pytest.raises(CaptureError, match="cannot capture the model as one graph"):
+        fxlint.rewrite(*program.load())
+    check_rewrite(program)
+
+
 def test_verification_compares_which_outputs_require_grad():
     from fxlint.rewrite.verify import Run, compare
 
