@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import torch
 import torch.fx as fx
 
-from .errors import ConfigError, FxlintWarning
+from .errors import ConfigError, FxlintError, FxlintWarning, first_line
 from .findings import Report, Severity
 from .tensorinfo import human_bytes
 
@@ -111,21 +111,44 @@ def fxlint_backend(
 ) -> Callable[..., Any]:
     """Lint ``gm``, optionally rewrite it, and compile it with the inner backend."""
     opts = BackendOptions.parse(options)  # a bad option or config file is the user's to fix: raise
-    settings = _settings_for(gm, opts)
+    try:
+        settings = _settings_for(gm, opts)
+    except FxlintError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - an fxlint bug reading the configuration: compile untouched
+        _warn_untouched(exc)
+        inner = _resolve_inner(opts.inner if opts.inner is not None else "inductor")
+        return _call_inner(inner, opts, gm, example_inputs, mode, kwargs)
     inner = _resolve_inner(opts.inner if opts.inner is not None else (settings.inner or "inductor"))
     to_compile = gm
     try:
         to_compile = _lint_and_rewrite(gm, example_inputs, opts, settings)
     except Exception as exc:  # noqa: BLE001 - never break the user's compile
+        _warn_untouched(exc)
+        to_compile = gm
+    if to_compile is gm:
+        return _call_inner(inner, opts, gm, example_inputs, mode, kwargs)
+    try:
+        return _call_inner(inner, opts, to_compile, example_inputs, mode, kwargs)
+    except Exception as exc:  # noqa: BLE001 - the rewritten graph must not cost the user the compile
         warnings.warn(
             FxlintWarning(
-                f"fxlint failed on this graph and left it untouched ({type(exc).__name__}: {exc}); "
-                "the compile goes on with the inner backend"
+                f"the inner backend failed on fxlint's rewritten graph ({type(exc).__name__}: "
+                f"{first_line(exc)}); compiling the original graph instead"
             ),
             stacklevel=2,
         )
-        to_compile = gm
-    return _call_inner(inner, opts, to_compile, example_inputs, mode, kwargs)
+        return _call_inner(inner, opts, gm, example_inputs, mode, kwargs)
+
+
+def _warn_untouched(exc: BaseException) -> None:
+    warnings.warn(
+        FxlintWarning(
+            f"fxlint failed on this graph and left it untouched ({type(exc).__name__}: {exc}); "
+            "the compile goes on with the inner backend"
+        ),
+        stacklevel=3,
+    )
 
 
 def _settings_for(gm: fx.GraphModule, opts: BackendOptions) -> "Settings":
@@ -170,7 +193,10 @@ def _lint_and_rewrite(
     _log_report(label, report)
     publish(report)
     if settings.rewrite:
-        return _rewrite(gm, example_inputs, opts, label, ctx.training, settings)
+        # a rule that failed was reported once (one FxlintWarning); it finds no rewrite sites
+        failed = set(report.extras.get("failed_rules", ()))
+        rules = [r for r in settings.rules if r.code not in failed]
+        return _rewrite(gm, example_inputs, opts, label, ctx.training, rules)
     return gm
 
 
@@ -193,12 +219,12 @@ def _training() -> bool:
 
 
 def _rewrite(gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, label: str,
-             training: bool, settings: "Settings") -> fx.GraphModule:
+             training: bool, rules: list[Any]) -> fx.GraphModule:
     """Apply the safe rewrites to (a copy of) the captured graph; the inner backend compiles the result."""
     from .rewrite.engine import rewrite_graph
     from .session import publish_rewrites
 
-    result = rewrite_graph(gm, list(example_inputs), origin="dynamo", rules=settings.rules,
+    result = rewrite_graph(gm, list(example_inputs), origin="dynamo", rules=rules,
                            verify=opts.verify, training=training, label=label, symbolic_ok=False)
     for a in result.applied:
         log.info("fxlint: %s: %s rewritten: %s", a.location, a.code, a.description)

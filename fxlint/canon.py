@@ -331,6 +331,7 @@ class GraphView:
         self._by_fx: dict[fx.Node, CanonNode] = {n.node: n for n in nodes}
         self.by_name: dict[str, CanonNode] = {n.name: n for n in nodes}
         self._graph: nx.DiGraph | None = None
+        self._writers: list[CanonNode] | None = None
         self.entry_grad_enabled = True  # autograd mode the graph starts in
         # Dynamo's fake values carry autograd's requires_grad; export/fx values do not
         self.requires_grad_known = origin == "dynamo"
@@ -354,6 +355,14 @@ class GraphView:
     @property
     def parameters(self) -> list[CanonNode]:
         return [n for n in self.nodes if n.kind == "parameter"]
+
+    @property
+    def writers(self) -> list[CanonNode]:
+        """The nodes that write in place into another node (``mutates`` not empty), in graph
+        order: what mutation checks scan, instead of every node (linear, not quadratic)."""
+        if self._writers is None:
+            self._writers = [n for n in self.nodes if n.mutates]
+        return self._writers
 
     @property
     def graph(self) -> nx.DiGraph:
@@ -1190,8 +1199,11 @@ def build_view(
     input/parameter/buffer/constant; ``constants`` maps placeholder or get_attr
     names to constant tensor values. ``capture`` computes both per graph origin.
     """
+    from ._perf import gc_paused
+
     b = _Builder(gm, origin, grad_enabled, dict(roles or {}), dict(constants or {}))
-    view = b.build()
+    with gc_paused():
+        view = b.build()
     view.label = label
     return view
 

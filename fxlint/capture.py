@@ -125,14 +125,22 @@ def view_from_dynamo(gm: fx.GraphModule, label: str) -> GraphView:
 
 
 @contextlib.contextmanager
-def preserved_state(module: torch.nn.Module | None) -> Iterator[None]:
-    """Restore buffers and RNG state after running the user's model once."""
+def preserved_state(module: torch.nn.Module | None, inputs: Any = ()) -> Iterator[None]:
+    """Restore buffers, the RNG state and the example inputs after running the user's model.
+
+    A model that writes into its inputs in place (``x.add_(1)``, ``x[0] = 0``) would otherwise
+    hand the caller changed tensors after a lint or an audit. Each input tensor is copied before
+    the run (what that costs: the inputs' size once) and written back only if it changed."""
     buffers: list[tuple[torch.Tensor, torch.Tensor]] = []
     params: list[tuple[torch.Tensor, int]] = []
     if module is not None:
         with torch.no_grad():
             buffers = [(b, b.detach().clone()) for b in module.buffers()]
         params = [(p, p._version) for p in module.parameters()]
+    param_ids = {id(p) for p, _ in params} | {id(b) for b, _ in buffers}
+    with torch.no_grad():
+        saved_inputs = [(t, t._version, t.detach().clone()) for t in _tensors(inputs)
+                        if id(t) not in param_ids and not isinstance(t, torch._subclasses.FakeTensor)]
     rng = torch.get_rng_state()
     cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
     try:
@@ -141,6 +149,9 @@ def preserved_state(module: torch.nn.Module | None) -> Iterator[None]:
         with torch.no_grad():
             for live, saved in buffers:
                 if live._version != saved._version or not torch.equal(live, saved):
+                    live.copy_(saved)
+            for live, version, saved in saved_inputs:
+                if live._version != version:
                     live.copy_(saved)
         torch.set_rng_state(rng)
         if cuda_rng is not None:
@@ -181,9 +192,12 @@ def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Ca
     unimplemented = dict(dynamo_utils.counters["unimplemented"])
     compiled = torch.compile(target, backend=backend, isolate_recompiles=True, recompile_limit=64)
     try:
-        with preserved_state(module):
+        with preserved_state(module, (args, kwargs)):
             returned = compiled(*args, **kwargs)
+            require_tensor_output(returned)
             result.reach = runs.safe_reach(returned)
+    except ModelError:
+        raise
     except torch._dynamo.exc.Unsupported as exc:  # pragma: no cover - graph breaks are allowed
         raise CaptureError(f"Dynamo could not capture the model: {exc}") from exc
     except Exception as exc:
@@ -318,9 +332,59 @@ class _RunRecord:
 
 
 def _tensors(x: Any) -> list[torch.Tensor]:
+    return tensors_in(x)
+
+
+def tensors_in(x: Any) -> list[torch.Tensor]:
+    """Every tensor in a returned value: tensors, and tensors inside tuples, lists, dicts,
+    dataclasses (registered with pytree or not) and pytree nodes (e.g. Hugging Face outputs)."""
+    import dataclasses
+
     import torch.utils._pytree as pytree
 
-    return [v for v in pytree.tree_leaves(x) if isinstance(v, torch.Tensor)]
+    found: list[torch.Tensor] = []
+
+    def walk(v: Any, depth: int) -> None:
+        if isinstance(v, torch.Tensor):
+            found.append(v)
+        elif depth > 32 or isinstance(v, (str, bytes, int, float, bool, type(None))):
+            return
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            for item in v:
+                walk(item, depth + 1)
+        elif isinstance(v, dict):
+            for item in v.values():
+                walk(item, depth + 1)
+        elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+            for f in dataclasses.fields(v):
+                walk(getattr(v, f.name, None), depth + 1)
+        else:
+            leaves = pytree.tree_leaves(v)
+            if not (len(leaves) == 1 and leaves[0] is v):
+                for item in leaves:
+                    walk(item, depth + 1)
+
+    walk(x, 0)
+    return found
+
+
+def require_tensor_output(returned: Any) -> None:
+    """A model must return tensors: fxlint follows what it computes into them (``ModelError``)."""
+    if tensors_in(returned):
+        return
+    if returned is None:
+        what = "None"
+    elif isinstance(returned, torch.SymInt):
+        what = "an int (a size)"
+    else:
+        kind = type(returned).__name__
+        text = repr(returned)
+        article = "an" if kind[:1].lower() in "aeiou" else "a"
+        what = f"{article} {kind} ({text[:40] + '...' if len(text) > 40 else text})"
+    raise ModelError(
+        f"the model returned {what}, with no tensor in it; fxlint follows what a model computes into the "
+        "tensors it returns: return them (a tensor, or a tuple, list, dict or dataclass of tensors)"
+    )
 
 
 def _forget_new_codes(seen_before: set[int]) -> None:
@@ -492,23 +556,45 @@ def capture_graph_module(target: Any, example_inputs: Any = None) -> tuple[fx.Gr
             "a torch.fx.GraphModule or a torch.export.ExportedProgram"
         )
     from torch._dynamo import convert_frame
-    from torch._dynamo import exc as dynamo_exc
     from torch._dynamo.eval_frame import export as dynamo_export
 
     module = target if isinstance(target, torch.nn.Module) else getattr(target, "__self__", None)
     module = module if isinstance(module, torch.nn.Module) else None
     seen_codes = {id(ref()) for ref in convert_frame.input_codes.seen if ref() is not None}
     try:
-        with preserved_state(module):
+        with preserved_state(module, (args, kwargs)):
             gm, _guards = dynamo_export(target)(*args, **kwargs)
-    except (dynamo_exc.UserError, dynamo_exc.Unsupported) as exc:
+    except Exception as exc:
+        # Dynamo reports the user's own exceptions, unsupported constructs and its own tracing
+        # limits (a data-dependent size it cannot reason about) alike: the eager model decides
+        _raise_if_the_model_raises(target, args, kwargs, module)  # the model's error, not Dynamo's
         first = first_line(exc)
         raise CaptureError(
-            f"Dynamo cannot capture the model as one graph ({first}); rewrite each graph with "
-            "torch.compile(model, backend='fxlint', options={'rewrite': True}) instead"
+            f"Dynamo cannot capture the model as one graph ({type(exc).__name__}: {first}); rewrite each "
+            "graph with torch.compile(model, backend='fxlint', options={'rewrite': True}) instead"
         ) from exc
-    except Exception as exc:
-        raise ModelError(f"the model raised while it ran: {type(exc).__name__}: {exc}") from exc
     finally:
         _forget_new_codes(seen_codes)
+    outputs = [n for n in gm.graph.nodes if n.op == "output"]
+    returned = [v.meta.get("example_value", v.meta.get("val")) if isinstance(v, fx.Node) else v
+                for n in outputs for v in _flat(n.args)]
+    require_tensor_output(returned[0] if len(returned) == 1 else returned)
     return gm, "fx"
+
+
+def _flat(x: Any) -> list[Any]:
+    if isinstance(x, (list, tuple)):
+        return [v for item in x for v in _flat(item)]
+    if isinstance(x, dict):
+        return [v for item in x.values() for v in _flat(item)]
+    return [x]
+
+
+def _raise_if_the_model_raises(target: Any, args: tuple, kwargs: dict, module: torch.nn.Module | None) -> None:
+    """Dynamo reports an exception the user's code raised as an unsupported construct ("Observed
+    exception"); run the model eagerly once to tell a model that raises from a capture problem."""
+    try:
+        with preserved_state(module, (args, kwargs)), torch.no_grad():
+            target(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the user's model raised: that is the error to report
+        raise ModelError(f"the model raised while it ran: {type(exc).__name__}: {first_line(exc)}") from exc

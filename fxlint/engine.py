@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 import sympy
 
+from ._perf import gc_paused
 from .canon import GraphView
 from .errors import FxlintWarning
 from .findings import Finding, Report, dedupe
@@ -85,6 +86,7 @@ def run_rules(
             msg = f"{rule.code} {rule.name} failed on {where}: {type(exc).__name__}: {exc}"
             warnings.warn(FxlintWarning(f"fxlint: rule skipped: {msg}"), stacklevel=3)
             report.errors.append(msg)
+            report.extras.setdefault("failed_rules", []).append(rule.code)
             return
         for hit in hits:
             label = where
@@ -101,13 +103,14 @@ def run_rules(
             else:
                 active.append(f)
 
-    for view in program.views:
+    with gc_paused():
+        for view in program.views:
+            for rule in rules:
+                if rule.scope == "graph":
+                    run(rule, view, view.label)
         for rule in rules:
-            if rule.scope == "graph":
-                run(rule, view, view.label)
-    for rule in rules:
-        if rule.scope == "program":
-            run(rule, program, "program")
+            if rule.scope == "program":
+                run(rule, program, "program")
     report.findings = dedupe(merge_repeats(active))
     report.suppressed = dedupe(silenced)
     return report

@@ -294,3 +294,56 @@ def test_host_reads_are_recorded_and_explained_by_the_host_sync_rules():
     assert [(c.kind, c.bytes, c.kernel) for c in reads] == [("host-read", 4, "aten::_local_scalar_dense")] * 2
     lint = fxlint.lint(f, (torch.randn(3), torch.randn(3)), confirm=True)
     assert all(u["line"] != reads[0].line for u in lint.unexplained)
+
+
+def _merge_heads(t):
+    return t.transpose(1, 2).contiguous()  # one line, run by two modules
+
+
+class _Attn(nn.Module):
+    def __init__(self, pretransposed: bool) -> None:
+        super().__init__()
+        self.pretransposed = pretransposed
+
+    def forward(self, x):
+        # (B, H, L, D): already (B, L, H, D) in memory for one module (then no copy), fresh for the other
+        t = x.transpose(1, 2) if self.pretransposed else x * 1
+        return _merge_heads(t)
+
+
+class _TwoLayers(nn.Module):
+    """Regression (T5, found by tests/test_real_architectures.py): a library function run by several
+    modules. FXL108 (no copy, for the cross-attention layer) was refuted by another layer's copy on
+    the same line; the audit now tells the modules that ran a line apart."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.copying = _Attn(pretransposed=False)
+        self.free = _Attn(pretransposed=True)
+
+    def forward(self, a, b):
+        return self.copying(a), self.free(b)
+
+
+def test_a_line_shared_by_two_modules_is_judged_per_module():
+    a, b = torch.randn(2, 4, 6, 8), torch.randn(2, 6, 4, 8)
+    report = fxlint.lint(_TwoLayers(), (a, b), confirm=True)
+    line = _line("# one line, run by two modules")
+    found = {(f.code, f.module_path): f.status for f in report.findings if f.line == line}
+    assert found == {("FXL101", "copying"): "confirmed", ("FXL108", "free"): "confirmed"}, found
+
+
+def test_findings_that_share_a_copy_are_all_confirmed():
+    """Two chained round trips share their middle conversion: each FXL103 finding on a line
+    describes it from its own side, and the runtime backs every one (found by the fuzzer)."""
+
+    def f(x0):
+        v1 = x0.to(torch.float16).to(torch.float32)  # round trip one
+        v2 = v1.to(torch.float16).to(torch.float32)  # round trip two
+        return v2 * 1
+
+    report = fxlint.lint(f, (torch.randn(1),), confirm=True)
+    round_trips = report.by_code("FXL103")
+    assert len(round_trips) >= 2
+    assert all(x.status == "confirmed" for x in round_trips), [(x.line, x.bytes, x.status) for x in round_trips]
+    assert report.unexplained == []

@@ -430,3 +430,18 @@ def test_batch_norm_records_whether_it_uses_batch_statistics(origin, training):
     view = {"dynamo": lambda: dynamo_view(m, x), "fx": lambda: fx_view(m, x), "export": lambda: export_view(m, x)}[origin]()
     [bn] = view.ops("batch_norm")
     assert bn.args["training"] is training
+
+
+def test_writers_lists_the_nodes_that_write_in_place_in_graph_order():
+    def f(x, y):
+        a = x * 2
+        a.add_(1)
+        b = y.clone()
+        b[0] = 0
+        return a + b
+
+    [view] = capture(f, (torch.randn(3), torch.randn(3))).views
+    writers = view.writers
+    assert [w.op for w in writers] == ["add_", "setitem"]
+    assert [w.mutates[0].op for w in writers] == ["mul", "clone"]
+    assert view.writers is writers  # computed once

@@ -55,6 +55,21 @@ def broken():
 class Raises(nn.Module):
     def forward(self, x):
         raise ValueError("model exploded")
+
+
+class ReturnsText(nn.Module):
+    def forward(self, x):
+        return "not a tensor"
+
+
+class ReturnsNothing(nn.Module):
+    def forward(self, x):
+        x = x * 2
+
+
+class ReturnsSize(nn.Module):
+    def forward(self, x):
+        return x.shape[0]
 """
 
 
@@ -233,3 +248,81 @@ def test_spec_layouts_and_flags():
 def test_bad_specs_raise_spec_error(text):
     with pytest.raises(SpecError):
         parse_spec(text)
+
+
+# --------------------------------------------------------------------------- every subcommand
+
+BENCH = ["--backends", "eager", "--mode", "infer", "--min-run-time", "0.01"]
+BAD_TARGETS = [
+    (["missing_file.py:Model", "-i", "randn(2)"], "no such file"),
+    (["{f}:NeedsArgs", "-i", "randn(2)"], "needs constructor arguments (width)"),
+    (["{f}:broken"], "factory exploded"),
+    (["{f}:Gather"], "needs example inputs"),
+    (["{f}:Gather", "-i", "randn(3,"], "cannot parse input SPEC"),
+    (["{f}:Gather", "-i", "randn(3, dtype=float17)"], "unknown dtype"),
+    (["{f}:Raises", "-i", "randn(3,8)"], "the model raised while it ran: ValueError: model exploded"),
+    (["{f}:ReturnsText", "-i", "randn(3,8)"], "the model returned a str ('not a tensor'), with no tensor in it"),
+    (["{f}:ReturnsNothing", "-i", "randn(3,8)"], "the model returned None, with no tensor in it"),
+    (["{f}:ReturnsSize", "-i", "randn(3,8)"], "the model returned an int"),
+    (["no_such_pkg_xyz.mod:Model", "-i", "randn(2)"], "no module named 'no_such_pkg_xyz'"),
+    ([], "needs a TARGET"),
+]
+
+
+@pytest.mark.parametrize("command", ["lint", "audit", "fix", "bench"])
+@pytest.mark.parametrize("argv,needle", BAD_TARGETS, ids=[n for _, n in BAD_TARGETS])
+def test_bad_input_to_every_subcommand_is_one_error_line_and_exit_2(capsys, model_file, command, argv, needle):
+    argv = [a.replace("{f}", str(model_file)) for a in argv] + (BENCH if command == "bench" else [])
+    code, out, err = run(capsys, command, *argv)
+    assert code == 2, (out, err)
+    errors = [ln for ln in err.strip().splitlines() if ln.startswith("fxlint:")]
+    assert len(errors) == 1 and errors[0].startswith("fxlint: error:") and needle in errors[0], err
+    # nothing else but bench's progress lines ("[1/1] ..."), and never a traceback
+    assert all(ln.startswith("[") for ln in err.strip().splitlines() if not ln.startswith("fxlint:")), err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["lint", "audit", "fix", "bench"])
+def test_import_error_inside_the_target_for_every_subcommand(capsys, write_module, command):
+    bad = write_module("import torch\nimport definitely_not_a_module_abc\n", name="bad_import.py")
+    code, _, err = run(capsys, command, f"{bad}:M", "-i", "randn(2)", *(BENCH if command == "bench" else []))
+    assert code == 2 and "definitely_not_a_module_abc" in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("command", ["lint", "audit", "fix", "bench"])
+def test_debug_shows_the_traceback_for_every_subcommand(capsys, model_file, command):
+    code, _, err = run(capsys, command, f"{model_file}:Raises", "-i", "randn(3,8)", "--debug",
+                       *(BENCH if command == "bench" else []))
+    assert code == 2 and "Traceback" in err and "model exploded" in err
+
+
+# --------------------------------------------------------------------------- the API: typed errors
+
+
+def test_api_bad_input_raises_typed_errors(model_file):
+    import fxlint
+    from fxlint.errors import CaptureError, ConfigError, ModelError, TargetError
+    from fxlint.target import load_target
+
+    x = torch.randn(3, 8)
+    raises = load_target(f"{model_file}:Raises").obj
+    text = load_target(f"{model_file}:ReturnsText").obj
+    for call in (fxlint.lint, fxlint.audit, fxlint.rewrite):
+        with pytest.raises(ModelError, match="the model raised while it ran: ValueError: model exploded"):
+            call(raises, (x,))
+        with pytest.raises(ModelError, match="with no tensor in it"):
+            call(text, (x,))
+    with pytest.raises(CaptureError, match="cannot lint int"):
+        fxlint.lint(42, (x,))
+    with pytest.raises(CaptureError, match="cannot audit int"):
+        fxlint.audit(42, (x,))
+    with pytest.raises(ConfigError, match="matches no rule"):
+        fxlint.lint(text, (x,), select="FXL999")
+    with pytest.raises(ConfigError, match="unknown severity"):
+        fxlint.lint(text, (x,), severity={"FXL401": "fatal"})
+    with pytest.raises(TargetError, match="needs constructor arguments"):
+        load_target(f"{model_file}:NeedsArgs")
+    with pytest.raises(SpecError, match="cannot parse"):
+        parse_spec("randn(3,")
+    # every one is an FxlintError: one except clause catches them all
+    assert all(issubclass(e, fxlint.FxlintError) for e in (ModelError, CaptureError, ConfigError, TargetError, SpecError))

@@ -285,7 +285,8 @@ def test_a_rewrite_that_raises_is_reported_and_the_graph_kept(broken_fxl401):
 
     broken_fxl401(boom)
     model, x = Head(lambda h: h[:, [0, 2, 4, 6]]), torch.randn(4, 16)
-    result = fxlint.rewrite(model, (x,))
+    with pytest.warns(fxlint.FxlintWarning, match="the FXL401 rewrite failed"):  # an fxlint bug: said aloud
+        result = fxlint.rewrite(model, (x,))
     [skipped] = result.skipped
     assert "injected" in skipped.reason and skipped.rolled_back
     assert torch.equal(result.module(x), model(x))

@@ -274,7 +274,8 @@ def bench_model(name: str, model: nn.Module, inputs: Any, *, modes: Iterable[str
                 say: Callable[[str], None] | None = None) -> list[VariantResult]:
     import fxlint
 
-    from ..capture import normalise_inputs, preserved_state
+    from ..capture import normalise_inputs, preserved_state, require_tensor_output
+    from ..errors import ModelError, first_line
 
     say = say or (lambda m: print(m, file=sys.stderr, flush=True))
     args, kwargs = normalise_inputs(inputs)
@@ -286,7 +287,14 @@ def bench_model(name: str, model: nn.Module, inputs: Any, *, modes: Iterable[str
             what = "training step" if train else "inference"
             weights: dict[int, torch.Tensor] = {}
             ref = _Step(model, args, kwargs, train, params, weights)
-            ref_out = [t.detach().clone() for t in _tensors(ref())]
+            try:
+                returned = ref()
+            except ModelError:
+                raise
+            except Exception as exc:  # the user's model: one line in the CLI, not an internal error
+                raise ModelError(f"the model raised while it ran: {type(exc).__name__}: {first_line(exc)}") from exc
+            require_tensor_output(returned)
+            ref_out = [t.detach().clone() for t in _tensors(returned)]
             ref_grads = ref.grads()
             ref.zero()
             live: list[tuple[VariantResult, _Step, float]] = []

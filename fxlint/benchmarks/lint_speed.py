@@ -160,8 +160,12 @@ def measure_stack(layers: int, *, repeats: int, inductor: bool) -> StackPoint:
     return StackPoint(layers, nodes, capture_s, analysis_s, inductor_s)
 
 
-def synthetic_graph(n_nodes: int) -> fx.GraphModule:
-    """A chain of ~n_nodes ops mixing views, copies, gathers, matmuls and elementwise ops."""
+def synthetic_graph(n_nodes: int, values: str = "fake") -> fx.GraphModule:
+    """A chain of ~n_nodes ops mixing views, copies, gathers, matmuls and elementwise ops.
+
+    ``values="fake"`` propagates fake tensors (as ``fxlint.lint`` does for a GraphModule);
+    ``"real"`` runs the 16x16 chain once and keeps each node's real output (the same shapes,
+    strides and dtypes, built in a fraction of the time: for tests of the analysis itself)."""
     g = fx.Graph()
     x = g.placeholder("x")
     w = g.placeholder("w")
@@ -182,6 +186,16 @@ def synthetic_graph(n_nodes: int) -> fx.GraphModule:
         i += 1
     g.output(h)
     gm = fx.GraphModule(nn.Module(), g)
+    if values == "real":
+        class _Keep(fx.Interpreter):
+            def run_node(self, n: fx.Node) -> Any:
+                out = super().run_node(n)
+                if isinstance(out, torch.Tensor):
+                    n.meta["val"] = out.detach()
+                return out
+
+        _Keep(gm).run(torch.randn(16, 16), torch.randn(16, 16))
+        return gm
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 

@@ -163,11 +163,11 @@ def aliases(node: CanonNode) -> set[CanonNode]:
 
 def mutated_after(nodes: set[CanonNode], after: CanonNode, view: GraphView) -> list[CanonNode]:
     """Nodes after ``after`` (in graph order) that write in place into any of ``nodes``."""
-    return [n for n in view.nodes if n.position > after.position and any(m in nodes for m in n.mutates)]
+    return [n for n in view.writers if n.position > after.position and any(m in nodes for m in n.mutates)]
 
 
 def is_mutated(nodes: set[CanonNode], view: GraphView) -> bool:
-    return any(any(m in nodes for m in n.mutates) for n in view.nodes)
+    return any(any(m in nodes for m in n.mutates) for n in view.writers)
 
 
 def escapes(node: CanonNode, view: GraphView) -> bool:

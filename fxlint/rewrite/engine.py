@@ -135,8 +135,11 @@ def apply_sites(
             skip(exc.reason)
             continue
         except Exception as exc:  # noqa: BLE001 - a broken rewrite is reported, never shipped
-            skip(f"the rewrite failed ({type(exc).__name__}: {first_line(exc)}); the graph is unchanged",
-                 rolled_back=True)
+            why = f"{type(exc).__name__}: {first_line(exc)}"
+            # an fxlint bug, not a reason in the user's terms: say so as loudly as a failing rule
+            warnings.warn(FxlintWarning(f"fxlint: the {finding.code} rewrite failed at {finding.location} "
+                                        f"({why}); that site is left as it was"), stacklevel=2)
+            skip(f"the rewrite failed ({why}); the graph is unchanged", rolled_back=True)
             continue
         if verifier is not None:
             why = verifier.check(candidate)

@@ -11,7 +11,11 @@ invisible to the program only when nobody can tell:
 * the result (or a view of it) is not returned while the base's memory also
   belongs to a graph input, parameter or buffer, or to another output: the
   caller would get an output that aliases an input or another output where
-  it used to own fresh memory.
+  it used to own fresh memory;
+* the copy does not run with autograd off (``no_grad``) on a tensor that
+  requires grad: such a copy is a fresh tensor that does not require grad,
+  but a view made under ``no_grad`` still requires grad through its base, so
+  later ops (run with autograd back on) would send gradients where none went.
 
 Memory sharing is read from the canonical view (``CanonNode.aliases``: views,
 in-place results, ops that may hand back their input) and closed
@@ -59,8 +63,36 @@ def _where(n: CanonNode) -> str:
     return f"node {n.name}"
 
 
+def may_require_grad(view: GraphView, n: CanonNode, _memo: dict | None = None) -> bool:
+    """Could ``n``'s value require grad? Autograd's own flag where the view knows it (Dynamo's
+    fake values); else from the graph: a graph input or parameter that requires grad (any input
+    of an exported program), an op run with autograd on over such a value, or a view of one
+    (a view made under ``no_grad`` still requires grad through its base)."""
+    memo: dict[CanonNode, bool] = {} if _memo is None else _memo
+    if n in memo:
+        return memo[n]
+    memo[n] = True  # conservative while a cycle is open (there are none in a DAG)
+    t = n.tensor
+    if t is not None and not (t.dtype.is_floating_point or t.dtype.is_complex):
+        out = False
+    elif view.requires_grad_known and t is not None:
+        out = t.requires_grad
+    elif n.kind in ("input", "parameter", "buffer", "constant"):
+        # exported programs do not record requires_grad on their inputs: assume it
+        out = (t is not None and t.requires_grad) or (view.origin == "export" and n.kind in ("input", "parameter"))
+    elif n.grad_enabled:
+        out = any(may_require_grad(view, i, memo) for i in n.tensor_inputs)
+    else:
+        out = any(may_require_grad(view, a, memo) for a in n.aliases)
+    memo[n] = out
+    return out
+
+
 def view_hazard(view: GraphView, node: CanonNode, base: CanonNode) -> str | None:
     """Why ``node`` (a copy of ``base``) must not become a view of ``base``; None when it may."""
+    if not node.grad_enabled and may_require_grad(view, base):
+            return (f"it runs with autograd off (`no_grad`), where the copy does not require grad; "
+                    f"a view of `{operand_name(base)}` would still require grad through it")
     aliasing = Aliasing(view)
     result = aliasing.group(view, node)
     source = aliasing.group(view, base)

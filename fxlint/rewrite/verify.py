@@ -32,6 +32,7 @@ _SEED = 20240607
 class Run:
     outputs: list[Any]
     grads: list[torch.Tensor | None] | None  # None: gradients not checked
+    requires_grad: list[bool] | None = None  # per output: does autograd track it?
 
 
 def _clone(x: Any) -> Any:
@@ -86,7 +87,8 @@ def run(gm: fx.GraphModule, args: Sequence[Any], kwargs: dict[str, Any], grads: 
                 loss = sum((o * torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device)).sum() for o in diff)
                 grad_list = list(torch.autograd.grad(loss, wrt, allow_unused=True))
     outputs = [o.detach() if isinstance(o, torch.Tensor) else o for o in flat]
-    return Run(outputs, grad_list)
+    tracked = [isinstance(o, torch.Tensor) and o.requires_grad for o in flat]
+    return Run(outputs, grad_list, tracked)
 
 
 def compare(expected: Run, actual: Run) -> str | None:
@@ -97,6 +99,10 @@ def compare(expected: Run, actual: Run) -> str | None:
         why = _close(e, a)
         if why:
             return f"output {i} differs: {why}"
+    if expected.requires_grad is not None and actual.requires_grad is not None:
+        for i, (e, a) in enumerate(zip(expected.requires_grad, actual.requires_grad)):
+            if e != a:  # a gradient would now flow where it did not (or stop where it flowed)
+                return f"output {i} {'now requires' if a else 'no longer requires'} grad"
     if expected.grads is not None:
         if actual.grads is None or len(actual.grads) != len(expected.grads):
             return "the gradients could not be computed the same way"

@@ -51,6 +51,9 @@ class AuditReport:
     copies: list[CopyEvent] = field(default_factory=list)
     train: bool = False
     lines_run: set[tuple[str, int]] = field(default_factory=set)  # user lines that ran a torch op
+    #: (file, line, module path) of each user line that ran, per module that ran it: a line shared
+    #: by several modules (a library's attention function called by every layer) tells them apart
+    sites_run: set[tuple[str, int, str | None]] = field(default_factory=set)
     nodes_run: set[str] = field(default_factory=set)  # GraphModule nodes (no source) that ran
     internal_bytes: int = 0  # copies made by fxlint's own loss (train=True), excluded
 
@@ -163,7 +166,7 @@ def audit(target: Any, example_inputs: Any = None, *, train: bool = False, attri
     location): for compiled callables, where a torch-function mode would make
     Dynamo recompile what it runs.
     """
-    from ..capture import normalise_inputs, preserved_state
+    from ..capture import normalise_inputs, preserved_state, require_tensor_output
 
     fn, module = _as_runnable(target)
     args, kwargs = normalise_inputs(example_inputs)
@@ -175,6 +178,7 @@ def audit(target: Any, example_inputs: Any = None, *, train: bool = False, attri
 
     def step() -> Any:
         out = fn(*args, **kwargs)
+        require_tensor_output(out)
         if train:
             outs = _floating_outputs(out)
             if not outs:
@@ -192,7 +196,7 @@ def audit(target: Any, example_inputs: Any = None, *, train: bool = False, attri
         return out
 
     try:
-        with preserved_state(module):
+        with preserved_state(module, (args, kwargs)):
             try:
                 with torch.set_grad_enabled(train or torch.is_grad_enabled()):
                     step()  # warm-up: lazy initialisation and first-call caches are not per-call costs
@@ -211,4 +215,5 @@ def audit(target: Any, example_inputs: Any = None, *, train: bool = False, attri
                 report.nodes_run.add(site.location.function)
             else:
                 report.lines_run.add((site.location.file, site.location.line))
+                report.sites_run.add((site.location.file, site.location.line, site.module_path))
     return report

@@ -9,6 +9,10 @@ Each copy-type finding (FXL1xx, FXL2xx, FXL4xx) becomes
 * ``not-run``: the line never ran with these inputs (another branch), so the
   runtime can say nothing.
 
+A line that several modules run (a library function every layer calls) is
+judged per module: the copies the audit attributes to the finding's module path,
+when the audit saw that line run under that path.
+
 A finding with ``bytes == 0`` claims that nothing is copied (FXL108
 noop-conversion): it is confirmed when its line ran and made no avoidable copy
 of that tensor (``details["shape"]``), refuted when it did.
@@ -30,14 +34,28 @@ CONFIRMED, REFUTED, NOT_RUN = "confirmed", "refuted", "not-run"
 _HOST_SYNC_CODES = ("FXL304", "FXL109")
 
 
+def _same_module(f: Finding, audit: AuditReport) -> bool:
+    """Can the runtime tell this finding's module from others on the same line? Only when the
+    audit saw the line run under exactly the module path the finding names (the two spell
+    module paths alike); else every copy on the line is a candidate, as before."""
+    return f.module_path is not None and (f.file, f.line, f.module_path) in audit.sites_run
+
+
 def _candidates(f: Finding, audit: AuditReport, taken: set[int] | frozenset[int] = frozenset()) -> list[CopyEvent]:
     if f.file is not None and f.line is not None:
         cands = [c for c in audit.copies if c.phase == "forward" and c.file == f.file and c.line == f.line]
+        if _same_module(f, audit):
+            # one line, several modules (every layer calls the same attention function): the
+            # copies of this finding's module, not another layer's
+            cands = [c for c in cands if c.module_path == f.module_path]
     elif f.node:
         cands = [c for c in audit.copies if c.phase == "forward" and c.file == "<graph>" and c.function == f.node]
     else:
         return []
-    return [c for c in cands if id(c) not in taken]
+    # copies no other finding has claimed come first: two findings of equal size (q and k of one
+    # matmul) then claim two copies, while findings that describe one copy from two sides (the
+    # shared conversion of two overlapping round trips) both still find it
+    return [c for c in cands if id(c) not in taken] + [c for c in cands if id(c) in taken]
 
 
 def _ran(f: Finding, audit: AuditReport) -> bool:
@@ -66,8 +84,8 @@ def match(f: Finding, audit: AuditReport, taken: set[int] | frozenset[int] = fro
 
     A finding may list the individual copies it predicts in ``details["copy_sizes"]``
     (bytes of each copy event); it is confirmed when each of them ran on its line.
-    Copies in ``taken`` (already backing another finding on the line: q and k of one
-    matmul are two findings of equal size) are not counted twice.
+    Copies in ``taken`` (already backing another finding on the line) are used only when no
+    other copy fits, so q and k of one matmul, two findings of equal size, claim two copies.
     """
     cands = _candidates(f, audit, taken)
     if f.bytes == 0:

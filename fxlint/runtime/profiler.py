@@ -61,6 +61,9 @@ COPY_ENTRY_OPS = {
     "aten::index", "aten::_unsafe_index", "aten::index_select", "aten::gather", "aten::take",
     "aten::masked_select", "aten::take_along_dim", "aten::repeat_interleave", "aten::lift_fresh_copy",
 } | set(SCATTER_KERNELS)
+#: conversions the user calls whose copy sits under ``aten::_to_copy``: a one-element tensor converted
+#: by the user (``x.half().float()`` on a scalar loss) is the user's copy, not a wrapped Python scalar
+_USER_CONVERSIONS = {"aten::to", "aten::type_as"}
 #: a copy directly under one of these parents is paid by every program (BLAS beta=1 bias copy)
 _BIAS_INTO_OUTPUT = {"aten::addmm", "aten::addmv", "aten::baddbmm", "aten::addbmm", "aten::addr"}
 #: the native (non-oneDNN) CPU conv kernels write the bias into the output before accumulating
@@ -254,13 +257,20 @@ def _alloc(e: Any) -> int:
     return int(ef.alloc_size) if type(ef).__name__ == "_ExtraFields_Allocation" else 0
 
 
-def _largest_alloc(e: Any) -> int:
+#: copies a gather kernel makes of its own input before it gathers (CPU ``index_select`` of a
+#: non-contiguous tensor calls ``.contiguous()`` on it): a copy of their own, not the gather's output
+_INPUT_COPIES = ("aten::contiguous", "aten::clone")
+
+
+def _largest_alloc(e: Any, skip: tuple[str, ...] = ()) -> int:
+    """The largest allocation under ``e`` (its output, for a gather), not counting the subtrees
+    of the ops named in ``skip``."""
     best = 0
     stack = [e]
     while stack:
         x = stack.pop()
         best = max(best, _alloc(x))
-        stack.extend(x.children)
+        stack.extend(c for c in x.children if not (_is_op(c) and c.name in skip))
     return best
 
 
@@ -324,7 +334,11 @@ def _extract(roots: list[Any], sites: dict[int, CallSite]) -> RawAudit:
             event = _as_copy(e, chain)
             if event is not None:
                 _record(raw, event, sites.get(site) if site is not None else None, grad_fn, phase)
-                return  # nothing inside a copy kernel is a second copy
+                if name in GATHER_KERNELS:  # a copy of the gather's input is a copy of its own
+                    for c in e.children:
+                        if _is_op(c) and c.name in _INPUT_COPIES:
+                            visit(c, site, chain, grad_fn, phase)
+                return  # nothing else inside a copy kernel is a second copy
         for c in e.children:
             visit(c, site, chain, grad_fn, phase)
 
@@ -352,7 +366,7 @@ def _as_copy(e: Any, chain: tuple[str, ...]) -> dict[str, Any] | None:
                 "kind": kind, "chain": chain}
     if name in GATHER_KERNELS:
         src = _tensor_meta(e, 0)
-        nbytes = _largest_alloc(e)
+        nbytes = _largest_alloc(e, skip=_INPUT_COPIES)
         if nbytes <= 0:
             return None
         return {"kernel": name, "bytes": nbytes, "shape": tuple(int(s) for s in src.sizes) if src else (),
@@ -380,7 +394,7 @@ def _classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...
     parent = chain[-2] if len(chain) >= 2 else None
     if chain[-1] in HOST_READ_KERNELS:
         return True, None
-    if _numel(shape) <= 1 and chain[0] not in COPY_ENTRY_OPS:
+    if _numel(shape) <= 1 and chain[0] not in COPY_ENTRY_OPS and chain[0] not in _USER_CONVERSIONS:
         return False, "a Python scalar wrapped into a one-element tensor for the op"
     if chain[-1] == "aten::copy_" and parent in _BIAS_INTO_OUTPUT:
         return False, "bias copied into the output buffer before the BLAS call (every addmm pays it)"
