@@ -114,3 +114,14 @@ def test_bench_with_inductor(capsys, write_module, tmp_path):
     assert set(rows) == {"eager", "eager+rewrite", "inductor", "inductor+rewrite"}
     assert rows["inductor"]["compile_s"] > 0 and rows["inductor+rewrite"]["correct"]
     assert torch.isfinite(torch.tensor(rows["inductor+rewrite"]["ratio"]))
+
+
+def test_a_meta_device_model_is_skipped_not_failed(capsys, write_module, tmp_path):
+    path = write_module(
+        "import torch\nimport torch.nn as nn\n\n"
+        "def make():\n    return nn.Linear(4, 4).to('meta'), (torch.randn(2, 4, device='meta'),)\n",
+        name="tiny_meta.py")
+    code, cap, data, _ = _bench(capsys, path, tmp_path, "--backends", "eager", "--mode", "infer")
+    assert code == 0, cap.err
+    assert data["failures"] == 0 and all("meta device" in r["skipped"] for r in data["results"])
+    assert "skipped: runs on the meta device" in cap.out

@@ -61,6 +61,7 @@ class VariantResult:
     correct: bool = True
     rewrites: list[str] = field(default_factory=list)
     error: str | None = None
+    skipped: str | None = None  # why nothing was measured (not a failure)
 
     @property
     def backend(self) -> str:
@@ -347,6 +348,14 @@ def run(models: list[tuple[str, nn.Module, Any]], *, modes: Iterable[str], backe
     modes = list(modes)
     for i, (name, model, inputs) in enumerate(models, 1):
         (say or (lambda m: print(m, file=sys.stderr, flush=True)))(f"[{i}/{len(models)}] {name}")
+        devices = {t.device.type for t in (*_tensors(inputs), *model.parameters(), *model.buffers())}
+        if "meta" in devices:
+            # a scenario that stands in a device with the meta device (no GPU here) computes
+            # nothing: there is no time to measure and no value to compare
+            why = "runs on the meta device (a stand-in for a GPU on this machine): nothing to time"
+            result.results.extend(VariantResult(model=name, variant=v, mode=m, skipped=why)
+                                  for m in modes for v, _ in _variants(model, inputs, backends, None))
+            continue
         result.results.extend(bench_model(name, model, inputs, modes=modes, backends=backends,
                                           min_run_time=min_run_time, rounds=rounds, say=say))
     return result
@@ -370,7 +379,9 @@ def render_table(result: BenchResult, *, color: bool | None = None) -> str:
     rows = []
     for r in result.results:
         status = "ok" if r.correct and not r.error else ("FAILED: " + (r.error or "results differ"))
-        if color:
+        if r.skipped:
+            status = f"skipped: {r.skipped}"
+        elif color:
             status = f"{GREEN if status == 'ok' else RED}{status}{RESET}"
         spread = f"±{100 * r.iqr_s / r.median_s:.0f}%" if r.median_s and r.iqr_s is not None else "-"
         rows.append([
