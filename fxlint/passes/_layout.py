@@ -10,7 +10,8 @@ from typing import Any, Iterable, Sequence
 from ..canon import CanonNode
 from ..kernels import KernelCopy
 from ..source import source_line
-from ..tensorinfo import Dim, TensorInfo, human_bytes, known
+from ..tensorinfo import Dim, TensorInfo, known
+from ._copies import nbytes_text as bytes_text  # one byte formatter for every rule
 from ._util import operand_name
 
 #: view ops a layout travels through unchanged in meaning (what made the strides)
@@ -18,11 +19,6 @@ _VIEW_CHAIN = ("permute", "slice", "expand", "view", "reshape", "detach", "squee
                "select", "unflatten", "as_strided", "contiguous")
 
 
-def bytes_text(n: Dim | None) -> str:
-    if n is None:
-        return "an unknown number of bytes"
-    k = known(n)
-    return human_bytes(k) if k is not None else f"{n} B"
 
 
 def total(copies: Iterable[KernelCopy]) -> Dim:

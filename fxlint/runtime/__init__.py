@@ -138,25 +138,23 @@ def _as_runnable(target: Any) -> tuple[Callable[..., Any], torch.nn.Module | Non
     raise CaptureError(f"cannot audit {type(target).__name__}: expected an nn.Module, a callable or an ExportedProgram")
 
 
-def _floating_outputs(out: Any) -> list[torch.Tensor]:
-    found: list[torch.Tensor] = []
+def training_loss(out: Any, weights: dict[int, torch.Tensor]) -> torch.Tensor | None:
+    """The scalar a training step differentiates: each floating output that requires grad times a
+    fixed random tensor of its shape (kept in ``weights`` across calls), summed. The gradient that
+    flows back is dense, so the loss adds no copies of its own (``.sum()`` alone would send back
+    stride-0 gradients that make kernels copy). None when no output requires grad."""
+    from ..capture import tensors_in
 
-    def walk(x: Any) -> None:
-        if isinstance(x, torch.Tensor):
-            if (x.dtype.is_floating_point or x.dtype.is_complex) and x.requires_grad:
-                found.append(x)
-        elif isinstance(x, (list, tuple)):
-            for v in x:
-                walk(v)
-        elif isinstance(x, dict):
-            for v in x.values():
-                walk(v)
-        elif hasattr(x, "__dataclass_fields__"):
-            for name in x.__dataclass_fields__:
-                walk(getattr(x, name))
-
-    walk(out)
-    return found
+    outs = [o for o in tensors_in(out) if o.requires_grad and (o.dtype.is_floating_point or o.dtype.is_complex)]
+    loss = None
+    for i, o in enumerate(outs):
+        w = weights.get(i)
+        if w is None or w.shape != o.shape or w.dtype != o.dtype or w.device != o.device:
+            gen = torch.Generator(device=o.device).manual_seed(i) if o.device.type != "meta" else None
+            w = weights[i] = torch.randn(o.shape, dtype=o.dtype, device=o.device, generator=gen)
+        term = (o * w).sum()
+        loss = term if loss is None else loss + term
+    return loss
 
 
 def audit(target: Any, example_inputs: Any = None, *, train: bool = False, attribute: bool = True) -> AuditReport:
@@ -180,17 +178,10 @@ def audit(target: Any, example_inputs: Any = None, *, train: bool = False, attri
         out = fn(*args, **kwargs)
         require_tensor_output(out)
         if train:
-            outs = _floating_outputs(out)
-            if not outs:
+            loss = training_loss(out, weights)
+            if loss is None:
                 raise ModelError("train=True needs a floating-point output that requires grad; none did")
-            loss = None
-            for i, o in enumerate(outs):
-                w = weights.get(i)
-                if w is None or w.shape != o.shape or w.dtype != o.dtype:
-                    w = weights[i] = torch.randn(o.shape, dtype=o.dtype, device=o.device)
-                term = (o * w).sum()
-                loss = term if loss is None else loss + term
-            loss.backward()  # type: ignore[union-attr]
+            loss.backward()
             for p in leaves:
                 p.grad = None
         return out
