@@ -196,7 +196,9 @@ def _lint_and_rewrite(
         # a rule that failed was reported once (one FxlintWarning); it finds no rewrite sites
         failed = set(report.extras.get("failed_rules", ()))
         rules = [r for r in settings.rules if r.code not in failed]
-        return _rewrite(gm, example_inputs, opts, label, ctx.training, rules)
+        inner = opts.inner if opts.inner is not None else (settings.inner or "inductor")
+        fusing = not (isinstance(inner, str) and inner in _EAGER_INNER)
+        return _rewrite(gm, example_inputs, opts, label, ctx.training, rules, fusing)
     return gm
 
 
@@ -219,13 +221,14 @@ def _training() -> bool:
 
 
 def _rewrite(gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, label: str,
-             training: bool, rules: list[Any]) -> fx.GraphModule:
+             training: bool, rules: list[Any], fusing: bool) -> fx.GraphModule:
     """Apply the safe rewrites to (a copy of) the captured graph; the inner backend compiles the result."""
     from .rewrite.engine import rewrite_graph
     from .session import publish_rewrites
 
     result = rewrite_graph(gm, list(example_inputs), origin="dynamo", rules=rules,
-                           verify=opts.verify, training=training, label=label, symbolic_ok=False)
+                           verify=opts.verify, training=training, label=label, symbolic_ok=False,
+                           fusing=fusing)
     for a in result.applied:
         log.info("fxlint: %s: %s rewritten: %s", a.location, a.code, a.description)
     for sk in result.skipped:
@@ -273,6 +276,11 @@ def _log_report(label: str, report: Report) -> None:
     for f in report.findings:
         log.info("fxlint: %s: %s [%s] %s%s", f.location, f.code, f.severity, f.message,
                  f" (fix: {f.fix})" if f.fix else "")
+
+
+# inner backends that run the graph op by op: no fusion, so a view always beats a copy
+# (a callable or any other name is assumed to compile and fuse, like Inductor)
+_EAGER_INNER = frozenset({"eager", "aot_eager", "aot_eager_decomp_partition", "aot_eager_default_partitioner"})
 
 
 def _resolve_inner(inner: str | Callable[..., Any]) -> str | Callable[..., Any]:

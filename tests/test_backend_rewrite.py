@@ -159,3 +159,40 @@ def test_arange_to_the_dynamic_end_is_sliced_without_a_guard():
     [applied] = session.applied
     assert applied.description.endswith("x[:, ::2]")
     assert len(seen) == 1 and "index" not in _ops(seen[0])
+
+
+class _SepThenScale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(16, 16)
+
+    def forward(self, x):
+        output = self.lin(x)
+        return output[:, [0, 2, 4, 6]] * 2  # the slice is read inside the graph, not returned
+
+
+@pytest.mark.parametrize(
+    "model, inner_name, grad, applied",
+    [
+        (Sep, None, False, False),  # inference under a compiler: the gather fuses, the view would not
+        (Sep, "eager", False, True),  # op by op: the view always beats the copy
+        (Sep, "aot_eager", False, True),
+        (Sep, None, True, True),  # training: the slice's backward wins over the scatter
+        (_SepThenScale, None, False, True),  # not returned: the compiler fuses the slice's read alike
+    ],
+)
+def test_returned_index_under_a_fusing_compiler_keeps_its_gather(model, inner_name, grad, applied):
+    torch._dynamo.reset()
+    m, x = model(), torch.randn(4, 16)
+    inner, seen = _recording(inner_name or "eager")
+    # a callable inner backend is assumed to fuse, like Inductor; a name says which
+    compiled = torch.compile(m, backend="fxlint", options={"rewrite": True, "inner": inner_name or inner})
+    with fxlint.collect() as session, torch.set_grad_enabled(grad):
+        out = compiled(x)
+    want = m(x)
+    torch.testing.assert_close(out, want)
+    assert [a.code for a in session.applied] == (["FXL401"] if applied else [])
+    if not applied:
+        [skipped] = session.skipped
+        assert "returned" in skipped.reason and "fuses the gather" in skipped.reason and "`output`" in skipped.reason
+        assert "index" in _ops(seen[0])

@@ -125,3 +125,32 @@ def test_a_meta_device_model_is_skipped_not_failed(capsys, write_module, tmp_pat
     assert code == 0, cap.err
     assert data["failures"] == 0 and all("meta device" in r["skipped"] for r in data["results"])
     assert "skipped: runs on the meta device" in cap.out
+
+
+def test_peak_memory_counts_only_what_the_call_allocates():
+    from fxlint.benchmarks.harness import _peak_bytes, _Step
+
+    held = [torch.ones(1 << 20)]  # 4 MiB allocated before the measured call
+
+    def fn(x):
+        held.pop()  # freed inside the call: must not cancel the call's own allocations
+        return x.clone()  # 1 MiB
+
+    x = torch.ones(1 << 18)
+    peak = _peak_bytes(_Step(fn, (x,), {}, False, [], {}))
+    assert peak == x.nbytes
+
+
+def test_a_compiled_variant_is_audited_as_compiled_not_as_its_eager_original():
+    from fxlint.benchmarks.harness import _copied_bytes
+    from tests.test_backend import Sep  # output[:, [i for i in range(0, n, 2)]]: a gather
+
+    torch._dynamo.reset()
+    m, x = Sep(), torch.randn(64, 16)
+    compiled = torch.compile(m, backend="fxlint", options={"rewrite": True, "inner": "eager"})
+    eager = _copied_bytes(m, m, (x,), {}, False, compiled=False)
+    rewritten = _copied_bytes(compiled, m, (x,), {}, False, compiled=True)
+    # the compiled graph slices: only the gather's 64x8 floats go (addmm's bias copy stays)
+    assert eager - rewritten == 64 * 8 * 4
+    assert _copied_bytes(compiled, m, (x,), {}, True, compiled=True) < _copied_bytes(m, m, (x,), {}, True,
+                                                                                      compiled=False)

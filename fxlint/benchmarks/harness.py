@@ -17,7 +17,9 @@ optimizer): median time and interquartile spread from
 ``torch.utils.benchmark`` (``blocked_autorange``, the variants of one model
 taking turns over several rounds so that load from other processes hits them
 alike), the speed ratio against the original of the same backend (the
-median over rounds of the per-round ratio), bytes copied per call from the runtime audit,
+median over rounds of the per-round ratio), bytes copied per call from the runtime audit
+(for a compiled variant: the copies of the ATen ops its compiled code still calls; a
+copy fused into a generated kernel is not an ATen op and shows in time and memory only),
 peak memory (the profiler's allocator accounting on CPU,
 ``torch.cuda.max_memory_allocated`` on a GPU), compile time of compiled
 variants (first call minus a steady-state call), and the largest output and
@@ -212,31 +214,60 @@ def _peak_bytes(step: _Step) -> int | None:
         step.zero()
         torch.cuda.synchronize()
         return torch.cuda.max_memory_allocated() - base
+    import gc
+
     from torch.profiler import ProfilerActivity, profile
 
+    gc.collect()  # garbage of earlier calls freed inside the window would read as negative use
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         step()
         step.zero()
-    peak = 0
     stack = list(prof.profiler.kineto_results.experimental_event_tree())
     events = []
     while stack:
         e = stack.pop()
         stack.extend(e.children)
         if type(e.extra_fields).__name__ == "_ExtraFields_Allocation":
-            events.append((e.start_time_ns, e.extra_fields.alloc_size))
-    cur = 0
-    for _, size in sorted(events):
-        cur += size
+            events.append((e.start_time_ns, e.extra_fields.ptr, e.extra_fields.alloc_size))
+    # only memory allocated inside the call counts: a free of an older block (the previous call's
+    # output, a gradient reset) would lower the running total below the call's real use
+    live: dict[int, int] = {}
+    cur = peak = 0
+    for _, ptr, size in sorted(events):
+        if size > 0:
+            live[ptr] = live.get(ptr, 0) + size
+            cur += size
+        elif ptr in live:
+            cur -= live.pop(ptr)
         peak = max(peak, cur)
     return peak
 
 
-def _copied_bytes(fn: Callable[..., Any], args: tuple, kwargs: dict, train: bool, attribute: bool) -> int:
+class _AsIs(nn.Module):
+    """A variant's callable as a module the audit runs as it is: the audit unwraps a
+    ``torch.compile``'d module to its eager original, which is not what a compiled variant
+    copies. It holds the model, so a training step's gradients are reset as for eager."""
+
+    def __init__(self, fn: Callable[..., Any], model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+        object.__setattr__(self, "_fn", fn)  # not a submodule: parameters() is the model's, once
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self._fn(*args, **kwargs)
+
+
+def _copied_bytes(fn: Callable[..., Any], model: nn.Module, args: tuple, kwargs: dict, train: bool,
+                  compiled: bool) -> int:
+    """Bytes per call the audit records. For a compiled variant these are the copies made by the
+    ATen ops its compiled code still calls (library kernels, fallbacks); a copy fused into a
+    generated kernel is no ATen op, and shows only in time and peak memory."""
     from ..runtime import audit
 
     inputs = kwargs if kwargs and not args else args
-    return audit(fn, inputs, train=train, attribute=attribute).total_bytes
+    target = _AsIs(fn, model) if compiled else fn
+    with torch.set_grad_enabled(train):  # the grad mode the variant was compiled and timed in
+        return audit(target, inputs, train=train, attribute=not compiled).total_bytes
 
 
 # --------------------------------------------------------------------------- the run
@@ -332,7 +363,8 @@ def bench_model(name: str, model: nn.Module, inputs: Any, *, modes: Iterable[str
                     r.compile_s = max(first_s - r.median_s, 0.0)
                 try:
                     say(f"{name}: auditing {r.variant} ({what})")
-                    r.copied_bytes = _copied_bytes(step.fn, args, kwargs, train, attribute=r.backend == "eager")
+                    r.copied_bytes = _copied_bytes(step.fn, model, args, kwargs, train,
+                                                    compiled=r.backend != "eager")
                     r.peak_bytes = _peak_bytes(step)
                 except Exception as exc:  # noqa: BLE001
                     r.error = f"audit failed: {type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}"

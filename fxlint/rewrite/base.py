@@ -43,6 +43,9 @@ class Site:
     #: False inside ``torch.compile``: an edit that needs a fact about a dynamic size would
     #: add a guard to the user's compile, so the rewrite must not depend on one
     symbolic_ok: bool = True
+    #: True when the graph goes to a compiler that fuses producers into their consumers (Inductor):
+    #: a copy such a compiler would fuse away may cost less than the view that replaces it
+    fusing: bool = False
 
     @property
     def details(self) -> dict[str, Any]:

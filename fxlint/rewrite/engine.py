@@ -85,11 +85,14 @@ def rewrite_graph(
     label: str = "graph",
     symbolic_ok: bool = True,
     rules: "Sequence[Rule] | None" = None,
+    fusing: bool = False,
 ) -> RewriteResult:
-    """Apply every safe rewrite to a copy of ``gm``; ``gm`` itself is never changed."""
+    """Apply every safe rewrite to a copy of ``gm``; ``gm`` itself is never changed.
+
+    ``fusing``: the result goes to a compiler that fuses ops (Inductor), not to eager execution."""
     sites = find_sites(view_of(gm, origin, label), select, ignore, training, rules)
     return apply_sites(gm, sites, args, kwargs, origin=origin, verify=verify, label=label,
-                       symbolic_ok=symbolic_ok)
+                       symbolic_ok=symbolic_ok, fusing=fusing)
 
 
 def apply_sites(
@@ -102,6 +105,7 @@ def apply_sites(
     verify: bool = True,
     label: str = "graph",
     symbolic_ok: bool = True,
+    fusing: bool = False,
 ) -> RewriteResult:
     """Rewrite each (finding, silenced) site in order, each on a copy, verified; see the module doc.
 
@@ -129,7 +133,7 @@ def apply_sites(
             continue
         before = node_code(candidate, [node.name])
         try:
-            change = rw.apply(Site(candidate, view, node, finding, symbolic_ok))
+            change = rw.apply(Site(candidate, view, node, finding, symbolic_ok, fusing))
             finish(candidate)
         except NotApplied as exc:
             skip(exc.reason)

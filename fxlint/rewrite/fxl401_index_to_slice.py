@@ -23,6 +23,14 @@ needed (an ``arange``, a literal tensor) go away with it.
   setitem, ``out=``. As a view, such a write would show through the other side.
 - The result is not returned while the indexed tensor is a graph input,
   parameter or buffer, or another output: the output would alias it.
+- Inside ``torch.compile`` with a fusing inner backend (Inductor, the default), an
+  inference graph whose result is returned while the indexed tensor is an
+  intermediate it does not return keeps the gather: Inductor fuses the gather
+  into the op that produces the indexed tensor and writes only the selected
+  elements, while a returned view makes it compute and store the whole tensor
+  (measured on ``models/speech_separation.py``: 0.62x with the slice). Inner
+  backends ``eager``/``aot_eager``, training graphs (where the slice's backward
+  wins, 2.2x) and ``fxlint.rewrite`` are rewritten.
 - In training (the result requires grad), only one dim is indexed: each slice
   or select of a chain has its own backward that fills a gradient the size of
   its input, so slicing two dims copies more than the gather's one scatter
@@ -45,15 +53,17 @@ from ..canon import CanonNode
 from ..indexing import BasicIndex, Replacement, basic_equivalent
 from ..passes._util import operand_name
 from ..source import Line, parse_line
+from ..tensorinfo import human_bytes
 from .base import Change, NotApplied, Site, register
 from .graph import refresh_values, retarget_as_basic_index, size_hint
-from .safety import view_hazard
+from .safety import Aliasing, view_hazard
 
 PRECONDITIONS = (
     "the index is a constant progression that a basic slice selects exactly",
     "inside torch.compile, the indexed dims have static sizes",
     "neither the result nor the indexed tensor is written in place afterwards",
     "the result is not returned aliasing a graph input or another output",
+    "under a fusing compiler, an inference result is not returned as a view of an unreturned intermediate",
     "in training, only one dim is indexed",
     "every later op accepts a strided view",
 )
@@ -79,6 +89,10 @@ def apply(site: Site) -> Change:
     hazard = view_hazard(site.view, node, base)
     if hazard:
         raise NotApplied(hazard)
+    if site.fusing and not (out is not None and out.requires_grad and node.grad_enabled):
+        fused = _fused_gather_wins(site, node, base)
+        if fused:
+            raise NotApplied(fused)
     nodes = retarget_as_basic_index(site.gm, node.node, base.node, basic.items)
     refresh_values(site.gm, nodes, _grad_mode(site))
     name = operand_name(base)
@@ -88,6 +102,24 @@ def apply(site: Site) -> Change:
         bytes_saved=size_hint(site.gm, out.nbytes) if out is not None else None,
         source_edit=source_edit(node, basic),
     )
+
+
+def _fused_gather_wins(site: Site, node: CanonNode, base: CanonNode) -> str | None:
+    """Inference under a fusing compiler: is the result returned (the indexed tensor is then an
+    intermediate the graph does not return, or ``view_hazard`` refused already)? Inductor then fuses the gather into the op producing
+    that tensor and writes only the selected elements; the returned view would make it compute
+    and store the whole tensor (measured: ``(x * s + b)[:, ::2]`` returned is 0.62x the speed of
+    the fused gather, 0.67x when the tensor also feeds a reduction; in training the slice's
+    backward still wins, 2.2x, so training graphs are rewritten)."""
+    aliasing = Aliasing(site.view)
+    outputs = set(site.view.outputs)
+    if not outputs & set(aliasing.group(site.view, node)):
+        return None  # read inside the graph: the compiler fuses the slice's strided read alike
+    size = size_hint(site.gm, base.tensor.nbytes) if base.tensor is not None else None
+    what = f" ({human_bytes(size)})" if size else ""
+    return (f"the result is returned: as a view it would make the compiler compute and store all of "
+            f"`{operand_name(base)}`{what}, where it fuses the gather into the op producing it and "
+            "writes only the selected elements (inference under Inductor: the slice measured 0.62x)")
 
 
 def _grad_mode(site: Site):
