@@ -1,13 +1,16 @@
 """Write the README's benchmark results section from a real `fxlint bench` run.
 
     fxlint bench --zoo --json out/bench_zoo.json --plot out/bench_zoo.png
-    python bench/readme_results.py out/bench_zoo.json [--readme README.md] [--command "..."]
+    fxlint bench --lint-speed --json out/lint_speed.json
+    python bench/readme_results.py out/bench_zoo.json [--lint-speed out/lint_speed.json] [--readme README.md]
 
 Replaces the text between ``<!-- bench-results:start -->`` and
 ``<!-- bench-results:end -->`` in the README with the command, the machine line
 and a table per model and mode: speed of the rewritten variant against the
 original (eager and Inductor), and the bytes the runtime audit saw copied per
 call, original -> rewritten. Failed variants are listed, never averaged away.
+With ``--lint-speed``, the text between ``<!-- lint-speed:start -->`` and
+``<!-- lint-speed:end -->`` gets the tables of ``fxlint bench --lint-speed``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,10 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # fxlint from this checkout
+
 START, END = "<!-- bench-results:start -->", "<!-- bench-results:end -->"
+LS_START, LS_END = "<!-- lint-speed:start -->", "<!-- lint-speed:end -->"
 
 
 def human(n: float | None) -> str:
@@ -44,7 +50,9 @@ def section(data: dict, command: str) -> str:
         "| model | mode | eager: rewritten vs original | Inductor: fxlint+rewrite vs Inductor | copied per call, original -> rewritten (eager) | rewrites |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    failed = []
+    failed: list[str] = []
+    overhead: list[float] = []
+    noise: list[float] = []
     for (model, mode), v in sorted(rows.items()):
         if any(x.get("skipped") for x in v.values()):
             lines.append(f"| {model} | {mode} | skipped | skipped | - | {next(iter(v.values()))['skipped']} |")
@@ -59,29 +67,70 @@ def section(data: dict, command: str) -> str:
 
         orig, new = v.get("eager", {}), v.get("eager+rewrite", {})
         copied = f"{human(orig.get('copied_bytes'))} -> {human(new.get('copied_bytes'))}"
-        applied = ", ".join(sorted({a.split()[0] for a in new.get("rewrites") or []})) or "none"
-        lines.append(f"| {model} | {mode} | {ratio('eager+rewrite')} | {ratio('inductor+rewrite')} | {copied} | {applied} |")
+        applied = ", ".join(sorted({a.split()[0] for a in new.get("rewrites") or []}))
+        eager = ratio("eager+rewrite")
+        if not applied and "eager+rewrite" in v:
+            # nothing was rewritten: the ratio would only compare the captured graph's call
+            # overhead with the module's (it is in the JSON); the Inductor one shows the noise
+            overhead.append(new.get("ratio") or 0)
+            if v.get("inductor+rewrite", {}).get("ratio"):
+                noise.append(v["inductor+rewrite"]["ratio"])
+            eager = "no rewrite"
+        lines.append(f"| {model} | {mode} | {eager} | {ratio('inductor+rewrite')} | {copied} | "
+                     f"{applied or 'none'} |")
     lines.append("")
+    if overhead:
+        lines.append(
+            f"Rows without a rewrite run the same computation in every variant: their Inductor ratio is "
+            f"this machine's noise ({min(noise):.2f}x to {max(noise):.2f}x here), and their eager ratio, "
+            f"left out above, would compare the captured GraphModule's call overhead with the module's "
+            f"({min(overhead):.2f}x to {max(overhead):.2f}x on these small models; in the JSON)."
+        )
+        lines.append("")
     lines.append("Failed variants: " + ("; ".join(failed) if failed else "none (every variant matched the "
                                                                           "original eager outputs and gradients)."))
     return "\n".join(lines)
 
 
+def lint_speed_section(data: dict, command: str) -> str:
+    from dataclasses import fields
+
+    from fxlint.benchmarks.lint_speed import LintSpeed, StackPoint, SyntheticPoint, render
+
+    def load(cls: type, d: dict) -> object:
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+
+    result = LintSpeed(machine=data["machine"], rules=data.get("rules", 0),
+                       stack=[load(StackPoint, p) for p in data["stack"]],
+                       synthetic=[load(SyntheticPoint, p) for p in data["synthetic"]])
+    return f"Command: `{command}`\n\n```\n{render(result)}\n```"
+
+
+def replace_between(text: str, start: str, end: str, body: str, name: str) -> str:
+    if start not in text or end not in text:
+        raise SystemExit(f"{name} has no {start} ... {end} markers")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return head + start + "\n" + body + "\n" + end + tail
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("json", help="the JSON written by fxlint bench --json")
+    ap.add_argument("--lint-speed", metavar="JSON", help="the JSON written by fxlint bench --lint-speed --json")
     ap.add_argument("--readme", default="README.md")
     ap.add_argument("--command", default="fxlint bench --zoo --json out/bench_zoo.json --plot out/bench_zoo.png")
     args = ap.parse_args(argv)
-    data = json.loads(Path(args.json).read_text())
     readme = Path(args.readme)
     text = readme.read_text()
-    if START not in text or END not in text:
-        print(f"{args.readme} has no {START} ... {END} markers", file=sys.stderr)
-        return 2
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    readme.write_text(head + START + "\n" + section(data, args.command) + "\n" + END + tail)
+    text = replace_between(text, START, END, section(json.loads(Path(args.json).read_text()), args.command),
+                           args.readme)
+    if args.lint_speed:
+        text = replace_between(text, LS_START, LS_END,
+                               lint_speed_section(json.loads(Path(args.lint_speed).read_text()),
+                                                  "fxlint bench --lint-speed --json out/lint_speed.json"),
+                               args.readme)
+    readme.write_text(text)
     print(f"updated {args.readme}")
     return 0
 

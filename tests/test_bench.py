@@ -154,3 +154,46 @@ def test_a_compiled_variant_is_audited_as_compiled_not_as_its_eager_original():
     assert eager - rewritten == 64 * 8 * 4
     assert _copied_bytes(compiled, m, (x,), {}, True, compiled=True) < _copied_bytes(m, m, (x,), {}, True,
                                                                                       compiled=False)
+
+
+def test_readme_results_fills_the_marked_sections(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "readme_results", Path(__file__).resolve().parent.parent / "bench" / "readme_results.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    machine = {"cpu": "TestCPU", "threads": 2, "torch": "2.13.0", "python": "3.11", "cuda": None}
+
+    def row(model, variant, ratio, copied, rewrites=(), correct=True):
+        return {"model": model, "variant": variant, "mode": "infer", "ratio": ratio, "copied_bytes": copied,
+                "rewrites": list(rewrites), "correct": correct, "error": None, "skipped": None}
+
+    bench = {"machine": machine, "results": [
+        row("sep", "eager", 1.0, 8_200_000), row("sep", "eager+rewrite", 1.45, 0, ["FXL401 m.py:3"]),
+        row("sep", "inductor", 1.0, 0), row("sep", "inductor+rewrite", 0.97, 0),
+        row("mlp", "eager", 1.0, 100), row("mlp", "eager+rewrite", 0.8, 100),
+        row("mlp", "inductor", 1.0, 0), row("mlp", "inductor+rewrite", 1.03, 0, correct=False),
+    ]}
+    speed = {"machine": machine, "rules": 21,
+             "stack": [{"layers": 2, "nodes": 54, "capture_s": 0.5, "analysis_s": 0.003, "inductor_s": 5.0}],
+             "synthetic": [{"nodes": 1000, "analysis_s": 0.05}, {"nodes": 2000, "analysis_s": 0.1}]}
+    (tmp_path / "b.json").write_text(json.dumps(bench))
+    (tmp_path / "s.json").write_text(json.dumps(speed))
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- bench-results:start -->\nold\n<!-- bench-results:end -->\nmid\n"
+                      "<!-- lint-speed:start -->\n<!-- lint-speed:end -->\nend\n")
+    assert mod.main([str(tmp_path / "b.json"), "--lint-speed", str(tmp_path / "s.json"),
+                     "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert text.startswith("intro\n") and "\nmid\n" in text and text.endswith("end\n") and "old" not in text
+    assert "| sep | infer | 1.45x | 0.97x | 8.2 MB -> 0 B | FXL401 |" in text
+    assert "| mlp | infer | no rewrite | 1.03x | 100 B -> 100 B | none |" in text
+    assert "Failed variants: mlp infer inductor+rewrite: results differ" in text  # never averaged away
+    assert "Machine: TestCPU, 2 threads" in text
+    speed_part = text.split("<!-- lint-speed:start -->")[1]
+    assert "fxlint bench --lint-speed" in speed_part and "linear fit: 50.0 us/node" in speed_part
+    with pytest.raises(SystemExit, match="no <!-- lint-speed:start -->"):
+        readme.write_text("<!-- bench-results:start --><!-- bench-results:end -->")
+        mod.main([str(tmp_path / "b.json"), "--lint-speed", str(tmp_path / "s.json"), "--readme", str(readme)])

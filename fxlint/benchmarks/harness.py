@@ -433,37 +433,54 @@ def render_table(result: BenchResult, *, color: bool | None = None) -> str:
 
 
 def plot(result: BenchResult, path: str) -> None:
-    """Two panels: speed ratio and copied bytes per model and variant."""
+    """Two panels side by side, one row per model and mode, one bar per variant: the speed ratio
+    against the original of the same backend, and the bytes the audit saw copied per call.
+    A failed variant is a red FAILED label; a skipped model says so."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
-    keys = sorted({(r.model, r.mode) for r in result.results})
+    from ..tensorinfo import human_bytes
+
+    keys = sorted({(r.model, r.mode) for r in result.results}, reverse=True)  # first model on top
     variants = [v for v in VARIANTS if any(r.variant == v for r in result.results)]
-    fig, axes = plt.subplots(2, 1, figsize=(max(8, 1.4 * len(keys) * len(variants) / 2), 8), constrained_layout=True)
-    width = 0.8 / max(1, len(variants))
+    found = {(r.model, r.mode, r.variant): r for r in result.results}
+    height = 0.8 / max(1, len(variants))
+    fig, (speed, copied) = plt.subplots(1, 2, sharey=True, constrained_layout=True,
+                                        figsize=(13, max(3.0, 0.22 * len(keys) * max(2, len(variants)) + 1.2)))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for vi, v in enumerate(variants):
-        ratios, copied = [], []
-        for k in keys:
-            r = next((x for x in result.results if (x.model, x.mode) == k and x.variant == v), None)
-            ratios.append(r.ratio if r and r.ratio and r.correct else 0.0)
-            copied.append((r.copied_bytes or 0) / 1e6 if r else 0.0)
-        xs = [i + vi * width for i in range(len(keys))]
-        axes[0].bar(xs, ratios, width, label=v)
-        axes[1].bar(xs, copied, width, label=v)
-    labels = [f"{m}\n{mode}" for m, mode in keys]
-    for ax in axes:
-        ax.set_xticks([i + width * (len(variants) - 1) / 2 for i in range(len(keys))])
-        ax.set_xticklabels(labels, fontsize=8)
-        ax.legend(fontsize=8)
-    axes[0].axhline(1.0, color="grey", lw=0.8, ls="--")
-    axes[0].set_ylabel("speed vs original, same backend (x)")
-    axes[0].set_title("fxlint bench: speed ratio (higher is faster; 0 = failed or not measured)")
-    axes[1].set_ylabel("bytes copied per call (MB, audit)")
-    axes[1].set_title("copied bytes per call")
+        ys = [i + (len(variants) - 1 - vi) * height for i in range(len(keys))]
+        rows = [found.get((m, mode, v)) for m, mode in keys]
+        ok = [r is not None and r.correct and not r.error and r.ratio is not None for r in rows]
+        speed.barh(ys, [r.ratio if good else 0.0 for r, good in zip(rows, ok)], height, label=v,
+                   color=colors[vi % len(colors)])
+        copied.barh(ys, [(r.copied_bytes or 0) if r is not None else 0 for r in rows], height, label=v,
+                    color=colors[vi % len(colors)])
+        for y, r, good in zip(ys, rows, ok):
+            if r is not None and not good and not r.skipped:
+                speed.text(0.02, y, "FAILED", color="red", va="center", fontsize=7, fontweight="bold")
+    for i, (m, mode) in enumerate(keys):
+        if any(found.get((m, mode, v)) is not None and found[(m, mode, v)].skipped for v in variants):
+            speed.text(0.02, i + 0.4 - height / 2, "skipped (not run on this machine)", va="center",
+                       fontsize=7, color="grey")
+    speed.set_yticks([i + 0.4 - height / 2 for i in range(len(keys))])
+    speed.set_yticklabels([f"{m} ({mode})" for m, mode in keys], fontsize=8)
+    speed.axvline(1.0, color="grey", lw=0.8, ls="--")
+    speed.set_xlabel("speed vs the original of the same backend (x, right of 1 is faster)")
+    speed.set_title("speed ratio", fontsize=10)
+    copied.set_xscale("symlog", linthresh=1e3)
+    copied.xaxis.set_major_formatter(FuncFormatter(lambda x, _: human_bytes(int(x)) if x > 0 else "0"))
+    copied.set_xlabel("bytes copied per call (runtime audit; log scale)")
+    copied.set_title("copied bytes", fontsize=10)
+    for ax in (speed, copied):
+        ax.grid(axis="x", lw=0.3)
+        ax.set_ylim(-0.3, len(keys))
+    speed.legend(fontsize=8, loc="lower right")
     m = result.machine
-    fig.suptitle(f"{m['cpu']}, {m['threads']} threads, torch {m['torch']}", fontsize=9)
-    fig.savefig(path, dpi=110)
+    fig.suptitle(f"fxlint bench: {m['cpu']}, {m['threads']} threads, torch {m['torch']}", fontsize=10)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
 

@@ -231,7 +231,7 @@ def run(
         out.stack.append(measure_stack(n, repeats=repeats, inductor=n in inductor_layers))
     for n in nodes:
         say(f"synthetic graph, {n} nodes")
-        out.synthetic.append(measure_synthetic(n, repeats=max(1, repeats // 2)))
+        out.synthetic.append(measure_synthetic(n, repeats=repeats))
     return out
 
 
