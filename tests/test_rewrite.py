@@ -106,24 +106,32 @@ def test_speech_separation_scenario():
     model, inputs = speech_separation.make(batch=2, channels=128, time=100)
     result = fxlint.rewrite(model, inputs)
     [applied] = result.applied
-    assert applied.description == "output[:, [0, 2, 4, 6, ..., 126]] -> output[:, ::2]"
+    # the slice moves before the per-channel affine, which then computes only the kept half
+    assert applied.description == ("output[:, [0, 2, 4, 6, ..., 126]] -> output[:, ::2], taken before mul and add "
+                                   "(which now compute only the selected elements)")
     assert applied.source_edit == ("speaker_a = output[:, [i for i in range(0, output.size(1), 2)]]",
                                    "speaker_a = output[:, ::2]")
     out0, g0 = _grads(model, *inputs)
     out1, g1 = _grads(result.module, *inputs)
     assert torch.equal(out0, out1) and all(torch.equal(a, b) for a, b in zip(g0, g1))
     line = line_of(speech_separation.__file__, "speaker_a = output[")
+    affine = line_of(speech_separation.__file__, "output = separated * self.scale")
     for train in (False, True):
         before = fxlint.audit(model, inputs, train=train)
         after = fxlint.audit(result.module, inputs, train=train)
-        # the gather (and in training its index_put_ scatter) is gone; what is left on the line is
-        # the slice's backward, attributed to the same user line through the node's stack trace
+        # the gather (and in training its index_put_ scatter of the whole output's gradient) is
+        # gone; what is left is the backward of the parameters' slices (scale[::2], shift[::2] of
+        # 128 channels), attributed to the affine's line through the nodes' stack traces
         assert before.at(speech_separation.__file__, line, "forward")
         assert not after.at(speech_separation.__file__, line, "forward")
+        assert not after.at(speech_separation.__file__, line, "backward")
         assert after.total_bytes < before.total_bytes
         if train:
-            [bw] = after.at(speech_separation.__file__, line, "backward")
-            assert "aten::slice_backward" in bw.chain
+            bw = after.at(speech_separation.__file__, affine, "backward")
+            assert bw and all("aten::slice_backward" in c.chain for c in bw)
+            assert after.total_bytes == 2 * 64 * 4  # each slice_backward writes its 64 kept floats
+        else:
+            assert after.total_bytes == 0
 
 
 # --------------------------------------------------------------------------- traps: the rewrite must refuse

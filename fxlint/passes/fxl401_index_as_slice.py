@@ -12,7 +12,9 @@ dims are reported only when the result is still a basic slice
 pairs and is a real gather). Under dynamic shapes,
 `x[:, torch.arange(0, x.size(1), 3)]` is recognised as `x[:, ::3]`.
 `fxlint fix` and `fxlint.rewrite` apply the slice (rewrite `index-to-slice`,
-verified, only where no in-place write or returned alias can tell; inside
+verified, only where no in-place write or returned alias can tell; when the
+indexed tensor comes from elementwise ops used nowhere else, the slice is
+taken before them so that they compute only the kept elements; inside
 `torch.compile` with Inductor, an inference result that is returned keeps its
 gather, which Inductor fuses into the op producing the indexed tensor).
 
