@@ -60,6 +60,7 @@ class Change:
     description: str  # e.g. "output[:, [0, 2, ..., 62]] -> output[:, ::2]"
     bytes_saved: int | None = None  # bytes per call the rewrite no longer copies
     source_edit: tuple[str, str] | None = None  # (line before, line after) in the user's source
+    also_changed: list[str] = field(default_factory=list)  # other existing nodes it edited (shown before/after)
 
 
 ApplyFn = Callable[[Site], Change]

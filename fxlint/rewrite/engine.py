@@ -150,10 +150,11 @@ def apply_sites(
             if why is not None:
                 skip(f"rolled back, the rewritten graph does not match the original: {why}", rolled_back=True)
                 continue
-        current = candidate
+        previous, current = current, candidate
         result.applied.append(AppliedRewrite(
             code=finding.code, name=rw.name, location=finding.location, node=node.name,
-            description=change.description, before=before,
+            description=change.description,
+            before=node_code(previous, [*change.also_changed, node.name]) if change.also_changed else before,
             after=node_code(candidate, [n.name for n in change.new_nodes if n.graph is candidate.graph]),
             bytes_saved=change.bytes_saved, source_edit=change.source_edit,
             file=finding.file, line=finding.line,

@@ -108,8 +108,11 @@ def apply(site: Site) -> Change:
             raise NotApplied(fused)
     nodes = retarget_as_basic_index(site.gm, node.node, base.node, basic.items)
     result, added, moved = push_before_pointwise(site.gm, site.view, nodes[-1], base.node, basic.items)
+    also = []
     if moved:
-        nodes = added + [result]
+        also = [n.name for n in added if n.op != "placeholder" and n.name in site.view.by_name
+                and site.view.by_name[n.name].node is n]  # the producers it edited
+        nodes = added
     refresh_values(site.gm, nodes, _grad_mode(site, node.grad_enabled))
     name = operand_name(base)
     pushed = (f", taken before {' and '.join(dict.fromkeys(moved))} (which now compute only the selected elements)"
@@ -119,6 +122,7 @@ def apply(site: Site) -> Change:
         description=f"{name}{_spelled(basic)} -> {name}{basic.text}{pushed}",
         bytes_saved=size_hint(site.gm, out.nbytes) if out is not None else None,
         source_edit=source_edit(node, basic),
+        also_changed=also,
     )
 
 

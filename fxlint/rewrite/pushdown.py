@@ -46,8 +46,8 @@ def push_before_pointwise(gm: fx.GraphModule, view: GraphView, index: fx.Node, b
                           items: list[tuple[str, Any]]) -> tuple[fx.Node, list[fx.Node], list[str]]:
     """Push the basic slice ``index`` = ``base[items]`` up through elementwise producers.
 
-    Returns (the node that now gives the result, the nodes added, the ops moved past); the
-    graph is unchanged when nothing can move."""
+    Returns (the node that now gives the result, the nodes added or edited in graph order, the
+    ops moved past); the graph is unchanged when nothing can move."""
     if not items or any(kind != "slice" for kind, _ in items):
         return index, [], []
     if not all(type(v) in (int, type(None)) for _, bounds in items for v in bounds):
@@ -57,6 +57,7 @@ def push_before_pointwise(gm: fx.GraphModule, view: GraphView, index: fx.Node, b
     idx_cn = by_node.get(index)
     grad_mode = idx_cn.grad_enabled if idx_cn is not None else True
     added: list[fx.Node] = []
+    producers: list[fx.Node] = []
     moved: list[str] = []
 
     def pushable(node: fx.Node) -> bool:
@@ -108,6 +109,7 @@ def push_before_pointwise(gm: fx.GraphModule, view: GraphView, index: fx.Node, b
             if deeper is not None:
                 push(operand, deeper, depth + 1)
                 bypass(gm, nodes[-1], operand)  # the operand now gives its slice itself
+        producers.append(producer)
         moved.append(_spelling(producer, by_node))
 
     aten = _is_aten(index)
@@ -116,8 +118,8 @@ def push_before_pointwise(gm: fx.GraphModule, view: GraphView, index: fx.Node, b
         return index, [], []
     push(base, todo, 0)
     bypass(gm, index, base)  # with its ATen slice chain, now dead
-    alive = [n for n in added if not getattr(n, "_erased", False)]
-    return base, alive, moved
+    touched = {n for n in added + producers if not getattr(n, "_erased", False)}
+    return base, [n for n in gm.graph.nodes if n in touched], moved
 
 
 def _spelling(node: fx.Node, by_node: dict) -> str:
