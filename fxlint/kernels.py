@@ -731,9 +731,14 @@ def _should_fold(t1: _L, t2: _L) -> bool:
     return True
 
 
+#: the path ``_matmul_cpu`` gives off the CPU: only the composite reshape copies are known
+_COMPOSITE = "composite"
+
+
 def _matmul_cpu(t1: _L, t2: _L, names: tuple[str, str], env: Env, cpu: bool) -> tuple[str, list[KernelCopy]] | None:
     """The copies of ``_matmul_impl`` (has_out=False): composite-level copies on any device,
-    the inner mm/bmm/mv copies on CPU only (None when not CPU)."""
+    the inner mm/bmm/mv copies on CPU only. Off the CPU the path is ``_COMPOSITE`` and the
+    copies are the composite ones (None where there are none to tell: 1-D/2-D operands)."""
     d1, d2 = t1.ndim, t2.ndim
     if d1 == 1 and d2 == 1:
         return "matmul: dot (any strides)", []
@@ -770,7 +775,7 @@ def _matmul_cpu(t1: _L, t2: _L, names: tuple[str, str], env: Env, cpu: bool) -> 
                                    "weight gradient small)" if forced else "")
                                 + ", and this layout's leading dims do not merge without a copy"))
         if not cpu:
-            return None
+            return _COMPOSITE, copies
         if small.ndim == 2:
             for name, t in _addmm_cpu(t1f, small, (big_name, small_name)):
                 copies.append(_copy(name, t, "aten::clone", "blas-layout", _BLAS_WHY))
@@ -787,7 +792,9 @@ def _matmul_cpu(t1: _L, t2: _L, names: tuple[str, str], env: Env, cpu: bool) -> 
             return None
         return "matmul: folded into mv", copies + inner_mv
     # batched path: broadcast, expand, fold the batch dims with reshape, bmm
-    if d1 == 3 and d2 == 3 and not _eq(t1.shape[0], t2.shape[0]):
+    if d1 == 3 and d2 == 3 and not _eq(t1.shape[0], t2.shape[0]) and (t1.requires_grad or t2.requires_grad):
+        if not cpu:
+            return None  # the size-1 squeeze under autograd is not modelled off the CPU
         if _eq(t1.shape[0], 1) and t1.requires_grad:
             return _matmul_cpu(t1.squeeze0(), t2, names, env, cpu)
         if _eq(t2.shape[0], 1) and t2.requires_grad:
@@ -813,7 +820,7 @@ def _matmul_cpu(t1: _L, t2: _L, names: tuple[str, str], env: Env, cpu: bool) -> 
     if c2:
         copies.append(_batch_copy(names[1], t2, batch2, batch, e2))
     if not cpu:
-        return None
+        return _COMPOSITE, copies
     res = _bmm_cpu(e1, e2, names, env)
     if res is None:
         return None
@@ -853,11 +860,11 @@ def predict_matmul(a: TensorInfo, b: TensorInfo, *, grad: bool = False,
     try:
         la, lb = _L.of(a), _L.of(b)
         res = _matmul_cpu(la, lb, ("a", "b"), env, cpu)
-        if res is None and not cpu:
-            return _composite_only(la, lb)
         if res is None:
             return None
         path, copies = res
+        if path == _COMPOSITE:
+            return _composite_only("matmul", "matmul", copies)
         if la.ndim == 2 and lb.ndim == 2:
             copies = copies + _mm_backward(la, lb, ("a", "b"), grad)
     except _Undecided:
@@ -873,52 +880,10 @@ def _matmul_backward_known(la: _L, lb: _L, copies: Sequence[KernelCopy], grad: b
     return all(c.reason in ("batch-fold", "fold-grad", "broadcast") for c in copies)
 
 
-def _composite_only(la: _L, lb: _L) -> KernelPrediction | None:
+def _composite_only(kind: str, path: str, copies: Sequence[KernelCopy]) -> KernelPrediction:
     """Off the CPU: only matmul's composite reshape copies are known (they run on every device)."""
-    try:
-        res = _matmul_composite(la, lb)
-    except _Undecided:
-        return None
-    if res is None:
-        return None
-    return KernelPrediction("matmul", "matmul (composite part only; the device kernel is not modelled)",
-                            tuple(res), backward_known=False, output_known=False)
-
-
-def _matmul_composite(la: _L, lb: _L) -> list[KernelCopy] | None:
-    """The reshape copies of matmul alone (cpu=False stops before the device kernel)."""
-    copies: list[KernelCopy] = []
-    d1, d2 = la.ndim, lb.ndim
-    if d1 <= 2 and d2 <= 2:
-        return None
-    if _should_fold(la, lb):
-        big = lb.mT() if d2 > d1 else la
-        name = "b" if d2 > d1 else "a"
-        _, copied = _reshape(big, (_prod(big.shape[:-1]), big.shape[-1]))
-        if copied:
-            copies.append(_copy(name, big, "aten::clone", "fold-grad",
-                                f"matmul folds the leading dims into rows and strides {_fmt(big.stride)} "
-                                "cannot be folded without a copy"))
-        return copies
-    if d1 == 3 and d2 == 3 and not _eq(la.shape[0], lb.shape[0]) and (la.requires_grad or lb.requires_grad):
-        return None
-    n = la.shape[-2] if d1 > 1 else 1
-    batch1 = la.shape[: max(d1 - 2, 0)]
-    m2 = lb.shape[-2] if d2 > 1 else lb.shape[0]
-    p = lb.shape[-1] if d2 > 1 else 1
-    batch2 = lb.shape[: max(d2 - 2, 0)]
-    batch = _broadcast(batch1, batch2)
-    bprod = _prod(batch)
-    e1, c1 = _reshape(la.expand(tuple(batch) + (n, la.shape[-1])), (bprod, n, la.shape[-1]))
-    if c1:
-        copies.append(_batch_copy("a", la, batch1, batch, e1))
-    if d2 == 1:
-        e2, c2 = _reshape(lb.expand(tuple(batch) + (m2,)), (bprod, m2))
-    else:
-        e2, c2 = _reshape(lb.expand(tuple(batch) + (m2, p)), (bprod, m2, p))
-    if c2:
-        copies.append(_batch_copy("b", lb, batch2, batch, e2))
-    return copies
+    return KernelPrediction(kind, f"{path} (composite part only; the device kernel is not modelled)",
+                            tuple(copies), backward_known=False, output_known=False)
 
 
 def predict_linear(x: TensorInfo, weight: TensorInfo, bias: TensorInfo | None, *, has_bias: bool | None = None,
@@ -947,15 +912,11 @@ def predict_linear(x: TensorInfo, weight: TensorInfo, bias: TensorInfo | None, *
             path = "linear: addmm" if lx.ndim == 2 else "linear: flattened to addmm"
             return KernelPrediction("linear", path, tuple(copies), backward_known=not grad)
         res = _matmul_cpu(lx, wt, names, env, cpu)
-        if res is None and not cpu:
-            comp = _matmul_composite(lx, wt)
-            if comp is None:
-                return None
-            return KernelPrediction("linear", "linear: matmul (composite part only)", tuple(comp),
-                                    backward_known=False, output_known=False)
         if res is None:
             return None
         path, copies = res
+        if path == _COMPOSITE:
+            return _composite_only("linear", "linear: matmul", copies)
     except _Undecided:
         return None
     return KernelPrediction("linear", "linear: " + path, tuple(copies), backward_known=not grad)

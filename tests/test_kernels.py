@@ -234,6 +234,11 @@ def test_other_devices_keep_only_the_composite_copies():
     k = ti((2, 4, 8, 16), strides_for((2, 4, 8, 16), order=[0, 2, 3, 1]), device="meta")
     pred = K.predict_matmul(q, k)
     assert pred is not None and not pred.output_known and [c.operand for c in pred.forward()] == ["a", "b"]
+    # linear folds like on the CPU and names its operand as the CPU prediction does
+    x = ti((8, 4, 16), (16, 128, 1), rg=True, device="meta")
+    lin = K.predict_linear(x, ti((32, 16), rg=True, device="meta"), None, has_bias=False, grad=True)
+    assert lin is not None and not lin.output_known
+    assert [(c.operand, c.reason) for c in lin.forward()] == [("input", "fold-grad")]
     assert K.predict_mm(ti((4, 8), device="meta"), ti((8, 4), device="meta")) is None
     assert K.predict_conv(ti((2, 3, 8, 8), device="meta"), ti((4, 3, 3, 3), device="meta")) is None
     assert K.predict_softmax(ti((2, 3), device="meta")) is None
