@@ -23,17 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # fxlint from this checkout
 
+from fxlint.benchmarks.lint_speed import LintSpeed, StackPoint, SyntheticPoint, render  # noqa: E402
+from fxlint.tensorinfo import human_bytes  # noqa: E402
+
 START, END = "<!-- bench-results:start -->", "<!-- bench-results:end -->"
 LS_START, LS_END = "<!-- lint-speed:start -->", "<!-- lint-speed:end -->"
-
-
-def human(n: float | None) -> str:
-    if n is None:
-        return "-"
-    for unit, scale in (("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{int(n)} B"
 
 
 def section(data: dict, command: str) -> str:
@@ -66,7 +60,7 @@ def section(data: dict, command: str) -> str:
             return f"{x['ratio']:.2f}x" if x and x.get("ratio") else "-"
 
         orig, new = v.get("eager", {}), v.get("eager+rewrite", {})
-        copied = f"{human(orig.get('copied_bytes'))} -> {human(new.get('copied_bytes'))}"
+        copied = f"{human_bytes(orig.get('copied_bytes'))} -> {human_bytes(new.get('copied_bytes'))}"
         applied = ", ".join(sorted({a.split()[0] for a in new.get("rewrites") or []}))
         eager = ratio("eager+rewrite")
         if not applied and "eager+rewrite" in v:
@@ -94,8 +88,6 @@ def section(data: dict, command: str) -> str:
 
 def lint_speed_section(data: dict, command: str) -> str:
     from dataclasses import fields
-
-    from fxlint.benchmarks.lint_speed import LintSpeed, StackPoint, SyntheticPoint, render
 
     def load(cls: type, d: dict) -> object:
         return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})

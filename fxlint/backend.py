@@ -119,10 +119,13 @@ def fxlint_backend(
         _warn_untouched(exc)
         inner = _resolve_inner(opts.inner if opts.inner is not None else "inductor")
         return _call_inner(inner, opts, gm, example_inputs, mode, kwargs)
-    inner = _resolve_inner(opts.inner if opts.inner is not None else (settings.inner or "inductor"))
+    inner_choice = opts.inner if opts.inner is not None else (settings.inner or "inductor")
+    inner = _resolve_inner(inner_choice)
+    # a view can cost more than the copy it replaces where the inner backend fuses ops
+    fusing = not (isinstance(inner_choice, str) and inner_choice in _EAGER_INNER)
     to_compile = gm
     try:
-        to_compile = _lint_and_rewrite(gm, example_inputs, opts, settings)
+        to_compile = _lint_and_rewrite(gm, example_inputs, opts, settings, fusing)
     except Exception as exc:  # noqa: BLE001 - never break the user's compile
         _warn_untouched(exc)
         to_compile = gm
@@ -171,7 +174,7 @@ def _user_file(gm: fx.GraphModule) -> str | None:
 
 
 def _lint_and_rewrite(
-    gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, settings: "Settings"
+    gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, settings: "Settings", fusing: bool
 ) -> fx.GraphModule:
     from .capture import ended_by, view_from_dynamo
     from .engine import run_rules
@@ -196,8 +199,6 @@ def _lint_and_rewrite(
         # a rule that failed was reported once (one FxlintWarning); it finds no rewrite sites
         failed = set(report.extras.get("failed_rules", ()))
         rules = [r for r in settings.rules if r.code not in failed]
-        inner = opts.inner if opts.inner is not None else (settings.inner or "inductor")
-        fusing = not (isinstance(inner, str) and inner in _EAGER_INNER)
         return _rewrite(gm, example_inputs, opts, label, ctx.training, rules, fusing)
     return gm
 

@@ -107,22 +107,19 @@ def apply(site: Site) -> Change:
         if fused:
             raise NotApplied(fused)
     nodes = retarget_as_basic_index(site.gm, node.node, base.node, basic.items)
-    result, added, moved = push_before_pointwise(site.gm, site.view, nodes[-1], base.node, basic.items)
-    also = []
-    if moved:
-        also = [n.name for n in added if n.op != "placeholder" and n.name in site.view.by_name
-                and site.view.by_name[n.name].node is n]  # the producers it edited
-        nodes = added
+    touched, producers = push_before_pointwise(site.gm, site.view, nodes[-1], base.node, basic.items)
+    if producers:
+        nodes = touched
     refresh_values(site.gm, nodes, _grad_mode(site, node.grad_enabled))
     name = operand_name(base)
-    pushed = (f", taken before {' and '.join(dict.fromkeys(moved))} (which now compute only the selected elements)"
-              if moved else "")
+    pushed = (f", taken before {' and '.join(dict.fromkeys(p.op for p in producers))} "
+              "(which now compute only the selected elements)" if producers else "")
     return Change(
         new_nodes=nodes,
         description=f"{name}{_spelled(basic)} -> {name}{basic.text}{pushed}",
         bytes_saved=size_hint(site.gm, out.nbytes) if out is not None else None,
         source_edit=source_edit(node, basic),
-        also_changed=also,
+        also_changed=[p.name for p in producers],
     )
 
 

@@ -23,9 +23,9 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from ..canon import GraphView
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
+from ..canon import CanonNode, GraphView
 from .graph import _is_aten, bypass, copy_provenance, retarget_as_basic_index, value_of
 
 _FULL = ("slice", (None, None, None))
@@ -43,22 +43,21 @@ def _known(cond: Any) -> bool:
 
 
 def push_before_pointwise(gm: fx.GraphModule, view: GraphView, index: fx.Node, base: fx.Node,
-                          items: list[tuple[str, Any]]) -> tuple[fx.Node, list[fx.Node], list[str]]:
+                          items: list[tuple[str, Any]]) -> tuple[list[fx.Node], list[CanonNode]]:
     """Push the basic slice ``index`` = ``base[items]`` up through elementwise producers.
 
-    Returns (the node that now gives the result, the nodes added or edited in graph order, the
-    ops moved past); the graph is unchanged when nothing can move."""
+    Returns (the nodes added or edited, in graph order; the producers moved past, ``base``
+    last, which now gives the result); both empty, and the graph unchanged, when nothing can move."""
     if not items or any(kind != "slice" for kind, _ in items):
-        return index, [], []
+        return [], []
     if not all(type(v) in (int, type(None)) for _, bounds in items for v in bounds):
-        return index, [], []
+        return [], []
     by_node = {n.node: n for n in view.nodes}
     outputs = {n.node for n in view.outputs}
     idx_cn = by_node.get(index)
     grad_mode = idx_cn.grad_enabled if idx_cn is not None else True
     added: list[fx.Node] = []
     producers: list[fx.Node] = []
-    moved: list[str] = []
 
     def pushable(node: fx.Node) -> bool:
         cn = by_node.get(node)
@@ -110,18 +109,12 @@ def push_before_pointwise(gm: fx.GraphModule, view: GraphView, index: fx.Node, b
                 push(operand, deeper, depth + 1)
                 bypass(gm, nodes[-1], operand)  # the operand now gives its slice itself
         producers.append(producer)
-        moved.append(_spelling(producer, by_node))
 
     aten = _is_aten(index)
     todo = plan(base, items) if pushable(base) else None
     if todo is None:
-        return index, [], []
+        return [], []
     push(base, todo, 0)
     bypass(gm, index, base)  # with its ATen slice chain, now dead
     touched = {n for n in added + producers if not getattr(n, "_erased", False)}
-    return base, [n for n in gm.graph.nodes if n in touched], moved
-
-
-def _spelling(node: fx.Node, by_node: dict) -> str:
-    cn = by_node.get(node)
-    return cn.op if cn is not None else str(node.target)
+    return [n for n in gm.graph.nodes if n in touched], [by_node[p] for p in producers]
