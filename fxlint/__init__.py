@@ -25,6 +25,7 @@ from .findings import Finding, Report, Severity
 from .session import Session, collect
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .registry import Registry
     from .rewrite import RewriteResult
     from .runtime import AuditReport
 
@@ -50,6 +51,7 @@ def lint(
     severity: Mapping[str, str] | None = None,
     config: Any = None,
     confirm: bool = False,
+    registry: "Registry | None" = None,
 ) -> Report:
     """Lint ``target`` and return a ``Report``.
 
@@ -73,6 +75,9 @@ def lint(
     (``Finding.status``); runtime copies no finding explains are listed in
     ``Report.unexplained``.
 
+    ``registry`` is the set of rules to run (``fxlint.registry.Registry``; default: every
+    rule fxlint ships).
+
     The gradient rules (FXL301-304, FXL109's cut) speak about training: a
     module in ``eval()`` mode, or a lint under ``torch.no_grad()``, gets none
     of their warnings.
@@ -86,7 +91,7 @@ def lint(
 
     # bad codes and bad config fail before anything runs
     settings = resolve(source_file_of(target), config=config, select=select, ignore=ignore,
-                       extend_select=extend_select, severity=severity)
+                       extend_select=extend_select, severity=severity, registry=registry)
     captured = capture(target, example_inputs)
     # training: the module's own flag, and autograd on (linting under no_grad is inference)
     training = captured.training and torch.is_grad_enabled()

@@ -19,6 +19,9 @@ Options (``torch.compile(..., options={...})``):
             comma-separated string
 ``severity`` a dict of code or prefix -> ``"error"``/``"warning"``/``"info"``
 ``config``  a config file path, or False to ignore ``[tool.fxlint]``
+``safe_only`` with ``rewrite``: only the rewrites their rule declares safe
+``registry``  the rules and rewrites to run (an ``fxlint.registry.Registry``;
+            default: fxlint's own)
 
 The project configuration is the ``[tool.fxlint]`` table of the closest
 ``pyproject.toml`` above the user's source file of the graph's nodes (else
@@ -44,11 +47,11 @@ import torch
 import torch.fx as fx
 
 from .errors import ConfigError, FxlintError, FxlintWarning, first_line
-from .findings import Report, Severity
-from .tensorinfo import human_bytes
+from .findings import Report
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import Settings
+    from .registry import Registry
 
 log = logging.getLogger("fxlint")
 
@@ -67,6 +70,8 @@ class BackendOptions:
     extend_select: Sequence[str] | None = None
     severity: dict[str, str] | None = None
     config: Any = None
+    registry: "Registry | None" = None
+    safe_only: bool = False
     passthrough: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -78,7 +83,7 @@ class BackendOptions:
             if not (isinstance(inner, str) or callable(inner)):
                 raise ConfigError(f"options['inner'] must be a backend name or a callable, not {type(inner).__name__}")
             out.inner = inner
-        for key in ("rewrite", "verify"):
+        for key in ("rewrite", "verify", "safe_only"):
             if key in opts:
                 val = opts.pop(key)
                 if not isinstance(val, bool):
@@ -93,6 +98,13 @@ class BackendOptions:
             if val is not None and not isinstance(val, dict):
                 raise ConfigError(f"options['severity'] must be a dict of code -> severity, not {val!r}")
             out.severity = val
+        if "registry" in opts:
+            from .registry import Registry
+
+            val = opts.pop("registry")
+            if val is not None and not isinstance(val, Registry):
+                raise ConfigError(f"options['registry'] must be an fxlint.registry.Registry, not {type(val).__name__}")
+            out.registry = val
         if "config" in opts:
             val = opts.pop("config")
             if not (val is None or val is False or isinstance(val, (str, os.PathLike))):
@@ -160,7 +172,8 @@ def _settings_for(gm: fx.GraphModule, opts: BackendOptions) -> "Settings":
 
     return resolve(_user_file(gm), config=opts.config, select=opts.select, ignore=opts.ignore,
                    extend_select=opts.extend_select, severity=opts.severity,
-                   rewrite=opts.rewrite, inner=opts.inner if isinstance(opts.inner, str) else None)
+                   rewrite=opts.rewrite, inner=opts.inner if isinstance(opts.inner, str) else None,
+                   registry=opts.registry)
 
 
 def _user_file(gm: fx.GraphModule) -> str | None:
@@ -199,7 +212,7 @@ def _lint_and_rewrite(
         # a rule that failed was reported once (one FxlintWarning); it finds no rewrite sites
         failed = set(report.extras.get("failed_rules", ()))
         rules = [r for r in settings.rules if r.code not in failed]
-        return _rewrite(gm, example_inputs, opts, label, ctx.training, rules, fusing)
+        return _rewrite(gm, example_inputs, opts, settings, label, ctx.training, rules, fusing)
     return gm
 
 
@@ -221,24 +234,16 @@ def _training() -> bool:
     return any(m.training for m in modules) if modules else True
 
 
-def _rewrite(gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, label: str,
-             training: bool, rules: list[Any], fusing: bool) -> fx.GraphModule:
+def _rewrite(gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, settings: "Settings",
+             label: str, training: bool, rules: list[Any], fusing: bool) -> fx.GraphModule:
     """Apply the safe rewrites to (a copy of) the captured graph; the inner backend compiles the result."""
     from .rewrite.engine import rewrite_graph
     from .session import publish_rewrites
 
-    result = rewrite_graph(gm, list(example_inputs), origin="dynamo", rules=rules,
+    result = rewrite_graph(gm, list(example_inputs), origin="dynamo", settings=settings, rules=rules,
                            verify=opts.verify, training=training, label=label, symbolic_ok=False,
-                           fusing=fusing)
-    for a in result.applied:
-        log.info("fxlint: %s: %s rewritten: %s", a.location, a.code, a.description)
-    for sk in result.skipped:
-        log.log(logging.WARNING if sk.rolled_back else logging.INFO, "fxlint: %s: %s not applied: %s",
-                sk.location, sk.code, sk.reason)
-    if result.applied or result.skipped:
-        check = f"verified ({result.checked})" if result.verified else "not verified (verify=False)"
-        log.info("fxlint: %s: %d rewrite(s) applied, %d not applied; %s", label, len(result.applied),
-                 len(result.skipped), check)
+                           fusing=fusing, registry=opts.registry, safe_only=opts.safe_only)
+    _log_rewrites(label, result)
     publish_rewrites(result)
     return result.module
 
@@ -258,25 +263,15 @@ def _graph_label(gm: fx.GraphModule) -> str:
 
 
 def _log_report(label: str, report: Report) -> None:
-    s = report.summary()
-    if not report.findings:
-        log.info("fxlint: %s: no findings%s", label,
-                 f" ({s['suppressed']} suppressed)" if s["suppressed"] else "")
-        return
-    worst = max(f.severity.rank for f in report.findings)
-    level = logging.WARNING if worst >= Severity.WARNING.rank else logging.INFO
-    codes = ", ".join(f"{c}x{n}" if n > 1 else c for c, n in s["by_code"].items())
-    parts = [f"{s['findings']} finding{'s' if s['findings'] != 1 else ''} ({codes})"]
-    if s["bytes_per_call"]:
-        parts.append(f"{human_bytes(s['bytes_per_call'])} copied per call")
-    if s["suppressed"]:
-        parts.append(f"{s['suppressed']} suppressed")
-    first = min(report.findings, key=lambda f: -f.severity.rank)
-    log.log(level, "fxlint: %s: %s; first: %s %s (log level INFO or fxlint.collect() for all)",
-            label, ", ".join(parts), first.location, first.code)
-    for f in report.findings:
-        log.info("fxlint: %s: %s [%s] %s%s", f.location, f.code, f.severity, f.message,
-                 f" (fix: {f.fix})" if f.fix else "")
+    from .renderers.log import log_report
+
+    log_report(label, report, log)
+
+
+def _log_rewrites(label: str, result: Any) -> None:
+    from .renderers.log import log_rewrites
+
+    log_rewrites(label, result, log)
 
 
 # inner backends that run the graph op by op: no fusion, so a view always beats a copy

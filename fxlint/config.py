@@ -54,7 +54,7 @@ from .errors import ConfigError
 from .findings import Severity
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .registry import Rule
+    from .registry import Registry, Rule
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -223,14 +223,14 @@ def _where(key: str, path: Path) -> str:
 
 
 def _codes(value: Any, key: str, path: Path) -> tuple[str, ...]:
-    from .registry import _normalise_codes
+    from .registry import normalise_codes
 
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{_where(key, path)} must be a list of rule codes, e.g. [\"FXL401\"], not {value!r}")
     try:
-        return tuple(_normalise_codes(value, key) or ())
+        return tuple(normalise_codes(value, key) or ())
     except ConfigError as exc:
         msg = str(exc).removeprefix(f"{key}: ")
         raise ConfigError(f"{_where(key, path)}: {msg}") from None
@@ -315,22 +315,25 @@ def resolve(
     fail_on: str | None = None,
     inner: str | None = None,
     rewrite: bool | None = None,
+    registry: "Registry | None" = None,
 ) -> Settings:
     """Effective settings at ``start``: the applicable config file, overridden key by key by
     the explicit arguments that are not None.
 
     ``start`` is the user's file the run is about (a model's source file); ``config`` is
     None (search from ``start``), a path (use that file), ``False`` (no file) or ``Settings``
-    (returned as they are). This is the one function every entry point calls.
+    (returned as they are). This is the one function every entry point calls. ``registry``
+    holds the rules to choose from (default: every rule fxlint ships).
     """
-    from .registry import _normalise_codes, select_rules
+    from .registry import default_registry
 
     if isinstance(config, Settings):
         return config
+    reg = registry or default_registry()
     fc = file_config(start, config)
 
     def explicit(codes: Codes, what: str) -> tuple[str, ...] | None:
-        norm = _normalise_codes(codes, what)  # raises ConfigError naming the bad code
+        norm = reg.normalise_codes(codes, what)  # raises ConfigError naming the bad code
         return tuple(norm) if norm is not None else None
 
     sel = explicit(select, "select") if select is not None else fc.select
@@ -339,7 +342,7 @@ def resolve(
     if ext:
         # extend-select adds to the selection and, being more specific, can win over an ignored prefix
         sel = (*(sel if sel is not None else ("ALL",)), *ext)
-    rules = tuple(select_rules(list(sel) if sel is not None else None, list(ign or ())))
+    rules = tuple(reg.select(list(sel) if sel is not None else None, list(ign or ())))
 
     sev = dict(fc.severity or ())
     for code, level in (severity or {}).items():

@@ -1,17 +1,23 @@
 """Run the selected rules over canonical views and turn hits into findings.
 
 Graph rules run once per captured graph; program rules once per capture (see
-``fxlint.program``). A finding is silenced by a ``# fxlint: ignore[...]``
-comment on its own statement or on one of the hit's ``anchors``.
+``fxlint.program``). ``evaluate`` gives every hit as a finding with the reason
+it is silenced, if it is: a ``# fxlint: ignore[...]`` comment on its own
+statement (``inline``) or on one of the hit's ``anchors`` (``anchor``), the
+project's ``per-file-ignores`` (``per-file-ignores``). ``run_rules`` makes the
+lint's ``Report`` of it (one finding per line for a loop, each finding once
+across graphs and recompiles); the rewrite engine reads the same evaluation
+site by site, so silencing means the same in a lint, the backend and a
+rewrite.
 
 Given the run's ``config.Settings``, this is also the one place where the
-project's configured severities and ``per-file-ignores`` apply, so the CLI,
-``fxlint.lint``, the compile backend and the rewrite engine all get them.
+project's configured severities apply.
 """
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 import sympy
@@ -27,6 +33,10 @@ from .tensorinfo import known
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import Settings
+    from .tensorinfo import Dim
+
+INLINE, ANCHOR, PER_FILE = "inline", "anchor", "per-file-ignores"
+
 
 def finding_from_hit(rule: Rule, hit: Hit, label: str | None) -> Finding:
     node = hit.node
@@ -35,48 +45,85 @@ def finding_from_hit(rule: Rule, hit: Hit, label: str | None) -> Finding:
     expr = None
     if hit.bytes is not None and nbytes is None and isinstance(hit.bytes, sympy.Expr):
         expr = str(hit.bytes)
+    legacy = hit.details  # a rule not yet converted to a typed violation
+    sizes = hit.copy_sizes if hit.copy_sizes is not None else legacy.get("copy_sizes")
+    backward = hit.backward_bytes if hit.backward_bytes is not None else legacy.get("backward_bytes")
+    shape = hit.tensor_shape if hit.tensor_shape is not None else legacy.get("shape")
+    violation = hit.violation
     return Finding(
         code=rule.code,
         name=rule.name,
         severity=hit.severity or rule.severity,
-        message=hit.message,
+        message=violation.message(),
         file=loc.file if loc else None,
         line=loc.line if loc else None,
         module_path=node.module_path if node is not None else None,
         bytes=nbytes,
-        fix=hit.fix,
+        fix=violation.fix_title(),
         bytes_expr=expr,
         source=(loc.code or source_line(loc.file, loc.line)) if loc else None,
         node=node.name if node is not None else None,
         graph=label,
-        details=dict(hit.details),
+        copy_sizes=_known_ints(sizes),
+        backward_bytes=known(backward) if backward is not None else None,
+        tensor_shape=_known_ints(shape),
+        dedup=str(hit.dedup or legacy.get("dedup") or ""),
+        violation=violation,
     )
 
 
-def _silenced(finding: Finding, hit: Hit) -> bool:
+def _known_ints(xs: "Sequence[Dim] | None") -> tuple[int, ...] | None:
+    """The values as ints, or None when there are none or one is symbolic (dynamic shapes)."""
+    if xs is None:
+        return None
+    out = tuple(known(x) for x in xs)
+    return None if any(v is None for v in out) else out  # type: ignore[return-value]
+
+
+def silenced_by(finding: Finding, hit: Hit, settings: "Settings | None") -> str | None:
+    """Why ``finding`` is silenced (``inline``, ``anchor``, ``per-file-ignores``), or None."""
     if is_suppressed(finding.code, finding.file, finding.line):
-        return True
-    return any(is_suppressed(finding.code, a.file, a.line) for a in hit.anchors)
+        return INLINE
+    if any(is_suppressed(finding.code, a.file, a.line) for a in hit.anchors):
+        return ANCHOR
+    if settings is not None and settings.ignored_in_file(finding.code, finding.file):
+        return PER_FILE
+    return None
 
 
-def run_rules(
+@dataclass(frozen=True)
+class Evaluated:
+    """One hit of one rule, as a finding, and what silences it (None: nothing)."""
+
+    finding: Finding
+    hit: Hit
+    silenced: str | None
+    position: int  # the node's position in its graph (-1 without a node): rewrites run in this order
+
+
+@dataclass
+class Evaluation:
+    """Every hit of one run, in rule order, and the rules that failed."""
+
+    hits: list[Evaluated] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    failed_rules: list[str] = field(default_factory=list)
+    graphs: int = 0
+
+
+def evaluate(
     views: "Sequence[GraphView] | Program",
     rules: Iterable[Rule],
     ctx: RuleContext,
     settings: "Settings | None" = None,
-) -> Report:
-    """Every graph rule over every view, every program rule once over the whole
-    capture (``views`` may be a ``Program`` carrying graph breaks and runtime
-    facts). A rule that raises is reported in ``Report.errors`` and skipped; it
-    never takes the others down.
+) -> Evaluation:
+    """Every graph rule over every view, every program rule once over the whole capture.
 
-    With ``settings``, configured severities replace the rule's (and the hit's)
-    severity, and findings silenced by ``per-file-ignores`` join the inline
-    ``# fxlint: ignore`` ones in ``Report.suppressed``."""
+    A rule that raises is reported in ``Evaluation.errors`` (and one ``FxlintWarning``) and
+    skipped; it never takes the others down. With ``settings``, configured severities replace
+    the rule's (and the hit's)."""
     program = Program.of(views)
-    report = Report(graphs=len(program.views))
-    active: list[Finding] = []
-    silenced: list[Finding] = []
+    out = Evaluation(graphs=len(program.views))
     rules = list(rules)
 
     def run(rule: Rule, subject: "GraphView | Program", where: str) -> None:
@@ -84,24 +131,22 @@ def run_rules(
             hits = list(rule.check(subject, ctx))
         except Exception as exc:  # noqa: BLE001 - isolate rule failures
             msg = f"{rule.code} {rule.name} failed on {where}: {type(exc).__name__}: {exc}"
-            warnings.warn(FxlintWarning(f"fxlint: rule skipped: {msg}"), stacklevel=3)
-            report.errors.append(msg)
-            report.extras.setdefault("failed_rules", []).append(rule.code)
+            warnings.warn(FxlintWarning(f"fxlint: rule skipped: {msg}"), stacklevel=4)
+            out.errors.append(msg)
+            out.failed_rules.append(rule.code)
             return
         for hit in hits:
             label = where
             if isinstance(subject, Program):
                 owner = program.view_of(hit.node) if hit.node is not None else None
-                label = owner.label if owner is not None else (hit.details.get("graph") or "program")
+                label = owner.label if owner is not None else (hit.graph or hit.details.get("graph") or "program")
             f = finding_from_hit(rule, hit, label)
             if settings is not None:
                 sev = settings.severity_for(f.code, f.severity)
                 if sev is not f.severity:
                     f = f.with_(severity=sev)
-            if _silenced(f, hit) or (settings is not None and settings.ignored_in_file(f.code, f.file)):
-                silenced.append(f.with_(suppressed=True))
-            else:
-                active.append(f)
+            position = hit.node.position if hit.node is not None else -1
+            out.hits.append(Evaluated(f, hit, silenced_by(f, hit, settings), position))
 
     with gc_paused():
         for view in program.views:
@@ -111,6 +156,24 @@ def run_rules(
         for rule in rules:
             if rule.scope == "program":
                 run(rule, program, "program")
+    return out
+
+
+def run_rules(
+    views: "Sequence[GraphView] | Program",
+    rules: Iterable[Rule],
+    ctx: RuleContext,
+    settings: "Settings | None" = None,
+) -> Report:
+    """The lint's report: ``evaluate``, then one finding per line for a loop
+    (``merge_repeats``) and each finding once across graphs and recompiles; silenced
+    findings (inline, anchors, per-file-ignores) go to ``Report.suppressed``."""
+    ev = evaluate(views, rules, ctx, settings)
+    report = Report(graphs=ev.graphs, errors=list(ev.errors))
+    if ev.failed_rules:
+        report.extras["failed_rules"] = list(ev.failed_rules)
+    active = [e.finding for e in ev.hits if e.silenced is None]
+    silenced = [e.finding.with_(suppressed=True) for e in ev.hits if e.silenced is not None]
     report.findings = dedupe(merge_repeats(active))
     report.suppressed = dedupe(silenced)
     return report
@@ -121,9 +184,9 @@ def merge_repeats(findings: list[Finding]) -> list[Finding]:
 
     A Python loop unrolled by Dynamo yields one node, hence one hit, per
     iteration, all with the same code, line, module and message. They become
-    one finding whose bytes are the per-call total, whose ``details["repeats"]``
-    counts the iterations, and whose ``details["copy_sizes"]`` lists each copy
-    (so the runtime cross-check can find every one of them on the line).
+    one finding whose bytes are the per-call total, whose ``repeats`` counts
+    the iterations, and whose ``copy_sizes`` lists each copy (so the runtime
+    cross-check can find every one of them on the line).
     """
     groups: dict[tuple, list[Finding]] = {}
     order: list[tuple] = []
@@ -142,9 +205,8 @@ def merge_repeats(findings: list[Finding]) -> list[Finding]:
         first = fs[0]
         sizes: list[int] = []
         for f in fs:
-            sizes.extend(f.details.get("copy_sizes") or ([f.bytes] if f.bytes is not None else []))
-        total = sum(f.bytes for f in fs) if all(f.bytes is not None for f in fs) else None
-        details = {**first.details, "repeats": len(fs), "copy_sizes": sizes}
+            sizes.extend(f.copy_sizes or ([f.bytes] if f.bytes is not None else []))
+        total = sum(f.bytes for f in fs if f.bytes is not None) if all(f.bytes is not None for f in fs) else None
         message = first.message + f" This line runs {len(fs)} times per call (a loop); the bytes are the total."
-        out.append(first.with_(bytes=total, message=message, details=details))
+        out.append(first.with_(bytes=total, message=message, repeats=len(fs), copy_sizes=tuple(sizes)))
     return out

@@ -5,8 +5,9 @@ from __future__ import annotations
 import enum
 import os
 from collections import Counter
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Iterable
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping
 
 
 class Severity(str, enum.Enum):
@@ -35,6 +36,43 @@ class Severity(str, enum.Enum):
         return self.value
 
 
+class Violation:
+    """What one rule reports about one site: a small frozen dataclass per rule, in the rule's module.
+
+    Its fields are the facts (names, shapes, bytes as the rule computed them); ``message()`` and
+    ``fix_title()`` turn them into the user's text, so the words live next to the data they read
+    (ruff's ``Violation``). ``to_dict()`` is what JSON output exports under ``details``; the JSON
+    schema (``fxlint.schema``) is generated from the field annotations.
+    """
+
+    def message(self) -> str:  # pragma: no cover - every violation type overrides it
+        raise NotImplementedError(type(self).__name__)
+
+    def fix_title(self) -> str | None:
+        """How to fix it, in a sentence (None: no advice beyond the message)."""
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        if not is_dataclass(self):
+            return {}
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if not f.name.startswith("_")}
+
+
+def _plain(v: Any) -> Any:
+    """A JSON-friendly value: tuples become lists, enums their value, other objects their text."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, enum.Enum):
+        return v.value
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if is_dataclass(v) and not isinstance(v, type):
+        return {f.name: _plain(getattr(v, f.name)) for f in fields(v)}
+    return str(v)
+
+
 @dataclass(frozen=True)
 class Finding:
     """One problem at one place in the user's program.
@@ -43,6 +81,19 @@ class Finding:
     ``bytes`` is the estimated number of bytes copied per call (None when the
     rule is not about a copy or the size depends on dynamic shapes, in which
     case ``bytes_expr`` holds the formula).
+
+    The typed fields the runtime cross-check, JSON/SARIF export and de-duplication read:
+
+    * ``copy_sizes``: the bytes of each copy event the finding stands for (a kernel that copies
+      once per batch, a line a loop runs three times); None when one event of ``bytes``, or when
+      a size is symbolic;
+    * ``backward_bytes``: what the training step's backward copies again because of this site
+      (0: nothing; None: not modelled for this site, or not a copy finding);
+    * ``repeats``: how many times the line runs per call (an unrolled loop), ``bytes`` the total;
+    * ``tensor_shape``: the tensor the finding is about, for a claim that something is *not*
+      copied (FXL108): the cross-check looks for a copy of that shape on the line;
+    * ``dedup``: told apart from other findings of the same code, line and module by this key;
+    * ``violation``: the rule's typed record (``details`` is its data plus the fields above).
     """
 
     code: str
@@ -60,7 +111,12 @@ class Finding:
     graph: str | None = None  # which captured graph ("graph 0", "forward")
     status: str | None = None  # runtime confirmation: confirmed / refuted / not-run
     suppressed: bool = False
-    details: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    copy_sizes: tuple[int, ...] | None = None
+    backward_bytes: int | None = None
+    repeats: int = 1
+    tensor_shape: tuple[int, ...] | None = None
+    dedup: str = ""
+    violation: Violation | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property
     def location(self) -> str:
@@ -69,17 +125,28 @@ class Finding:
         path = _display_path(self.file)
         return f"{path}:{self.line}" if self.line is not None else path
 
+    @property
+    def details(self) -> Mapping[str, Any]:
+        """Read-only: the violation's data and the typed cost fields, as one mapping."""
+        d: dict[str, Any] = dict(self.violation.to_dict()) if self.violation is not None else {}
+        d.update(copy_sizes=list(self.copy_sizes) if self.copy_sizes is not None else None,
+                 backward_bytes=self.backward_bytes, repeats=self.repeats, dedup=self.dedup)
+        if self.tensor_shape is not None:
+            d["shape"] = self.tensor_shape
+        return MappingProxyType(d)
+
     def key(self) -> tuple:
         """Identity used to deduplicate the same finding across graphs and recompiles."""
         where = (self.file, self.line) if self.file is not None else (None, self.node)
-        return (self.code, *where, self.module_path, self.details.get("dedup", ""))
+        return (self.code, *where, self.module_path, self.dedup)
 
     def with_(self, **changes: Any) -> "Finding":
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["severity"] = self.severity.value
+        """The JSON form (``fxlint.schema.FINDING`` documents every key)."""
+        d: dict[str, Any] = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "violation"}
+        d["details"] = self.violation.to_dict() if self.violation is not None else {}
         return d
 
 

@@ -1,27 +1,47 @@
-"""The rule registry: one decorator, one place that knows every rule.
+"""The rule registry: one registration per rule, everything else derived from it.
 
 A rule is a function ``check(view, ctx) -> Iterable[Hit]`` in its own module
-under ``fxlint/passes``; its docstring is its user documentation
-(``fxlint explain CODE``). A rule registered with ``scope="program"`` is called
-once per capture as ``check(program, ctx)`` instead, with every graph, the
-graph breaks between them and the runtime facts (``fxlint.program.Program``). The engine turns hits into ``Finding``s: it adds the
-code, name, severity, the user's source location and module path.
+under ``fxlint/passes``, registered with ``@rule(code, name, severity,
+violation=..., fix=...)``:
+
+* its module docstring is the user documentation (``fxlint explain CODE``,
+  the generated rule page);
+* ``violation`` is the rule's violation type (a frozen dataclass with
+  ``message()`` and ``fix_title()``, see ``fxlint.findings.Violation``): every
+  hit carries one, and the JSON schema of its ``details`` is derived from it;
+* ``fix`` declares what fixes the findings (``FixSpec``): nothing, or the
+  rewrite registered for this code (``fxlint/rewrite/fxlNNN_*.py``), safe or
+  unsafe, and why. ``fxlint rules``, the rule pages ("Fix safety") and the
+  rewrite engine read it from here.
+
+A rule registered with ``scope="program"`` is called once per capture as
+``check(program, ctx)`` with every graph, the graph breaks between them and the
+runtime facts (``fxlint.program.Program``). The engine turns hits into
+``Finding``s: it adds the code, name, severity, the user's source location and
+module path.
+
+Rules and rewrites live in a ``Registry``. ``default_registry()`` holds the
+ones fxlint ships (importing ``fxlint.passes`` and the rewrite modules
+registers them); every entry point takes ``registry=`` to run another set (a
+test that injects a failing rule, a plugin that adds its own).
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .errors import ConfigError
-from .findings import Severity
+from .findings import Severity, Violation
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .canon import CanonNode, GraphView
-    from .program import Program
+    from .canon import CanonNode
+    from .rewrite.base import Rewrite
     from .source import Location
+    from .tensorinfo import Dim
 
 CODE_RE = re.compile(r"^FXL\d{3}$")
 
@@ -29,20 +49,97 @@ CODE_RE = re.compile(r"^FXL\d{3}$")
 COPY_FAMILIES = ("FXL1", "FXL2", "FXL4")
 
 
-@dataclass
 class Hit:
-    """What a rule yields: a node and what to say about it."""
+    """What a rule yields: a node, the rule's typed violation, and the cost of the site.
 
-    node: "CanonNode | None"
-    message: str
+    ``bytes`` is an int or, under dynamic shapes, a sympy expression; ``copy_sizes`` the
+    bytes of each copy event when the site stands for several; ``backward_bytes`` what the
+    backward pays again (0 nothing, None not modelled); ``tensor_shape`` the tensor a "no copy"
+    claim is about; ``dedup`` tells two findings of one rule on one line apart (two different
+    copies written on one line); ``anchors`` are other source lines whose
+    ``# fxlint: ignore[...]`` also silences the hit (the ``with torch.no_grad():`` line of a
+    region reported at the first line inside it).
+
+    Transitional: a rule not yet given its violation type passes ``message=``/``fix=`` and a
+    free ``details`` dict (``copy_sizes``, ``backward_bytes``, ``dedup``, ``shape`` and ``graph``
+    are read from it); ``TextViolation`` carries them.
+    """
+
+    __slots__ = ("node", "violation", "bytes", "copy_sizes", "backward_bytes", "tensor_shape", "severity",
+                 "location", "anchors", "dedup", "graph", "details")
+
+    def __init__(
+        self,
+        node: "CanonNode | None",
+        violation: Violation | None = None,
+        *,
+        bytes: "Dim | None" = None,  # noqa: A002 - the user's word for it
+        copy_sizes: Sequence[int] | None = None,
+        backward_bytes: "Dim | None" = None,
+        tensor_shape: tuple[int, ...] | None = None,
+        severity: Severity | None = None,
+        location: "Location | None" = None,
+        anchors: tuple["Location", ...] = (),
+        dedup: str = "",
+        graph: str | None = None,
+        message: str | None = None,
+        fix: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        if violation is None:
+            if message is None:
+                raise TypeError("Hit needs a violation")
+            violation = TextViolation(message, fix, dict(details or {}))
+        self.node = node
+        self.violation = violation
+        self.bytes = bytes
+        self.copy_sizes = copy_sizes
+        self.backward_bytes = backward_bytes
+        self.tensor_shape = tensor_shape
+        self.severity = severity
+        self.location = location
+        self.anchors = tuple(anchors)
+        self.dedup = dedup
+        self.graph = graph
+        self.details: dict[str, Any] = violation.data if isinstance(violation, TextViolation) else {}
+
+    def __repr__(self) -> str:
+        return f"Hit({self.node!r}, {type(self.violation).__name__})"
+
+    @property
+    def message(self) -> str:
+        return self.violation.message()
+
+    @message.setter
+    def message(self, text: str) -> None:  # transitional: rules that edit a finished message
+        if not isinstance(self.violation, TextViolation):
+            raise AttributeError("a typed violation's message comes from its fields")
+        self.violation = replace(self.violation, text=text)
+
+    @property
+    def fix(self) -> str | None:
+        return self.violation.fix_title()
+
+
+@dataclass(frozen=True)
+class TextViolation(Violation):
+    """A violation given as finished text (rules being converted to typed violations)."""
+
+    text: str
     fix: str | None = None
-    bytes: Any = None  # int, a sympy expression (dynamic shapes) or None
-    severity: Severity | None = None  # overrides the rule's default
-    details: dict[str, Any] = field(default_factory=dict)
-    location: "Location | None" = None  # overrides the node's location (e.g. graph breaks)
-    # other source lines whose `# fxlint: ignore[...]` also silences this hit (e.g. the
-    # `with torch.no_grad():` line of a region reported at the first line inside it)
-    anchors: tuple["Location", ...] = ()
+    data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def message(self) -> str:
+        return self.text
+
+    def fix_title(self) -> str | None:
+        return self.fix
+
+    def to_dict(self) -> dict[str, Any]:
+        from .findings import _plain
+
+        skip = {"copy_sizes", "backward_bytes", "dedup", "repeats", "shape", "graph"}
+        return {k: _plain(v) for k, v in self.data.items() if k not in skip}
 
 
 @dataclass(frozen=True)
@@ -53,13 +150,56 @@ class RuleContext:
     # torch.no_grad(); in the backend, a graph compiled with grad disabled). Gradient
     # rules are quiet then.
     training: bool = True
-    options: dict[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 CheckFn = Callable[[Any, RuleContext], Iterable[Hit]]  # (GraphView | Program, ctx)
 
 #: where a rule looks: one graph at a time, or the whole capture at once
 SCOPES = ("graph", "program")
+
+FIX_AVAILABILITY = ("none", "sometimes", "always")
+FIX_APPLICABILITY = ("safe", "unsafe")
+
+
+@dataclass(frozen=True)
+class FixSpec:
+    """What fixes a rule's findings (ruff's fix availability and applicability).
+
+    ``availability``: ``none`` (advice only), ``sometimes`` (a rewrite exists and is applied
+    where it can prove its preconditions) or ``always``. ``rewrite`` is the name of the rewrite
+    registered for the rule's code. ``applicability``: ``safe`` when the rewritten program is
+    indistinguishable from the original, ``unsafe`` when values are equal but something a
+    caller could observe changes (a result that becomes a view, a different memory layout).
+    ``why`` says which, in the user's terms (the "Fix safety" section of the rule's page).
+    """
+
+    availability: str = "none"
+    rewrite: str | None = None
+    applicability: str | None = None
+    why: str = ""
+
+    def __post_init__(self) -> None:
+        if self.availability not in FIX_AVAILABILITY:
+            raise ValueError(f"fix availability must be one of {FIX_AVAILABILITY}, not {self.availability!r}")
+        if (self.rewrite is None) != (self.availability == "none"):
+            raise ValueError("a fix names its rewrite exactly when it is available")
+        if self.rewrite is not None and self.applicability not in FIX_APPLICABILITY:
+            raise ValueError(f"a rewrite's applicability must be one of {FIX_APPLICABILITY}")
+
+    @classmethod
+    def rewrite_of(cls, name: str, *, safe: bool, why: str, availability: str = "sometimes") -> "FixSpec":
+        return cls(availability, name, "safe" if safe else "unsafe", why)
+
+    @property
+    def summary(self) -> str:
+        """One line for tables: ``rewrite index-to-slice (unsafe)`` or ``-``."""
+        if self.rewrite is None:
+            return "-"
+        return f"{self.rewrite} ({self.applicability})"
+
+
+NO_FIX = FixSpec()
 
 
 @dataclass(frozen=True)
@@ -71,107 +211,222 @@ class Rule:
     summary: str
     doc: str
     scope: str = "graph"  # "graph": check(view, ctx) per graph; "program": check(program, ctx) once
+    violation: type[Violation] | None = None
+    fix: FixSpec = NO_FIX
 
     @property
     def claims_copy(self) -> bool:
         return self.code.startswith(COPY_FAMILIES)
 
 
-_RULES: dict[str, Rule] = {}
+class Registry:
+    """Rules by code and the rewrites that fix them."""
+
+    def __init__(self, rules: Iterable[Rule] = (), rewrites: Iterable["Rewrite"] = ()) -> None:
+        self._rules: dict[str, Rule] = {r.code: r for r in rules}
+        self._rewrites: dict[str, "Rewrite"] = {rw.code: rw for rw in rewrites}
+
+    def __repr__(self) -> str:
+        return f"Registry({len(self._rules)} rules, {len(self._rewrites)} rewrites)"
+
+    # -- building ------------------------------------------------------------
+    def add(self, rule: Rule) -> None:
+        if rule.code in self._rules and self._rules[rule.code].check is not rule.check:
+            raise ValueError(f"rule {rule.code} is registered twice")
+        self._rules[rule.code] = rule
+
+    def add_rewrite(self, rw: "Rewrite") -> None:
+        if rw.code in self._rewrites and self._rewrites[rw.code].apply is not rw.apply:
+            raise ValueError(f"a rewrite for {rw.code} is registered twice")
+        self._rewrites[rw.code] = rw
+
+    def replacing(self, *items: "Rule | Rewrite") -> "Registry":
+        """A copy with these rules or rewrites added (or put in place of the same code)."""
+        from .rewrite.base import Rewrite
+
+        out = Registry(self._rules.values(), self._rewrites.values())
+        for it in items:
+            if isinstance(it, Rewrite):
+                out._rewrites[it.code] = it
+            else:
+                out._rules[it.code] = it
+        return out
+
+    @contextlib.contextmanager
+    def added(self, *rules: Rule) -> Iterator["Registry"]:
+        """Register ``rules`` here for the duration of a ``with`` block (a plugin's rules for one
+        run, a test's throwaway rule); the codes must be new."""
+        for r in rules:
+            if r.code in self._rules:
+                raise ValueError(f"rule {r.code} is already registered")
+        for r in rules:
+            self._rules[r.code] = r
+        try:
+            yield self
+        finally:
+            for r in rules:
+                self._rules.pop(r.code, None)
+
+    def without(self, *codes: str) -> "Registry":
+        """A copy without these rules (and their rewrites)."""
+        keep = [r for c, r in self._rules.items() if c not in codes]
+        return Registry(keep, [rw for c, rw in self._rewrites.items() if c not in codes])
+
+    # -- reading -------------------------------------------------------------
+    def rules(self) -> list[Rule]:
+        return [self._rules[c] for c in sorted(self._rules)]
+
+    def codes(self) -> list[str]:
+        return sorted(self._rules)
+
+    def get(self, code: str) -> Rule:
+        key = code.strip().upper()
+        if key in self._rules:
+            return self._rules[key]
+        for r in self._rules.values():  # accept the rule's name too: "index-as-slice"
+            if r.name == code.strip().lower():
+                return r
+        raise ConfigError(f"unknown rule {code!r}; `fxlint rules` lists them")
+
+    def rewrites(self) -> dict[str, "Rewrite"]:
+        """Every rewrite whose rule is registered and declares it, by rule code."""
+        return {c: rw for c, rw in sorted(self._rewrites.items())
+                if c in self._rules and self._rules[c].fix.rewrite == rw.name}
+
+    def rewrite_for(self, rule: "Rule | str") -> "Rewrite | None":
+        """The rewrite that fixes ``rule``'s findings: the one its ``fix`` names."""
+        r = self.get(rule) if isinstance(rule, str) else rule
+        rw = self._rewrites.get(r.code)
+        return rw if rw is not None and r.fix.rewrite == rw.name else None
+
+    def normalise_codes(self, codes: "str | Sequence[str] | None", what: str) -> list[str] | None:
+        """Codes or prefixes as given (a string or a list, comma-separated allowed), upper-cased;
+        ``ConfigError`` names a code that matches no rule."""
+        if codes is None:
+            return None
+        if isinstance(codes, str):
+            codes = [codes]
+        out: list[str] = []
+        for c in codes:
+            for part in str(c).split(","):
+                part = part.strip().upper()
+                if not part:
+                    continue
+                if part != "ALL" and not any(code.startswith(part) for code in self._rules):
+                    raise ConfigError(
+                        f"{what}: {part!r} matches no rule code or prefix (e.g. FXL401 or FXL4); "
+                        "`fxlint rules` lists them"
+                    )
+                out.append(part)
+        return out
+
+    def select(self, select: "str | Sequence[str] | None" = None,
+               ignore: "str | Sequence[str] | None" = None) -> list[Rule]:
+        """Rules enabled by ``select`` (codes or prefixes, default all) minus ``ignore``.
+
+        As in ruff, the more specific entry wins: ``select=["FXL401"], ignore=["FXL4"]``
+        keeps FXL401.
+        """
+        sel = self.normalise_codes(select, "select")
+        ign = self.normalise_codes(ignore, "ignore") or []
+
+        def specificity(code: str, prefixes: list[str]) -> int:
+            best = -1
+            for p in prefixes:
+                if p == "ALL":
+                    best = max(best, 0)
+                elif code.startswith(p):
+                    best = max(best, len(p))
+            return best
+
+        chosen = []
+        for r in self.rules():
+            s = specificity(r.code, sel) if sel is not None else 0
+            i = specificity(r.code, ign)
+            if s >= 0 and s > i:
+                chosen.append(r)
+        return chosen
+
+
+#: the rules and rewrites fxlint ships; filled by the decorators as their modules are imported
+_DEFAULT = Registry()
+_loaded = False
+
+
+def default_registry() -> Registry:
+    """The registry of every rule and rewrite fxlint ships (their modules are imported once)."""
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        from . import passes  # noqa: F401  (importing registers every rule)
+        from .rewrite.base import load_rewrites
+
+        load_rewrites()
+    return _DEFAULT
 
 
 def rule(
-    code: str, name: str, severity: "Severity | str" = Severity.WARNING, *, scope: str = "graph"
+    code: str, name: str, severity: "Severity | str" = Severity.WARNING, *, scope: str = "graph",
+    violation: type[Violation] | None = None, fix: FixSpec = NO_FIX,
 ) -> Callable[[CheckFn], CheckFn]:
-    """Register ``check`` as rule ``code``. Its module docstring (or the function's)
-    is the rule's documentation; the first line is the summary. ``scope`` is
+    """Register ``check`` as rule ``code`` in the default registry. Its module docstring (or the
+    function's) is the rule's documentation; the first line is the summary. ``scope`` is
     ``"graph"`` (``check(view, ctx)`` for every captured graph) or ``"program"``
-    (``check(program, ctx)`` once per capture)."""
+    (``check(program, ctx)`` once per capture). ``violation`` is the type every hit carries;
+    ``fix`` what fixes the findings (see ``FixSpec``)."""
+    _check_rule_args(code, scope, violation)
+    return lambda fn: register_rule(_DEFAULT, fn, code, name, severity, scope=scope, violation=violation, fix=fix)
 
+
+def _check_rule_args(code: str, scope: str, violation: Any) -> None:
     if not CODE_RE.match(code):
         raise ValueError(f"rule code {code!r} must look like FXL123")
     if scope not in SCOPES:
         raise ValueError(f"rule {code}: scope must be one of {SCOPES}, not {scope!r}")
-
-    def deco(fn: CheckFn) -> CheckFn:
-        if code in _RULES and _RULES[code].check is not fn:
-            raise ValueError(f"rule {code} is registered twice")
-        module = inspect.getmodule(fn)
-        doc = inspect.cleandoc((module.__doc__ if module else None) or fn.__doc__ or "")
-        summary = doc.splitlines()[0].strip() if doc else name
-        _RULES[code] = Rule(code, name, Severity.parse(severity), fn, summary, doc, scope)
-        return fn
-
-    return deco
+    if violation is not None and not (isinstance(violation, type) and issubclass(violation, Violation)):
+        raise ValueError(f"rule {code}: violation must be a Violation subclass")
 
 
-def _load() -> None:
-    from . import passes  # noqa: F401  (importing registers every rule)
+def make_rule(fn: CheckFn, code: str, name: str, severity: "Severity | str" = Severity.WARNING, *,
+              scope: str = "graph", violation: type[Violation] | None = None, fix: FixSpec = NO_FIX) -> Rule:
+    """A ``Rule`` for ``fn`` (not registered anywhere): what ``@rule`` builds."""
+    _check_rule_args(code, scope, violation)
+    module = inspect.getmodule(fn)
+    doc = inspect.cleandoc((module.__doc__ if module else None) or fn.__doc__ or "")
+    summary = doc.splitlines()[0].strip() if doc else name
+    return Rule(code, name, Severity.parse(severity), fn, summary, doc, scope, violation, fix)
 
 
-def all_rules() -> list[Rule]:
-    _load()
-    return [_RULES[c] for c in sorted(_RULES)]
+def register_rule(registry: Registry, fn: CheckFn, code: str, name: str, severity: "Severity | str" = Severity.WARNING,
+                  **kw: Any) -> CheckFn:
+    registry.add(make_rule(fn, code, name, severity, **kw))
+    return fn
 
 
-def get_rule(code: str) -> Rule:
-    _load()
-    key = code.strip().upper()
-    if key in _RULES:
-        return _RULES[key]
-    for r in _RULES.values():  # accept the rule's name too: "index-as-slice"
-        if r.name == code.strip().lower():
-            return r
-    raise ConfigError(f"unknown rule {code!r}; `fxlint rules` lists them")
+# -- the default registry, as functions (what most callers want) ----------------
 
 
-def _normalise_codes(codes: "str | Sequence[str] | None", what: str) -> list[str] | None:
-    if codes is None:
-        return None
-    _load()  # every rule registered before codes are judged
-    if isinstance(codes, str):
-        codes = [codes]
-    out: list[str] = []
-    for c in codes:
-        for part in str(c).split(","):
-            part = part.strip().upper()
-            if not part:
-                continue
-            if part != "ALL" and not any(code.startswith(part) for code in _RULES):
-                raise ConfigError(
-                    f"{what}: {part!r} matches no rule code or prefix (e.g. FXL401 or FXL4); "
-                    "`fxlint rules` lists them"
-                )
-            out.append(part)
-    return out
+def all_rules(registry: Registry | None = None) -> list[Rule]:
+    return (registry or default_registry()).rules()
+
+
+def get_rule(code: str, registry: Registry | None = None) -> Rule:
+    return (registry or default_registry()).get(code)
+
+
+def normalise_codes(codes: "str | Sequence[str] | None", what: str,
+                    registry: Registry | None = None) -> list[str] | None:
+    return (registry or default_registry()).normalise_codes(codes, what)
 
 
 def select_rules(
     select: "str | Sequence[str] | None" = None,
     ignore: "str | Sequence[str] | None" = None,
+    registry: Registry | None = None,
 ) -> list[Rule]:
-    """Rules enabled by ``select`` (codes or prefixes, default all) minus ``ignore``.
+    return (registry or default_registry()).select(select, ignore)
 
-    As in ruff, the more specific entry wins: ``select=["FXL401"], ignore=["FXL4"]``
-    keeps FXL401.
-    """
-    _load()
-    sel = _normalise_codes(select, "select")
-    ign = _normalise_codes(ignore, "ignore") or []
 
-    def specificity(code: str, prefixes: list[str]) -> int:
-        best = -1
-        for p in prefixes:
-            if p == "ALL":
-                best = max(best, 0)
-            elif code.startswith(p):
-                best = max(best, len(p))
-        return best
-
-    chosen = []
-    for r in all_rules():
-        s = specificity(r.code, sel) if sel is not None else 0
-        i = specificity(r.code, ign)
-        if s >= 0 and s > i:
-            chosen.append(r)
-    return chosen
+def with_check(rule: Rule, check: CheckFn) -> Rule:
+    """``rule`` with another check function (what fault-injection tests register)."""
+    return replace(rule, check=check)

@@ -55,6 +55,7 @@ def render_rule(rule: "Rule") -> str:
     ]
     if body:
         parts += [body, ""]
+    parts += fix_safety(rule)
     parts += [
         "## How to silence it",
         "",
@@ -70,20 +71,47 @@ def render_rule(rule: "Rule") -> str:
     return "\n".join(parts)
 
 
+def fix_safety(rule: "Rule") -> list[str]:
+    """The page's "Fix safety" section, from the fix the rule declares."""
+    fix = rule.fix
+    if fix.rewrite is None:
+        return ["## Fix safety", "",
+                "No automatic fix: the finding says what to change (`fxlint fix` does not rewrite it).", ""]
+    from .registry import default_registry
+
+    when = "where it can prove its preconditions" if fix.availability == "sometimes" else "at every site"
+    meaning = ("the rewritten program cannot be told apart from the original" if fix.applicability == "safe"
+               else "values and gradients are equal, but something a caller could observe changes")
+    lines = ["## Fix safety", "",
+             f"`fxlint fix` and the backend's `rewrite` option apply the `{fix.rewrite}` rewrite {when}, and "
+             "verify each one against the original on the example inputs (outputs and gradients); one that "
+             "differs is rolled back.",
+             "",
+             f"It is **{fix.applicability}** ({meaning}): {fix.why}. "
+             "`fxlint fix --safe-only` (`safe_only=True`) applies only safe rewrites.", ""]
+    rw = default_registry().rewrite_for(rule) if rule.code in default_registry().codes() else None
+    if rw is not None and rw.preconditions:
+        lines += ["Before it changes anything, the rewrite proves on the graph that:", ""]
+        lines += [f"- {p}" for p in rw.preconditions]
+        lines.append("")
+    return lines
+
+
 def render_index(rules: Iterable["Rule"]) -> str:
     """``docs/rules/README.md``: the table of every rule."""
     def cell(text: str) -> str:
         return text.replace("|", "\\|")
 
-    rows = [f"| [{r.code}]({r.code}.md) | {r.name} | {r.severity} | {cell(r.summary)} |" for r in rules]
+    rows = [f"| [{r.code}]({r.code}.md) | {r.name} | {r.severity} | {cell(r.fix.summary)} | {cell(r.summary)} |"
+            for r in rules]
     return "\n".join([
         "# fxlint rules",
         "",
         "Generated from the rule docstrings by `fxlint docs`; do not edit by hand.",
         "`fxlint explain CODE` prints the same pages.",
         "",
-        "| code | name | default | summary |",
-        "| --- | --- | --- | --- |",
+        "| code | name | default | fix | summary |",
+        "| --- | --- | --- | --- | --- |",
         *rows,
         "",
     ])

@@ -57,20 +57,27 @@ def run_cli(*args: str, cwd: str | Path | None = None, env: dict | None = None, 
 def mul_rule():
     """A throwaway second rule, FXL990 test-mul (info): flags every multiplication.
 
-    Only FXL401 ships today; tests of configuration need two codes. The rule is
-    unregistered afterwards so `fxlint rules` and the docs check never see it."""
-    from fxlint.registry import _RULES, Hit, rule
+    Tests of configuration need a second code whose findings they control. It is added to the
+    default registry as a plugin's rule would be, for the test only, so `fxlint rules` and the
+    docs check never see it."""
+    from dataclasses import dataclass
+
+    from fxlint.findings import Violation
+    from fxlint.registry import Hit, default_registry, make_rule
+
+    @dataclass(frozen=True)
+    class Multiplication(Violation):
+        def message(self) -> str:
+            return "a multiplication"
 
     def check(view, ctx):
         """Every multiplication (a test rule)."""
         for n in view.ops("mul"):
-            yield Hit(node=n, message="a multiplication")
+            yield Hit(n, Multiplication())
 
-    rule("FXL990", "test-mul", "info")(check)
-    try:
-        yield _RULES["FXL990"]
-    finally:
-        _RULES.pop("FXL990", None)
+    test_rule = make_rule(check, "FXL990", "test-mul", "info", violation=Multiplication)
+    with default_registry().added(test_rule):
+        yield test_rule
 
 
 MODEL_SOURCE = """

@@ -80,16 +80,14 @@ def test_dynamic_size_is_not_sliced_inside_compile():
     assert "dynamic size" in skipped.reason and "guard" in skipped.reason
 
 
-def test_a_rolled_back_rewrite_is_logged_and_the_original_graph_compiled(monkeypatch, caplog):
-    from fxlint.rewrite.base import _REWRITES, Rewrite, all_rewrites
-    from tests.test_rewrite import _wrong_rewrite
+def test_a_rolled_back_rewrite_is_logged_and_the_original_graph_compiled(caplog):
+    from tests.test_rewrite import _wrong_rewrite, broken_fxl401
 
-    all_rewrites()
-    monkeypatch.setitem(_REWRITES, "FXL401", Rewrite("FXL401", "broken", _wrong_rewrite, (), ""))
+    reg = broken_fxl401(_wrong_rewrite)
     torch._dynamo.reset()
     m, x = Sep(), torch.randn(4, 16)
     with caplog.at_level(logging.INFO, logger="fxlint"):
-        out = torch.compile(m, backend="fxlint", options={"rewrite": True, "inner": "eager"})(x)
+        out = torch.compile(m, backend="fxlint", options={"rewrite": True, "inner": "eager", "registry": reg})(x)
     assert torch.equal(out, m(x))
     rolled = [r for r in caplog.records if r.levelno == logging.WARNING and "rolled back" in r.getMessage()]
     assert len(rolled) == 1 and "FXL401 not applied" in rolled[0].getMessage()

@@ -24,7 +24,7 @@ import torch.nn as nn
 import fxlint
 from fxlint import registry
 from fxlint.errors import FxlintWarning
-from fxlint.rewrite.base import _REWRITES, all_rewrites
+from fxlint.rewrite.base import all_rewrites
 
 
 class Trigger(nn.Module):
@@ -102,12 +102,16 @@ def test_the_trigger_model_is_linted_and_rewritten_cleanly():
 RULES = registry.all_rules()
 
 
+def _failing(code: str) -> registry.Registry:
+    """The default registry with rule ``code``'s check replaced by one that raises."""
+    reg = registry.default_registry()
+    return reg.replacing(registry.with_check(reg.get(code), _boom))
+
+
 @pytest.mark.parametrize("rewrite", [False, True], ids=["lint", "lint+rewrite"])
 @pytest.mark.parametrize("code", [r.code for r in RULES])
-def test_a_failing_rule_costs_one_warning_not_the_compile(monkeypatch, code, rewrite):
-    rule = registry.get_rule(code)
-    monkeypatch.setitem(registry._RULES, code, dataclasses.replace(rule, check=_boom))
-    out, expected, ours, session, received = _compile_and_run({"rewrite": rewrite})
+def test_a_failing_rule_costs_one_warning_not_the_compile(code, rewrite):
+    out, expected, ours, session, received = _compile_and_run({"rewrite": rewrite, "registry": _failing(code)})
     _assert_same(out, expected)
     assert len(ours) == 1 and code in ours[0] and "injected failure" in ours[0], ours
     assert len(session.errors) == 1 and code in session.errors[0]
@@ -116,12 +120,10 @@ def test_a_failing_rule_costs_one_warning_not_the_compile(monkeypatch, code, rew
 
 
 @pytest.mark.parametrize("code", [r.code for r in RULES])
-def test_a_failing_rule_is_reported_by_lint_not_raised(monkeypatch, code):
-    rule = registry.get_rule(code)
-    monkeypatch.setitem(registry._RULES, code, dataclasses.replace(rule, check=_boom))
+def test_a_failing_rule_is_reported_by_lint_not_raised(code):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FxlintWarning)
-        report = fxlint.lint(Trigger(), _inputs())
+        report = fxlint.lint(Trigger(), _inputs(), registry=_failing(code))
     assert len(report.errors) == 1 and report.errors[0].startswith(f"{code} ")
     assert "Injected: injected failure" in report.errors[0]
     assert all(f.code != code for f in report.findings)
@@ -140,6 +142,7 @@ COMPONENTS = [
     ("rule engine", "fxlint.engine", "run_rules"),
     ("graph label", "fxlint.backend", "_graph_label"),
     ("log reporter", "fxlint.backend", "_log_report"),
+    ("rewrite log reporter", "fxlint.backend", "_log_rewrites"),
     ("session reporter", "fxlint.session", "publish"),
     ("rewrite session reporter", "fxlint.session", "publish_rewrites"),
     ("rewrite engine", "fxlint.rewrite.engine", "rewrite_graph"),
@@ -175,11 +178,10 @@ def test_a_failing_component_costs_one_warning_not_the_compile(monkeypatch, what
 
 
 @pytest.mark.parametrize("code", sorted(all_rewrites()))
-def test_a_failing_rewrite_costs_one_warning_and_leaves_its_site(monkeypatch, code):
-    if code not in {r.code for r in RULES}:
-        pytest.skip(f"the rewrite for {code} waits for its rule to be registered")
-    monkeypatch.setitem(_REWRITES, code, dataclasses.replace(_REWRITES[code], apply=_boom))
-    out, expected, ours, session, received = _compile_and_run({"rewrite": True})
+def test_a_failing_rewrite_costs_one_warning_and_leaves_its_site(code):
+    reg = registry.default_registry()
+    reg = reg.replacing(dataclasses.replace(reg.rewrite_for(code), apply=_boom))
+    out, expected, ours, session, received = _compile_and_run({"rewrite": True, "registry": reg})
     _assert_same(out, expected)
     assert [s.code for s in session.skipped if s.rolled_back] == [code], (
         f"no {code} site in Trigger: add a line that its rule reports to Trigger.forward")
@@ -191,14 +193,14 @@ def test_a_failing_rewrite_costs_one_warning_and_leaves_its_site(monkeypatch, co
 @pytest.mark.parametrize("renderer", ["fxlint.renderers.text:render_text", "fxlint.renderers.json:render_json",
                                       "fxlint.renderers.sarif:render_sarif",
                                       "fxlint.renderers.audit:render_audit_text",
-                                      "fxlint.tensorinfo:human_bytes"])
+                                      "fxlint.renderers.rewrites:render_fix_text",
+                                      "fxlint.renderers.log:human_bytes",
+                                      "fxlint.renderers.log:summary_line"])
 def test_renderers_are_not_on_the_compile_path(monkeypatch, renderer):
-    """The backend logs and publishes findings; it renders nothing. A renderer that raises (or
-    the byte formatter the log line uses) costs at most the log line: one warning."""
+    """The backend logs and publishes findings; the only rendering on its path is its log lines
+    (``fxlint.renderers.log``). A renderer that raises costs at most the log line: one warning."""
     module, name = renderer.split(":")
     monkeypatch.setattr(_target(module), name, _boom)
-    if name == "human_bytes":
-        monkeypatch.setattr(_target("fxlint.backend"), name, _boom)
     out, expected, ours, session, received = _compile_and_run({"rewrite": True})
     _assert_same(out, expected)
     assert len(ours) <= 1 and all("injected failure" in w for w in ours)

@@ -14,7 +14,6 @@ import torch.nn as nn
 import fxlint
 from fxlint.canon import build_view
 from fxlint.rewrite import NotApplied
-from fxlint.rewrite.base import _REWRITES, Rewrite
 from tests.conftest import line_of
 
 HERE = __file__
@@ -254,21 +253,24 @@ def _wrong_rewrite(site):
     return Change(new_nodes=nodes, description="wrong on purpose")
 
 
-@pytest.fixture
-def broken_fxl401(monkeypatch):
-    def install(fn):
-        monkeypatch.setitem(_REWRITES, "FXL401", Rewrite("FXL401", "broken", fn, (), ""))
-
-    from fxlint.rewrite.base import all_rewrites
-
-    all_rewrites()  # load the real ones first, so the patch is not overwritten
-    return install
+def broken_fxl401(fn):
+    """The default registry with FXL401's rewrite replaced by ``fn`` (passed as ``registry=``)."""
+    return broken_registry("FXL401", fn)
 
 
-def test_a_rewrite_that_changes_results_is_rolled_back(broken_fxl401):
-    broken_fxl401(_wrong_rewrite)
+def broken_registry(code, fn):
+    import dataclasses
+
+    from fxlint.registry import default_registry
+
+    reg = default_registry()
+    return reg.replacing(dataclasses.replace(reg.rewrite_for(code), apply=fn))
+
+
+def test_a_rewrite_that_changes_results_is_rolled_back():
+    reg = broken_fxl401(_wrong_rewrite)
     model, x = Head(lambda h: h[:, [0, 2, 4, 6]]), torch.randn(4, 16)
-    result = fxlint.rewrite(model, (x,))
+    result = fxlint.rewrite(model, (x,), registry=reg)
     [skipped] = result.skipped
     assert result.applied == [] and skipped.rolled_back
     assert "rolled back" in skipped.reason and "output 0 differs" in skipped.reason
@@ -276,36 +278,36 @@ def test_a_rewrite_that_changes_results_is_rolled_back(broken_fxl401):
     assert torch.equal(result.module(x), model(x))
 
 
-def test_verify_false_skips_the_check(broken_fxl401):
-    broken_fxl401(_wrong_rewrite)
+def test_verify_false_skips_the_check():
+    reg = broken_fxl401(_wrong_rewrite)
     model, x = Head(lambda h: h[:, [0, 2, 4, 6]]), torch.randn(4, 16)
-    result = fxlint.rewrite(model, (x,), verify=False)
+    result = fxlint.rewrite(model, (x,), verify=False, registry=reg)
     assert len(result.applied) == 1 and not result.verified
     assert "not verified" in str(result)
     assert not torch.equal(result.module(x), model(x))  # what verification is there to prevent
 
 
-def test_a_rewrite_that_raises_is_reported_and_the_graph_kept(broken_fxl401):
+def test_a_rewrite_that_raises_is_reported_and_the_graph_kept():
     def boom(site):
         with site.gm.graph.inserting_after(site.node.node):  # a half-done edit, then a crash
             site.gm.graph.call_function(torch.relu, (site.node.node,))
         raise RuntimeError("injected")
 
-    broken_fxl401(boom)
+    reg = broken_fxl401(boom)
     model, x = Head(lambda h: h[:, [0, 2, 4, 6]]), torch.randn(4, 16)
     with pytest.warns(fxlint.FxlintWarning, match="the FXL401 rewrite failed"):  # an fxlint bug: said aloud
-        result = fxlint.rewrite(model, (x,))
+        result = fxlint.rewrite(model, (x,), registry=reg)
     [skipped] = result.skipped
     assert "injected" in skipped.reason and skipped.rolled_back
     assert torch.equal(result.module(x), model(x))
 
 
-def test_not_applied_from_a_rewrite_is_reported(broken_fxl401):
+def test_not_applied_from_a_rewrite_is_reported():
     def refuse(site):
         raise NotApplied("cannot prove it")
 
-    broken_fxl401(refuse)
-    result = fxlint.rewrite(Head(lambda h: h[:, [0, 2]]), (torch.randn(4, 16),))
+    reg = broken_fxl401(refuse)
+    result = fxlint.rewrite(Head(lambda h: h[:, [0, 2]]), (torch.randn(4, 16),), registry=reg)
     assert [s.reason for s in result.skipped] == ["cannot prove it"]
 
 

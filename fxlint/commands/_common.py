@@ -68,13 +68,13 @@ def config_arg(args: argparse.Namespace) -> "str | bool | None":
 
 def check_explicit_codes(args: argparse.Namespace) -> tuple[list[str] | None, list[str] | None, list[str] | None]:
     """--select/--ignore/--extend-select, validated before anything loads (bad codes: exit 2)."""
-    from ..registry import _normalise_codes
+    from ..registry import normalise_codes
 
     select, ignore = split_codes(args.select), split_codes(args.ignore)
     extend = split_codes(getattr(args, "extend_select", None))
-    _normalise_codes(select, "select")
-    _normalise_codes(ignore, "ignore")
-    _normalise_codes(extend, "extend-select")
+    normalise_codes(select, "select")
+    normalise_codes(ignore, "ignore")
+    normalise_codes(extend, "extend-select")
     return select, ignore, extend
 
 

@@ -28,12 +28,14 @@ def run_rules(args: argparse.Namespace) -> int:
 
     rules = all_rules()
     if args.format == "json":
-        print(json.dumps([{"code": r.code, "name": r.name, "severity": str(r.severity), "summary": r.summary}
+        print(json.dumps([{"code": r.code, "name": r.name, "severity": str(r.severity), "summary": r.summary,
+                           "fix": {"availability": r.fix.availability, "rewrite": r.fix.rewrite,
+                                   "applicability": r.fix.applicability}}
                           for r in rules], indent=2))
     else:
-        print(tabulate([[r.code, r.name, str(r.severity), r.summary] for r in rules],
-                       headers=["Code", "Name", "Default", "Summary"], tablefmt="simple",
-                       maxcolwidths=[None, None, None, 80]))
+        print(tabulate([[r.code, r.name, str(r.severity), r.fix.summary, r.summary] for r in rules],
+                       headers=["Code", "Name", "Default", "Fix", "Summary"], tablefmt="simple",
+                       maxcolwidths=[None, None, None, None, 72]))
     return EXIT_CLEAN
 
 

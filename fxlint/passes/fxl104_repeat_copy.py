@@ -57,12 +57,15 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..canon import GraphView
-from ..registry import Hit, RuleContext, rule
+from ..registry import FixSpec, Hit, RuleContext, rule
 from ._copies import args_text, line_of, nbytes_text, numbered, shape_text
 from ._repeat import repeat_like
 
 
-@rule("FXL104", "repeat-copy", "warning")
+@rule("FXL104", "repeat-copy", "warning", fix=FixSpec.rewrite_of(
+    "repeat-to-expand", safe=False,
+    why="the result becomes an expanded view (stride 0 on the repeated dims): not contiguous, and an "
+        "in-place write into it raises (the rewrite is not applied where the graph writes into it)"))
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     return iter(numbered(_hits(view)))
 

@@ -51,12 +51,14 @@ from typing import Iterator
 import torch
 
 from ..canon import CanonNode, GraphView
-from ..registry import Hit, RuleContext, rule
+from ..registry import FixSpec, Hit, RuleContext, rule
 from ..viewable import is_contiguous_as
 from ._copies import numbered, same_device
 
 
-@rule("FXL108", "noop-conversion", "info")
+@rule("FXL108", "noop-conversion", "info", fix=FixSpec.rewrite_of(
+    "remove-noop-conversion", safe=True,
+    why="the conversion returned its input itself, so the program reads the same tensor either way"))
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     return iter(numbered(_hits(view)))
 

@@ -44,11 +44,15 @@ import torch
 
 from ..canon import CanonNode, GraphView
 from ..kernels import is_channels_last_dense, predict_conv_node
-from ..registry import Hit, RuleContext, rule
+from ..registry import FixSpec, Hit, RuleContext, rule
 from ._layout import bytes_text, origin, total
 
 
-@rule("FXL204", "layout-pessimization", "warning")
+@rule("FXL204", "layout-pessimization", "warning", fix=FixSpec.rewrite_of(
+    "drop-layout-copy", safe=False,
+    why="the convolution then runs on channels_last data and returns channels_last output, which later "
+        "code sees in that layout; values may differ in the order of floating-point reductions, within "
+        "the dtype's tolerance"))
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     for node in view.nodes:
         if not _to_contiguous(node):

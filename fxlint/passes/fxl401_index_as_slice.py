@@ -53,11 +53,15 @@ from typing import Iterator
 
 from ..canon import GraphView
 from ..indexing import basic_equivalent
-from ..registry import Hit, RuleContext, rule
+from ..registry import FixSpec, Hit, RuleContext, rule
 from ..tensorinfo import human_bytes, known
 
 
-@rule("FXL401", "index-as-slice", "warning")
+@rule("FXL401", "index-as-slice", "warning", fix=FixSpec.rewrite_of(
+    "index-to-slice", safe=False,
+    why="the result becomes a strided view of the indexed tensor: it is not contiguous and keeps the "
+        "whole tensor alive as long as it lives (unless the slice moves before elementwise producers, "
+        "which then compute a fresh tensor of the kept elements)"))
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     for node in view.ops("index"):
         out = node.tensor

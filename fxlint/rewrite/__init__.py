@@ -7,8 +7,9 @@ original; it returns a ``RewriteResult`` (``.module`` a callable GraphModule,
 with ``options={"rewrite": True}``.
 
 Layout: one module per rewrite, ``fxlNNN_name.py``, registered with
-``@register(code, name, preconditions=...)`` for the rule it fixes (see
-``base.py``); ``engine.py`` applies, verifies and rolls back; ``safety.py`` is
+``@register(code, name)`` for the rule it fixes, which declares it with
+``fix=FixSpec.rewrite_of(name, safe=..., why=...)`` (see ``base.py`` and
+``fxlint.registry``); ``engine.py`` applies, verifies and rolls back; ``safety.py`` is
 the alias and mutation analysis; ``verify.py`` compares outputs and gradients;
 ``graph.py`` edits graphs in their own dialect.
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .base import (
     AppliedRewrite,
@@ -33,6 +34,9 @@ from .base import (
     register,
 )
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ..registry import Registry
+
 
 def rewrite(
     model: Any,
@@ -41,6 +45,8 @@ def rewrite(
     select: "str | Sequence[str] | None" = None,
     verify: bool = True,
     config: Any = None,
+    registry: "Registry | None" = None,
+    safe_only: bool = False,
 ) -> RewriteResult:
     """Rewrite ``model`` (an ``nn.Module`` or callable captured whole by Dynamo, a
     ``torch.fx.GraphModule`` or a ``torch.export.ExportedProgram``) with every safe rewrite.
@@ -53,18 +59,24 @@ def rewrite(
 
     The project configuration (``[tool.fxlint]``) applies as in ``fxlint.lint``;
     ``config`` is a file path, False (no file) or None (search from the model's file).
+    A finding silenced in a lint (``# fxlint: ignore``, an anchor, ``per-file-ignores``) is not
+    rewritten. ``safe_only=True`` applies only the rewrites their rule declares ``safe`` (see
+    ``fxlint rules``); ``registry`` is the set of rules and rewrites (default: fxlint's own).
     """
     from .engine import rewrite as _rewrite
 
-    return _rewrite(model, example_inputs, select=select, verify=verify, config=config)
+    return _rewrite(model, example_inputs, select=select, verify=verify, config=config, registry=registry,
+                    safe_only=safe_only)
 
 
 class _CallableModule(types.ModuleType):
     """Lets ``fxlint.rewrite`` be both this package and the function users call."""
 
     def __call__(self, model: Any, example_inputs: Any = None, *, select: "str | Sequence[str] | None" = None,
-                 verify: bool = True, config: Any = None) -> RewriteResult:
-        return rewrite(model, example_inputs, select=select, verify=verify, config=config)
+                 verify: bool = True, config: Any = None, registry: "Registry | None" = None,
+                 safe_only: bool = False) -> RewriteResult:
+        return rewrite(model, example_inputs, select=select, verify=verify, config=config, registry=registry,
+                       safe_only=safe_only)
 
 
 sys.modules[__name__].__class__ = _CallableModule

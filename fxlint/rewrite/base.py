@@ -1,8 +1,9 @@
 """The rewrite registry and the results a rewrite run returns.
 
 A rewrite is a function ``apply(site) -> Change`` in its own module
-``fxlint/rewrite/fxlNNN_name.py``, registered with ``@register(code, name,
-preconditions=...)`` for the rule whose findings it fixes. It receives the
+``fxlint/rewrite/fxlNNN_name.py``, registered with ``@register(code, name)``
+for the rule whose findings it fixes; the rule declares it (``fix=`` on
+``@rule``), which is how the engine finds it. It receives the
 finding (its node and ``details``) and the graph, *re-checks its own
 preconditions on the canonical view* (a finding is a hint, not a proof), edits
 ``site.gm.graph`` (a private copy) and returns a ``Change``; when it cannot
@@ -22,6 +23,7 @@ import torch.fx as fx
 if TYPE_CHECKING:  # pragma: no cover
     from ..canon import CanonNode, GraphView
     from ..findings import Finding
+    from ..registry import Registry
 
 
 class NotApplied(Exception):
@@ -71,29 +73,48 @@ class Rewrite:
     code: str  # the rule whose findings it fixes
     name: str
     apply: ApplyFn
-    preconditions: tuple[str, ...]
-    doc: str
+    doc: str  # the module docstring: what it does, its preconditions, what changes
+
+    @property
+    def preconditions(self) -> tuple[str, ...]:
+        """The bullets of the docstring's ``## Preconditions`` section (what it proves first)."""
+        return tuple(_section_bullets(self.doc, "## Preconditions"))
 
 
-_REWRITES: dict[str, Rewrite] = {}
+def _section_bullets(doc: str, heading: str) -> list[str]:
+    out: list[str] = []
+    inside = False
+    for line in doc.splitlines():
+        if line.startswith("## "):
+            inside = line.startswith(heading)
+            continue
+        if not inside:
+            continue
+        if line.startswith("- "):
+            out.append(line[2:].strip())
+        elif line.startswith("  ") and out:
+            out[-1] += " " + line.strip()
+    return out
 
 
-def register(code: str, name: str, *, preconditions: Sequence[str]) -> Callable[[ApplyFn], ApplyFn]:
-    """Register ``apply`` as the rewrite for rule ``code``. ``preconditions`` lists, in the
-    user's terms, what it proves before it changes anything; the module docstring documents it."""
+def register(code: str, name: str) -> Callable[[ApplyFn], ApplyFn]:
+    """Register ``apply`` as the rewrite named ``name`` for rule ``code``, in the default registry.
+    The rule declares it (``fix=FixSpec.rewrite_of(name, ...)``); the module docstring documents
+    it, its ``## Preconditions`` section listing, in the user's terms, what it proves first."""
 
     def deco(fn: ApplyFn) -> ApplyFn:
-        if code in _REWRITES and _REWRITES[code].apply is not fn:
-            raise ValueError(f"a rewrite for {code} is registered twice")
+        from ..registry import _DEFAULT
+
         module = inspect.getmodule(fn)
         doc = inspect.cleandoc((module.__doc__ if module else None) or fn.__doc__ or "")
-        _REWRITES[code] = Rewrite(code, name, fn, tuple(preconditions), doc)
+        _DEFAULT.add_rewrite(Rewrite(code, name, fn, doc))
         return fn
 
     return deco
 
 
-def _load() -> None:
+def load_rewrites() -> None:
+    """Import every rewrite module (``fxlNNN_*.py``): each registers itself."""
     import importlib
     import pkgutil
 
@@ -104,10 +125,11 @@ def _load() -> None:
             importlib.import_module(f"{pkg.__name__}.{info.name}")
 
 
-def all_rewrites() -> dict[str, Rewrite]:
-    """Every registered rewrite, by rule code."""
-    _load()
-    return dict(sorted(_REWRITES.items()))
+def all_rewrites(registry: "Registry | None" = None) -> dict[str, Rewrite]:
+    """Every registered rewrite whose rule declares it, by rule code."""
+    from ..registry import default_registry
+
+    return (registry or default_registry()).rewrites()
 
 
 # --------------------------------------------------------------------------- results
@@ -140,7 +162,9 @@ class SkippedRewrite:
     line: int | None = None
 
     def __str__(self) -> str:
-        return f"{self.location} {self.code} not applied: {self.reason}"
+        from ..renderers.rewrites import skipped_line
+
+        return skipped_line(self)
 
 
 @dataclass
@@ -165,13 +189,6 @@ class RewriteResult:
         return sum(a.bytes_saved or 0 for a in self.applied)
 
     def __str__(self) -> str:
-        from ..tensorinfo import human_bytes
+        from ..renderers.rewrites import render_result_brief
 
-        lines = []
-        for a in self.applied:
-            saved = f" ({human_bytes(a.bytes_saved)} less copied per call)" if a.bytes_saved else ""
-            lines.append(f"{a.location} {a.code} applied: {a.description}{saved}")
-        lines.extend(str(s) for s in self.skipped)
-        check = f"verified ({self.checked})" if self.verified else "not verified (verify=False)"
-        lines.append(f"{len(self.applied)} rewrite(s) applied, {len(self.skipped)} not applied; {check}")
-        return "\n".join(lines)
+        return render_result_brief(self)

@@ -2,12 +2,13 @@
 
 For one GraphModule:
 
-1. the rules that have a rewrite run on the canonical view (every hit, not
-   deduplicated: the same line unrolled three times is three sites);
+1. the rules whose ``fix`` names a rewrite run on the canonical view through
+   the rule engine, with the project's settings (every hit, not deduplicated:
+   the same line unrolled three times is three sites; a hit silenced in a lint,
+   inline, by an anchor or by ``per-file-ignores``, is not rewritten);
 2. for each site in graph order, the rewrite for its rule gets a fresh copy of
    the graph so far and the finding; it re-checks its preconditions and edits
-   the copy, or says why not (``NotApplied``); a silenced finding
-   (``# fxlint: ignore[...]``) is not rewritten;
+   the copy, or says why not (``NotApplied``);
 3. the copy is linted and recompiled, and (``verify=True``) run against the
    original on the example inputs: outputs, and gradients when anything
    requires grad. A copy that differs, raises, or fails to build is dropped:
@@ -17,20 +18,22 @@ For one GraphModule:
 from __future__ import annotations
 
 import warnings
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 import torch.fx as fx
 
 from ..canon import GraphView, build_view
-from ..engine import finding_from_hit
+from ..engine import ANCHOR, INLINE, PER_FILE
 from ..errors import FxlintWarning, first_line
 from ..findings import Finding
-from ..registry import Rule, RuleContext, select_rules
-from ..source import is_suppressed
-from .base import AppliedRewrite, NotApplied, RewriteResult, Site, SkippedRewrite, all_rewrites
+from ..registry import Registry, Rule, RuleContext, default_registry
+from .base import AppliedRewrite, NotApplied, RewriteResult, Site, SkippedRewrite
 from .graph import copy_graph_module, finish, node_code
 from .verify import Verifier
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..config import Settings
 
 
 def view_of(gm: fx.GraphModule, origin: str, label: str = "graph") -> GraphView:
@@ -44,32 +47,49 @@ def view_of(gm: fx.GraphModule, origin: str, label: str = "graph") -> GraphView:
     return build_view(gm, origin=origin, label=label, grad_enabled=torch.is_grad_enabled(), roles=fx_roles(gm))
 
 
-def find_sites(view: GraphView, select: "str | Sequence[str] | None" = None,
-               ignore: "str | Sequence[str] | None" = None, training: bool = True,
-               rules: "Sequence[Rule] | None" = None) -> list[tuple[Finding, bool]]:
+#: (finding, why it is silenced or None): what ``apply_sites`` takes. ``True`` reads as silenced inline.
+SiteSpec = tuple[Finding, "str | bool | None"]
+
+
+def find_sites(view: GraphView, settings: "Settings | None" = None, training: bool = True, *,
+               registry: "Registry | None" = None, rules: "Sequence[Rule] | None" = None) -> list[SiteSpec]:
     """(finding, silenced) for every hit of every rule that has a rewrite, in graph order.
 
-    ``rules`` (the project configuration's effective rule set, ``config.Settings.rules``)
-    replaces ``select``/``ignore`` when given."""
-    rewrites = all_rewrites()
-    chosen = rules if rules is not None else select_rules(select, ignore)
-    rules = [r for r in chosen if r.code in rewrites]
+    The rules run through the rule engine (``fxlint.engine.evaluate``) with the project's
+    ``settings``, so a finding silenced in a lint (``# fxlint: ignore`` on its line or an anchor,
+    ``per-file-ignores``) is silenced here too and not rewritten. ``rules`` (default: the
+    settings' rules, else every rule) narrows the set; only those whose ``fix`` names a
+    registered rewrite are run."""
+    from ..engine import evaluate
+
+    reg = registry or default_registry()
+    chosen = list(rules) if rules is not None else (list(settings.rules) if settings is not None else reg.rules())
+    with_rewrite = [r for r in chosen if reg.rewrite_for(r) is not None]
     ctx = RuleContext(training=training, options={"rewrite": True})
-    found: list[tuple[int, Finding, bool]] = []
-    for rule in rules:
-        try:
-            hits = list(rule.check(view, ctx))
-        except Exception as exc:  # noqa: BLE001 - a failing rule costs its own rewrites, nothing else
-            warnings.warn(FxlintWarning(f"fxlint: {rule.code} failed on {view.label}, its rewrites are skipped: "
-                                        f"{type(exc).__name__}: {exc}"), stacklevel=2)
-            continue
-        for hit in hits:
-            if hit.node is None:
-                continue
-            f = finding_from_hit(rule, hit, view.label)
-            found.append((hit.node.position, f, is_suppressed(f.code, f.file, f.line)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FxlintWarning)
+        ev = evaluate([view], with_rewrite, ctx, settings)
+    for err in ev.errors:  # a failing rule costs its own rewrites, nothing else
+        code = err.split(" ", 1)[0]
+        warnings.warn(FxlintWarning(f"fxlint: {code} failed on {view.label}, its rewrites are skipped: "
+                                    f"{err.split(': ', 1)[-1]}"), stacklevel=2)
+    for w in caught:  # anything else the rules warned about
+        if not str(w.message).startswith("fxlint: rule skipped"):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    found = [(e.position, e.finding, e.silenced) for e in ev.hits if e.hit.node is not None]
     found.sort(key=lambda t: (t[0], t[1].code))
     return [(f, s) for _, f, s in found]
+
+
+def _silence_text(code: str, how: "str | bool", settings: "Settings | None") -> str:
+    if how in (True, INLINE):
+        return f"silenced by `# fxlint: ignore[{code}]` on the line"
+    if how == ANCHOR:
+        return f"silenced by `# fxlint: ignore[{code}]` on the statement that opens its region"
+    if how == PER_FILE:
+        where = settings.config_file if settings is not None and settings.config_file else "the configuration"
+        return f"silenced by per-file-ignores in {where}"
+    return f"silenced ({how})"
 
 
 def rewrite_graph(
@@ -78,21 +98,27 @@ def rewrite_graph(
     kwargs: dict[str, Any] | None = None,
     *,
     origin: str = "fx",
-    select: "str | Sequence[str] | None" = None,
-    ignore: "str | Sequence[str] | None" = None,
+    settings: "Settings | None" = None,
     verify: bool = True,
     training: bool = True,
     label: str = "graph",
     symbolic_ok: bool = True,
     rules: "Sequence[Rule] | None" = None,
     fusing: bool = False,
+    registry: "Registry | None" = None,
+    safe_only: bool = False,
 ) -> RewriteResult:
     """Apply every safe rewrite to a copy of ``gm``; ``gm`` itself is never changed.
 
-    ``fusing``: the result goes to a compiler that fuses ops (Inductor), not to eager execution."""
-    sites = find_sites(view_of(gm, origin, label), select, ignore, training, rules)
+    ``settings`` are the project's (silencing, the selected rules); ``rules`` narrows them.
+    ``fusing``: the result goes to a compiler that fuses ops (Inductor), not to eager execution.
+    ``safe_only``: only rewrites whose rule declares them ``safe`` (see ``FixSpec``)."""
+    reg = registry or default_registry()
+    sites = find_sites(view_of(gm, origin, label), settings, training, registry=reg, rules=rules)
+    if safe_only:
+        sites = [(f, s) for f, s in sites if reg.get(f.code).fix.applicability == "safe"]
     return apply_sites(gm, sites, args, kwargs, origin=origin, verify=verify, label=label,
-                       symbolic_ok=symbolic_ok, fusing=fusing)
+                       symbolic_ok=symbolic_ok, fusing=fusing, registry=reg, settings=settings)
 
 
 def apply_sites(
@@ -106,11 +132,13 @@ def apply_sites(
     label: str = "graph",
     symbolic_ok: bool = True,
     fusing: bool = False,
+    registry: "Registry | None" = None,
+    settings: "Settings | None" = None,
 ) -> RewriteResult:
     """Rewrite each (finding, silenced) site in order, each on a copy, verified; see the module doc.
 
-    ``find_sites`` gives the sites from the rules; a test may hand-build findings (code, node, details)."""
-    rewrites = all_rewrites()
+    ``find_sites`` gives the sites from the rules; a test may hand-build findings (code, node)."""
+    rewrites = (registry or default_registry()).rewrites()
     verifier = Verifier(gm, args, kwargs) if verify else None
     current = gm
     result = RewriteResult(module=gm, original=gm, verified=verify,
@@ -123,7 +151,7 @@ def apply_sites(
                                                  reason, rolled_back, finding.file, finding.line))
 
         if silenced:
-            skip(f"silenced by `# fxlint: ignore[{finding.code}]` on the line")
+            skip(_silence_text(finding.code, silenced, settings))
             continue
         candidate = copy_graph_module(current)
         view = view_of(candidate, origin, label)
@@ -170,14 +198,17 @@ def rewrite(
     select: "str | Sequence[str] | None" = None,
     verify: bool = True,
     config: Any = None,
+    registry: "Registry | None" = None,
+    safe_only: bool = False,
 ) -> RewriteResult:
     """Capture ``model`` as one graph, apply the safe rewrites, verify them (see ``fxlint.rewrite``)."""
     from ..capture import capture_graph_module, normalise_inputs
     from ..config import resolve, source_file_of
 
     # the project's [tool.fxlint] applies as in fxlint.lint; unknown codes fail before anything runs
-    settings = resolve(source_file_of(model), config=config, select=select)
+    settings = resolve(source_file_of(model), config=config, select=select, registry=registry)
     args, kwargs = normalise_inputs(example_inputs)
     gm, origin = capture_graph_module(model, example_inputs)
     training = bool(getattr(model, "training", True))
-    return rewrite_graph(gm, args, kwargs, origin=origin, verify=verify, training=training, rules=settings.rules)
+    return rewrite_graph(gm, args, kwargs, origin=origin, settings=settings, verify=verify, training=training,
+                         registry=registry, safe_only=safe_only)

@@ -36,15 +36,9 @@ from .base import Change, NotApplied, Site, register
 from .graph import bypass, refresh_values, retarget, size_hint
 from .safety import view_hazard
 
-PRECONDITIONS = (
-    "the repeat counts are constants and only size-1 (or new) dims are repeated",
-    "neither the result nor the repeated tensor is written in place afterwards",
-    "the result is not returned aliasing a graph input or another output",
-    "every later op accepts an expanded view",
-)
 
 
-@register("FXL104", "repeat-to-expand", preconditions=PRECONDITIONS)
+@register("FXL104", "repeat-to-expand")
 def apply(site: Site) -> Change:
     node = site.node
     if node.op == "contiguous" and node.input is not None and node.input.op == "expand":

@@ -28,13 +28,9 @@ import torch
 from .base import Change, NotApplied, Site, register
 from .graph import bypass
 
-PRECONDITIONS = (
-    "the conversion does not ask for a copy",
-    "the input already has the requested dtype, device and memory format",
-)
 
 
-@register("FXL108", "remove-noop-conversion", preconditions=PRECONDITIONS)
+@register("FXL108", "remove-noop-conversion")
 def apply(site: Site) -> Change:
     node = site.node
     base = node.input

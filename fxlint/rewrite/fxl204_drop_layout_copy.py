@@ -34,16 +34,9 @@ from .base import Change, NotApplied, Site, register
 from .graph import bypass, refresh_values, size_hint
 from .safety import view_hazard
 
-PRECONDITIONS = (
-    "the copied tensor is channels_last and not contiguous",
-    "every user is a convolution reading it as input, and it is not returned",
-    "the copied tensor is not written in place afterwards",
-    "no gradient flows through the convolution (inference)",
-    "every later op accepts channels_last data",
-)
 
 
-@register("FXL204", "drop-layout-copy", preconditions=PRECONDITIONS)
+@register("FXL204", "drop-layout-copy")
 def apply(site: Site) -> Change:
     node = site.node
     base = node.input

@@ -71,18 +71,9 @@ from .graph import refresh_values, retarget_as_basic_index, size_hint
 from .pushdown import push_before_pointwise
 from .safety import Aliasing, view_hazard
 
-PRECONDITIONS = (
-    "the index is a constant progression that a basic slice selects exactly",
-    "inside torch.compile, the indexed dims have static sizes",
-    "neither the result nor the indexed tensor is written in place afterwards",
-    "the result is not returned aliasing a graph input or another output",
-    "under a fusing compiler, an inference result is not returned as a view of an unreturned intermediate",
-    "in training, only one dim is indexed",
-    "every later op accepts a strided view",
-)
 
 
-@register("FXL401", "index-to-slice", preconditions=PRECONDITIONS)
+@register("FXL401", "index-to-slice")
 def apply(site: Site) -> Change:
     node = site.node
     basic = basic_equivalent(site.view, node)

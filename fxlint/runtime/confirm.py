@@ -15,7 +15,7 @@ when the audit saw that line run under that path.
 
 A finding with ``bytes == 0`` claims that nothing is copied (FXL108
 noop-conversion): it is confirmed when its line ran and made no avoidable copy
-of that tensor (``details["shape"]``), refuted when it did.
+of that tensor (``Finding.tensor_shape``), refuted when it did.
 
 Avoidable forward copies on user lines that no finding explains are listed
 in ``Report.unexplained``, so missing rules show up.
@@ -82,7 +82,7 @@ def match(f: Finding, audit: AuditReport, taken: set[int] | frozenset[int] = fro
           ) -> tuple[str, list[CopyEvent]]:
     """The status of one finding and the runtime copies that back it.
 
-    A finding may list the individual copies it predicts in ``details["copy_sizes"]``
+    A finding may list the individual copies it predicts in ``Finding.copy_sizes``
     (bytes of each copy event); it is confirmed when each of them ran on its line.
     Copies in ``taken`` (already backing another finding on the line) are used only when no
     other copy fits, so q and k of one matmul, two findings of equal size, claim two copies.
@@ -90,12 +90,12 @@ def match(f: Finding, audit: AuditReport, taken: set[int] | frozenset[int] = fro
     cands = _candidates(f, audit, taken)
     if f.bytes == 0:
         # the finding claims that nothing is copied there (e.g. FXL108 noop-conversion): it holds when
-        # the line ran and made no avoidable copy of that tensor (details["shape"], when given)
-        shape = f.details.get("shape")
+        # the line ran and made no avoidable copy of that tensor (tensor_shape, when given)
+        shape = f.tensor_shape
         if any(c.avoidable and (shape is None or tuple(c.shape) == tuple(shape)) for c in cands):
             return REFUTED, []
         return (CONFIRMED if _ran(f, audit) else NOT_RUN), []
-    sizes = f.details.get("copy_sizes") if f.details else None
+    sizes = f.copy_sizes
     if sizes and len(sizes) > 1:
         picked = _match_sizes(list(sizes), cands)
         if picked:

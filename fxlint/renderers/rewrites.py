@@ -1,0 +1,84 @@
+"""Render a ``RewriteResult``: what ``fxlint fix`` prints, ``str(result)``, and its JSON form."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from ..tensorinfo import human_bytes
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..rewrite.base import AppliedRewrite, RewriteResult, SkippedRewrite
+
+
+def saved_text(a: "AppliedRewrite") -> str:
+    return f" ({human_bytes(a.bytes_saved)} less copied per call)" if a.bytes_saved else ""
+
+
+def applied_line(a: "AppliedRewrite") -> str:
+    """``file:line CODE applied: description (N less copied per call)``."""
+    return f"{a.location} {a.code} applied: {a.description}{saved_text(a)}"
+
+
+def skipped_line(s: "SkippedRewrite") -> str:
+    return f"{s.location} {s.code} not applied: {s.reason}"
+
+
+def check_text(result: "RewriteResult", flag: str = "verify=False") -> str:
+    return f"verified ({result.checked})" if result.verified else f"not verified ({flag})"
+
+
+def summary_line(result: "RewriteResult", flag: str = "verify=False") -> str:
+    return (f"{len(result.applied)} rewrite(s) applied, {len(result.skipped)} not applied; "
+            f"{check_text(result, flag)}")
+
+
+def render_result_brief(result: "RewriteResult") -> str:
+    """One line per site and a summary (``str(result)``)."""
+    lines = [applied_line(a) for a in result.applied]
+    lines.extend(skipped_line(s) for s in result.skipped)
+    lines.append(summary_line(result))
+    return "\n".join(lines)
+
+
+def _diff(before: str, after: str, indent: str = "    ") -> list[str]:
+    return [f"{indent}- {ln}" for ln in before.splitlines()] + [f"{indent}+ {ln}" for ln in after.splitlines()]
+
+
+def render_fix_text(result: "RewriteResult") -> str:
+    """``fxlint fix``: each rewrite as graph code before/after and the source edit, then the sites
+    not rewritten with their reason, then the summary."""
+    out: list[str] = []
+    for a in result.applied:
+        saved = f"  ({human_bytes(a.bytes_saved)} less copied per call)" if a.bytes_saved else ""
+        out.append(f"{a.location}  {a.code} {a.name}: {a.description}{saved}")
+        out.append("  graph:")
+        out.extend(_diff(a.before, a.after))
+        if a.source_edit is not None:
+            out.append("  source (suggested edit):")
+            out.extend(_diff(*a.source_edit))
+        out.append("")
+    for s in result.skipped:
+        out.append(f"{s.location}  {s.code} not applied: {s.reason}")
+    if result.skipped:
+        out.append("")
+    n, k = len(result.applied), len(result.skipped)
+    out.append(f"{n} rewrite{'s' if n != 1 else ''} applied, {check_text(result, '--no-verify')}; {k} not applied. "
+               "No file was changed: apply the source edits, or use the rewritten graph "
+               "(fxlint.rewrite / torch.compile(..., options={'rewrite': True})).")
+    return "\n".join(out)
+
+
+def result_dict(result: "RewriteResult") -> dict[str, Any]:
+    return {
+        "applied": [asdict(a) for a in result.applied],
+        "skipped": [asdict(s) for s in result.skipped],
+        "verified": result.verified,
+        "checked": result.checked,
+        "bytes_saved_per_call": result.bytes_saved,
+    }
+
+
+def render_fix_json(result: "RewriteResult") -> str:
+    return json.dumps(result_dict(result), indent=2, default=str)
