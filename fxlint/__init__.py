@@ -1,7 +1,7 @@
 """fxlint: find the copies, layout mistakes and gradient breaks PyTorch hides, on the graphs
 ``torch.compile`` captures; prove them at runtime; rewrite what is safe.
 
-Public API: ``lint``, ``audit``, ``rewrite``, ``collect``, the
+Public API: ``lint``, ``audit``, ``report`` (HTML), ``rewrite``, ``collect``, the
 ``Finding``/``Report`` model, and the compile backend
 (``torch.compile(model, backend="fxlint")``, ``options={"rewrite": True}``).
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+import os
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .errors import (
@@ -51,6 +52,7 @@ def lint(
     severity: Mapping[str, str] | None = None,
     config: Any = None,
     confirm: bool = False,
+    train: bool = False,
     registry: "Registry | None" = None,
 ) -> Report:
     """Lint ``target`` and return a ``Report``.
@@ -72,8 +74,11 @@ def lint(
 
     ``confirm=True`` also runs the runtime audit (``fxlint.audit``) and marks
     each copy-type finding ``confirmed``, ``refuted`` or ``not-run``
-    (``Finding.status``); runtime copies no finding explains are listed in
-    ``Report.unexplained``.
+    (``Finding.status``), gives each the measured time of its copies
+    (``Finding.time_ns``) and says where the call's time goes
+    (``Report.audit_summary``); runtime copies no finding explains are listed in
+    ``Report.unexplained``. With ``train=True`` the audit runs a training step
+    (forward and backward), so backward copies are timed too.
 
     ``registry`` is the set of rules to run (``fxlint.registry.Registry``; default: every
     rule fxlint ships).
@@ -103,8 +108,51 @@ def lint(
     if confirm:
         from .runtime.confirm import confirm as _confirm
 
-        report = _confirm(report, audit(target, example_inputs))
+        report = _confirm(report, audit(target, example_inputs, train=train))
     return report
+
+
+def report(
+    target: Any,
+    example_inputs: Any = None,
+    output: "str | os.PathLike[str] | None" = "fxlint-report.html",
+    *,
+    train: bool = False,
+    select: str | Sequence[str] | None = None,
+    ignore: str | Sequence[str] | None = None,
+    config: Any = None,
+    rewrites: bool = True,
+    title: str | None = None,
+) -> str:
+    """Lint ``target`` with the runtime audit and write the HTML report to ``output``; returns the
+    HTML text (``output=None`` writes nothing).
+
+    The page holds the summary (bytes and measured time per rule and per line), each file's
+    source with the lines that copy highlighted by cost and the findings inline, the runtime
+    copies no finding explains, the graph breaks, and (``rewrites=True``) what ``fxlint fix``
+    would rewrite. ``train=True`` audits a training step. One self-contained file: no network."""
+    from .renderers.html import render_html
+    from .outputs import write_text
+
+    rep = lint(target, example_inputs, select=select, ignore=ignore, config=config, confirm=True, train=train)
+    rw = rw_error = None
+    if rewrites:
+        try:
+            from .rewrite import rewrite as _rewrite
+
+            rw = _rewrite(target, example_inputs, select=select, config=config)
+        except FxlintError as exc:
+            rw_error = str(exc).splitlines()[0]
+    name = title or f"fxlint report: {_target_name(target)}"
+    text = render_html(rep, title=name, rewrites=rw, rewrite_error=rw_error)
+    if output is not None:
+        write_text(output, text)
+    return text
+
+
+def _target_name(target: Any) -> str:
+    t = getattr(target, "_orig_mod", target)
+    return getattr(t, "__qualname__", None) or type(t).__qualname__
 
 
 def audit(target: Any, example_inputs: Any = None, *, train: bool = False) -> "AuditReport":
@@ -119,6 +167,7 @@ __all__ = [
     "__version__",
     "lint",
     "audit",
+    "report",
     "rewrite",
     "RewriteResult",
     "collect",

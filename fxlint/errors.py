@@ -35,3 +35,11 @@ class FxlintWarning(UserWarning):
 def first_line(exc: BaseException) -> str:
     """The first line of an exception's message (PyTorch's run to pages), for one-line reports."""
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+class OutputError(FxlintError):
+    """An output file cannot be written where the user asked (no such directory, not allowed)."""
+
+
+class MissingDependency(FxlintError):
+    """An optional dependency a command needs is not installed (the message says how to install it)."""

@@ -93,6 +93,8 @@ class Finding:
     * ``tensor_shape``: the tensor the finding is about, for a claim that something is *not*
       copied (FXL108): the cross-check looks for a copy of that shape on the line;
     * ``dedup``: told apart from other findings of the same code, line and module by this key;
+    * ``time_ns``: with the runtime audit, the measured time of the copies that back it
+      (forward, and backward with ``train=True``), from the profiler;
     * ``violation``: the rule's typed record (``details`` is its data plus the fields above).
     """
 
@@ -116,6 +118,7 @@ class Finding:
     repeats: int = 1
     tensor_shape: tuple[int, ...] | None = None
     dedup: str = ""
+    time_ns: int | None = None
     violation: Violation | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property

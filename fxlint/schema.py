@@ -40,6 +40,7 @@ _FIELD_DOCS = {
     "repeats": "times the line runs per call (a loop); bytes is the total",
     "tensor_shape": "for a claim that nothing is copied: the tensor it is about",
     "dedup": "tells two findings of one rule on one line apart",
+    "time_ns": "with the runtime audit: measured time of the copies that back it, per call (profiler)",
     "details": "the rule's own data: the fields of its violation type",
 }
 
@@ -97,6 +98,8 @@ def finding_schema(registry: Any = None) -> dict[str, Any]:
     base["properties"]["severity"] = {"enum": [s.value for s in Severity], "description": _FIELD_DOCS["severity"]}
     base["properties"]["details"] = {"type": "object", "description": _FIELD_DOCS["details"]}
     base["required"].append("details")
+    base["properties"]["group"] = {"type": ["string", "null"],
+                                   "description": "the id of its (code, source line) group in 'groups'"}
     reg = registry or default_registry()
     per_rule = []
     for rule in reg.rules():
@@ -109,6 +112,30 @@ def finding_schema(registry: Any = None) -> dict[str, Any]:
     if per_rule:
         base["allOf"] = per_rule
     return base
+
+
+_NULL_INT = {"type": ["integer", "null"]}
+_NULL_STR = {"type": ["string", "null"]}
+GROUP: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "code", "instances", "bytes", "message"],
+    "additionalProperties": False,
+    "properties": {
+        "id": {"type": "string", "description": "CODE@location"},
+        "code": {"type": "string"}, "name": {"type": "string"},
+        "severity": {"enum": [s.value for s in Severity]},
+        "file": _NULL_STR, "line": _NULL_INT, "node": _NULL_STR, "location": {"type": "string"},
+        "library": {**_NULL_STR, "description": "the installed package the line is in (null: the user's file)"},
+        "instances": {"type": "integer", "description": "findings (module instances) on this line"},
+        "modules": {**_NULL_STR, "description": "the module paths, compressed: blocks.{0..23}.attn"},
+        "module_paths": {"type": "array", "items": {"type": "string"}},
+        "bytes": {**_NULL_INT, "description": "bytes per call, summed over the instances"},
+        "bytes_expr": _NULL_STR, "backward_bytes": _NULL_INT,
+        "time_ns": {**_NULL_INT, "description": "measured time of its copies per call (with the audit)"},
+        "message": {"type": "string"}, "fix": _NULL_STR,
+        "statuses": {"type": "object", "additionalProperties": {"type": "integer"}},
+    },
+}
 
 
 def report_schema(registry: Any = None) -> dict[str, Any]:
@@ -131,6 +158,8 @@ def report_schema(registry: Any = None) -> dict[str, Any]:
                             "bytes_per_call", "graphs", "graph_breaks", "internal_errors", "confirmed",
                             "refuted", "not_run")} | {"by_code": {"type": "object",
                                                                  "additionalProperties": {"type": "integer"}}}},
+            "groups": {"type": "array", "items": GROUP,
+                       "description": "one per (code, source line), in the order the text report shows them"},
             "errors": {"type": "array", "items": {"type": "string"},
                        "description": "fxlint internal failures (a rule that raised), one line each"},
             "runtime": {"type": "object", "description": "present with confirm=True: the audit's summary and the "

@@ -101,11 +101,12 @@ def load_inputs(specs: list[str], factory_inputs: Any, target: str) -> Any:
 
 
 def emit(text: str, output: str | None) -> None:
+    from ..outputs import write_text
+
     if not text.endswith("\n"):
         text += "\n"
     if output:
-        with open(output, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        write_text(output, text)
     else:
         sys.stdout.write(text)
 

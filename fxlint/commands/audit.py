@@ -32,8 +32,11 @@ def run(args: argparse.Namespace) -> int:
     from ..renderers.audit import render_audit_json, render_audit_text
     from ..target import load_target
 
+    from ..outputs import check_writable
+
     if not args.target:
         raise TargetError("audit needs a TARGET; see `fxlint audit --help`")
+    check_writable(args.output)
     loaded = load_target(args.target)
     inputs = load_inputs(args.input, loaded.inputs, args.target)
     report = fxlint.audit(loaded.obj, inputs, train=args.train)

@@ -38,14 +38,22 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..outputs import check_writable, require, write_text
+
+    # everything that can fail on the user's input fails before minutes of benchmarking
+    check_writable(args.json)
+    if args.plot:
+        if not args.plot.lower().endswith(".png"):
+            raise ConfigError("--plot needs a .png file name")
+        require("matplotlib", extra="bench", purpose="fxlint bench --plot")
+        check_writable(args.plot)
     if args.lint_speed:
         from ..benchmarks import lint_speed
 
         result = lint_speed.run()
         emit(lint_speed.render(result), None)
         if args.json:
-            with open(args.json, "w", encoding="utf-8") as fh:
-                json.dump(result.to_dict(), fh, indent=2)
+            write_text(args.json, json.dumps(result.to_dict(), indent=2))
         return EXIT_CLEAN
 
     from ..benchmarks import harness
@@ -56,8 +64,6 @@ def run(args: argparse.Namespace) -> int:
     if bad or not backends:
         raise ConfigError(f"--backends takes eager and/or inductor, not {','.join(bad) or 'nothing'}")
     modes = ["infer", "train"] if args.mode == "both" else [args.mode]
-    if args.plot and not args.plot.lower().endswith(".png"):
-        raise ConfigError("--plot needs a .png file name")
     models: list[tuple[str, Any, Any]] = []
     if args.zoo is not None:
         for path in zoo_models(args.zoo):
@@ -75,8 +81,7 @@ def run(args: argparse.Namespace) -> int:
     result = harness.run(models, modes=modes, backends=backends, min_run_time=args.min_run_time)
     emit(harness.render_table(result), None)
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(result.to_dict(), fh, indent=2, default=str)
+        write_text(args.json, json.dumps(result.to_dict(), indent=2, default=str))
     if args.plot:
         harness.plot(result, args.plot)
     return EXIT_FINDINGS if result.failures else EXIT_CLEAN

@@ -51,11 +51,17 @@ def write(folder: str | os.PathLike[str]) -> int:
     from ..registry import all_rules
     from ..ruledoc import pages
 
+    from ..errors import OutputError
+    from ..outputs import write_text
+
     want = pages(all_rules())
     d = Path(folder)
-    d.mkdir(parents=True, exist_ok=True)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot write {folder}: {exc.strerror or exc}") from exc
     for name, text in want.items():
-        (d / name).write_text(text, encoding="utf-8")
+        write_text(d / name, text)
     for p in d.iterdir():
         if _PAGE_RE.match(p.name) and p.name not in want:
             p.unlink()

@@ -44,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
     select_rules(select)  # bad codes are a usage error before anything loads
     if not args.target:
         raise TargetError("fix needs a TARGET; see `fxlint fix --help`")
+    from ..outputs import check_writable
+
+    check_writable(args.output)
     loaded = load_target(args.target)
     inputs = load_inputs(args.input, loaded.inputs, args.target)
     result = fxlint.rewrite(loaded.obj, inputs, select=select, verify=not args.no_verify, safe_only=args.safe_only)

@@ -46,6 +46,14 @@ def add_parser(sub: Any) -> None:
     add_target_args(p, zoo=True)
     p.add_argument("--format", choices=["text", "json", "sarif"], default="text", help="output format (default text)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    p.add_argument("--no-group", action="store_true",
+                   help="text: one row per finding (every module instance) instead of one per rule and source line")
+    p.add_argument("--scope", choices=["all", "user"], default="all",
+                   help="all (default): your files first, then the lines of installed packages your model runs "
+                        "(timm, transformers...); user: only your own files")
+    p.add_argument("--sort", choices=["bytes", "time"], default=None,
+                   help="order rows by bytes per call, or by the measured time of their copies (needs --confirm); "
+                        "default: time with --confirm, else bytes")
     add_rule_filter_args(p)
     p.add_argument("--fail-on", choices=["error", "warning", "info", "never"], default=None,
                    help="exit 1 when a finding is at or above this severity "
@@ -72,6 +80,12 @@ def run(args: argparse.Namespace) -> int:
     from .. import baseline as bl
 
     select, ignore, extend = check_explicit_codes(args)  # bad codes: a usage error before anything loads
+    render_options(args)  # --sort time without --confirm: a usage error before anything runs
+    from ..outputs import check_writable
+
+    check_writable(args.output)  # a bad -o path fails now, not after the model ran
+    if args.write_baseline:
+        check_writable(args.baseline or bl.DEFAULT_PATH)
     known = None
     if args.baseline and not args.write_baseline:
         known = bl.Baseline.load(args.baseline)  # a missing or broken baseline fails before the model runs
@@ -126,10 +140,19 @@ def _lint_one(args: argparse.Namespace, target: str, select: Any, ignore: Any, e
     return fxlint.lint(loaded.obj, inputs, config=settings, confirm=args.confirm), settings
 
 
+def render_options(args: argparse.Namespace) -> dict[str, Any]:
+    sort = args.sort or ("time" if args.confirm else "bytes")
+    if sort == "time" and not args.confirm:
+        from ..errors import ConfigError
+
+        raise ConfigError("--sort time needs --confirm (the times come from the runtime audit)")
+    return {"group": not args.no_group, "scope": args.scope, "sort": sort}
+
+
 def _emit_one(report: Any, args: argparse.Namespace) -> None:
     from ..renderers import render
 
-    emit(render(report, args.format), args.output)
+    emit(render(report, args.format, **render_options(args)), args.output)
 
 
 def _emit_zoo(reports: list[Any], names: list[str], args: argparse.Namespace) -> None:
@@ -138,15 +161,16 @@ def _emit_zoo(reports: list[Any], names: list[str], args: argparse.Namespace) ->
     from ..renderers.sarif import render_sarif
     from ..tensorinfo import human_bytes
 
+    opts = render_options(args)
     if args.format == "text":
-        chunks = [f"== {name} ==\n{render(r, 'text')}\n" for name, r in zip(names, reports)]
+        chunks = [f"== {name} ==\n{render(r, 'text', **opts)}\n" for name, r in zip(names, reports)]
         total = sum(len(r) for r in reports)
         copied = sum(r.total_bytes for r in reports)
         chunks.append(f"{len(reports)} models, {total} findings, {human_bytes(copied)} copied per call in all.")
         emit("\n".join(chunks), args.output)
     elif args.format == "sarif":
-        emit(render_sarif(reports), args.output)  # one SARIF log, one run, every model's results
+        emit(render_sarif(reports, scope=args.scope), args.output)  # one SARIF log, one run, every model's results
     else:
-        emit(json.dumps({"models": {n: report_dict(r) for n, r in zip(names, reports)}}, indent=2, default=str),
-             args.output)
+        emit(json.dumps({"models": {n: report_dict(r, scope=args.scope) for n, r in zip(names, reports)}},
+                        indent=2, default=str), args.output)
 

@@ -24,6 +24,9 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..schema import report_schema, zoo_schema
 
+    from ..outputs import check_writable
+
+    check_writable(args.output)
     schema = zoo_schema() if args.zoo else report_schema()
     emit(json.dumps(schema, indent=2), args.output)
     return EXIT_CLEAN

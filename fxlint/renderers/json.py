@@ -1,4 +1,9 @@
-"""Machine-readable report: ``{"findings": [...], "summary": {...}}``."""
+"""Machine-readable report: ``{"findings": [...], "groups": [...], "summary": {...}}``.
+
+Each finding carries ``group``, the id of its (code, source line) group; ``groups`` lists the
+groups as the text report shows them (instances, modules, bytes summed, library), in that order.
+``fxlint schema`` prints the JSON schema.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +12,29 @@ from typing import Any
 
 from .. import __version__
 from ..findings import Report
+from ..grouping import group_findings, group_key, in_scope
 
 FIELDS = ("code", "name", "severity", "message", "file", "line", "module_path", "bytes", "fix")
 
 
-def report_dict(report: Report) -> dict[str, Any]:
+def report_dict(report: Report, *, scope: str = "all") -> dict[str, Any]:
     d = report.to_dict()
+    if scope != "all":
+        d["findings"] = [f for f, raw in zip(d["findings"], _sorted(report)) if in_scope(raw, scope)]
+    groups = group_findings([f for f in report.findings if in_scope(f, scope)])
+    ids = {group_key(f): g.key for g in groups for f in g.findings}
+    for fd, f in zip(d["findings"], [f for f in _sorted(report) if in_scope(f, scope)]):
+        fd["group"] = ids.get(group_key(f))
+    d["groups"] = [g.to_dict() for g in groups]
     d["version"] = __version__
     return d
 
 
-def render_json(report: Report) -> str:
-    return json.dumps(report_dict(report), indent=2, default=str)
+def _sorted(report: Report) -> list[Any]:
+    from ..findings import sort_by_cost
+
+    return sort_by_cost(report.findings)
+
+
+def render_json(report: Report, *, scope: str = "all") -> str:
+    return json.dumps(report_dict(report, scope=scope), indent=2, default=str)

@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 from .. import __version__
 from ..findings import Finding, Report, Severity
+from ..grouping import Group, group_findings, in_scope
 from ..registry import all_rules
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -45,15 +46,25 @@ def _message(f: Finding) -> str:
     return text
 
 
-def _result(f: Finding, fingerprint: str, index: dict[str, int], baseline: bool) -> dict[str, Any]:
+def _result(g: Group, fingerprint: str, index: dict[str, int], baseline: bool) -> dict[str, Any]:
+    """One result per (rule, location): the module instances that hit it are counted in the
+    properties (a 24-block model is one alert, not 24)."""
+    f = g.first
+    statuses = g.statuses
     res: dict[str, Any] = {
         "ruleId": f.code,
-        "level": _LEVEL[f.severity],
-        "message": {"text": _message(f)},
+        "level": _LEVEL[g.severity],
+        "message": {"text": _message(f) if g.count == 1 else _group_message(g)},
         "partialFingerprints": {"fxlint/v1": fingerprint},
         "properties": {k: v for k, v in
-                       {"bytesPerCall": f.bytes, "bytesExpr": f.bytes_expr, "modulePath": f.module_path,
-                        "status": f.status}.items() if v is not None},
+                       {"bytesPerCall": g.bytes, "bytesExpr": g.bytes_expr,
+                        "modulePath": f.module_path if g.count == 1 else g.modules,
+                        "instances": g.count, "modulePaths": g.module_paths if g.count > 1 else None,
+                        "library": g.library,
+                        "status": f.status if g.count == 1 else (
+                            next(iter(statuses)) if len(statuses) == 1 else None),
+                        "statuses": statuses if g.count > 1 and statuses else None}.items()
+                        if v is not None},
     }
     if baseline:
         res["baselineState"] = "new"  # the baseline filtered the known ones out
@@ -73,8 +84,18 @@ def _result(f: Finding, fingerprint: str, index: dict[str, int], baseline: bool)
     return res
 
 
-def sarif_dict(reports: Report | Iterable[Report]) -> dict[str, Any]:
-    """One SARIF log with one run holding the results of ``reports`` (one report or several)."""
+def _group_message(g: Group) -> str:
+    text = g.message.rstrip()
+    text += ("" if text.endswith((".", "!", "?")) else ".") + (
+        f" {g.count} module instances run this line ({g.modules}); the bytes are their total.")
+    if g.fix:
+        text += f" Fix: {g.fix}"
+    return text
+
+
+def sarif_dict(reports: Report | Iterable[Report], *, scope: str = "all") -> dict[str, Any]:
+    """One SARIF log with one run holding the results of ``reports`` (one report or several):
+    one result per rule and location (``scope``: ``all``, or ``user`` for the user's files only)."""
     from ..baseline import entries
 
     reports = [reports] if isinstance(reports, Report) else list(reports)
@@ -91,9 +112,9 @@ def sarif_dict(reports: Report | Iterable[Report]) -> dict[str, Any]:
         }
         for r in rules
     ]
-    findings = [(f, r) for r in reports for f in r.findings]
-    prints = entries([f for f, _ in findings], os.getcwd())
-    results = [_result(f, e.fingerprint, index, "baseline" in r.extras) for (f, r), e in zip(findings, prints)]
+    grouped = [(g, r) for r in reports for g in group_findings([f for f in r.findings if in_scope(f, scope)])]
+    prints = entries([g.first for g, _ in grouped], os.getcwd())
+    results = [_result(g, e.fingerprint, index, "baseline" in r.extras) for (g, r), e in zip(grouped, prints)]
     notes = [{"level": "error", "message": {"text": f"rule skipped: {err}"}} for r in reports for err in r.errors]
     invocation: dict[str, Any] = {"executionSuccessful": True}
     if notes:
@@ -119,5 +140,5 @@ def sarif_dict(reports: Report | Iterable[Report]) -> dict[str, Any]:
     }
 
 
-def render_sarif(reports: Report | Iterable[Report]) -> str:
-    return json.dumps(sarif_dict(reports), indent=2, default=str)
+def render_sarif(reports: Report | Iterable[Report], *, scope: str = "all") -> str:
+    return json.dumps(sarif_dict(reports, scope=scope), indent=2, default=str)

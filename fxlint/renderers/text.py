@@ -1,16 +1,27 @@
-"""A findings table (tabulate), most expensive first, and a one-line summary."""
+"""The text report: a summary block, then one row per (rule, source line), most expensive first.
+
+A line that many module instances run (a 24-block model) is one row: how
+many instances, which modules (``blocks.{0..23}.attn.proj_l``), the bytes per
+call summed over them, and the message once (``fxlint.grouping``). The user's
+own files come first; lines in installed packages (timm, transformers...)
+follow under their own heading. ``group=False`` gives one row per finding.
+"""
 
 from __future__ import annotations
 
 import shutil
+import textwrap
+from collections import defaultdict
+from typing import Any
 
 from tabulate import tabulate
 
-from ..findings import Report, sort_by_cost
+from ..findings import Finding, Report, sort_by_cost
+from ..grouping import Group, group_findings, in_scope
 from ..tensorinfo import human_bytes
 
 
-def _bytes_cell(f) -> str:
+def _bytes_cell(f: Finding | Group) -> str:
     if f.bytes is not None:
         return human_bytes(f.bytes)
     if f.bytes_expr:
@@ -18,51 +29,161 @@ def _bytes_cell(f) -> str:
     return "-"
 
 
-def render_text(report: Report, *, width: int | None = None) -> str:
+def ms(ns: int | None) -> str:
+    if ns is None:
+        return "-"
+    v = ns / 1e6
+    return f"{v:.2f} ms" if v < 10 else f"{v:.1f} ms"
+
+
+def render_text(report: Report, *, width: int | None = None, group: bool = True, scope: str = "all",
+                sort: str = "bytes", top: int = 5) -> str:
+    """The report as text. ``group``: one row per (code, line) (default) or per finding; ``scope``:
+    ``all`` or ``user`` (only the user's own files); ``sort``: ``bytes`` or ``time`` (with the audit)."""
     width = width or shutil.get_terminal_size((140, 24)).columns
+    findings = [f for f in report.findings if in_scope(f, scope)]
+    hidden = len(report.findings) - len(findings)
     lines: list[str] = []
-    if report.findings:
-        rows = []
-        for f in sort_by_cost(report.findings):
-            text = f.message + (f"\nfix: {f.fix}" if f.fix else "")
-            if f.status:
-                text += f"\nruntime: {f.status}"
-            rows.append([f.code, str(f.severity), f.location, f.module_path or "-", _bytes_cell(f), text])
-        msg_width = max(40, width - 70)
-        lines.append(
-            tabulate(
-                rows,
-                headers=["Code", "Severity", "Location", "Module", "Bytes/call", "Message"],
-                tablefmt="simple",
-                maxcolwidths=[None, None, 40, 24, None, msg_width],
-            )
-        )
+    groups = group_findings(findings, sort=sort)
+    if group:
+        lines += summary_block(report, groups, hidden=hidden, top=top)
         lines.append("")
-    lines.append(summary_line(report))
+        user = [g for g in groups if g.library is None]
+        libs = [g for g in groups if g.library is not None]
+        if user:
+            lines.append(_group_blocks(user, width, report.audit_summary is not None))
+            lines.append("")
+        if libs:
+            names = ", ".join(dict.fromkeys(g.library for g in libs if g.library))
+            lines.append(f"In installed packages ({names}): their own lines, run by your model"
+                         + (" (--scope user hides them)" if user else "") + ":")
+            lines.append(_group_blocks(libs, width, report.audit_summary is not None))
+            lines.append("")
+    else:
+        if findings:
+            lines.append(_finding_table(findings, width, sort))
+            lines.append("")
+        lines.append(summary_line(report))
     if report.unexplained:
-        lines.append("")
         lines.append("Runtime copies that no finding explains (the audit saw them; no rule predicted them):")
-        lines.append(tabulate(
-            [[u["location"], u["module_path"] or "-", u["count"], human_bytes(u["bytes"]), ", ".join(u["ops"])]
-             for u in report.unexplained],
-            headers=["Location", "Module", "Copies", "Bytes/call", "Ops (top>copy)"], tablefmt="simple",
-            maxcolwidths=[40, 24, None, None, 60]))
+        rows = [[u["location"], u["module_path"] or "-", u["count"], human_bytes(u["bytes"]),
+                 ms(u.get("time_ns")), ", ".join(u["ops"])] for u in report.unexplained[:20]]
+        lines.append(tabulate(rows, headers=["Location", "Module", "Copies", "Bytes/call", "Time", "Ops (top>copy)"],
+                              tablefmt="simple", maxcolwidths=[40, 24, None, None, None, 60]))
+        if len(report.unexplained) > 20:
+            lines.append(f"... and {len(report.unexplained) - 20} more lines (--format json lists them all)")
+        lines.append("")
     for err in report.errors:
         lines.append(f"internal error (rule skipped): {err}")
-    return "\n".join(lines)
+    return "\n".join(lines).rstrip("\n")
 
 
-def summary_line(report: Report) -> str:
+def summary_block(report: Report, groups: list[Group], *, hidden: int = 0, top: int = 5) -> list[str]:
+    """What a person needs first: totals, per rule, the most expensive lines, and (with the audit)
+    how much of the call's time the copies take."""
+    lines_hit = len({(g.file, g.line) if g.file is not None else (None, g.node) for g in groups})
+    out = [summary_line(report, groups=lines_hit, hidden=hidden)]
+    if not groups:
+        return out
+    per_rule: dict[str, list[Group]] = defaultdict(list)
+    for g in groups:
+        per_rule[g.code].append(g)
+    parts = []
+    for code in sorted(per_rule, key=lambda c: -sum(g.bytes or 0 for g in per_rule[c])):
+        gs = per_rule[code]
+        n = sum(g.count for g in gs)
+        b = sum(g.bytes or 0 for g in gs)
+        parts.append(f"{code} {gs[0].name} ×{n} on {len(gs)} line{'s' if len(gs) != 1 else ''}"
+                     + (f", {human_bytes(b)}" if b else ""))
+    out.append("By rule: " + "; ".join(parts) + ".")
+    costly = [g for g in groups if (g.bytes or g.time_ns)]
+    if costly:
+        ranked = sorted(costly, key=lambda g: (-(g.time_ns or 0), -(g.bytes or 0)) if report.audit_summary
+                        else (-(g.bytes or 0)))[:top]
+        out.append("Top lines: " + "; ".join(
+            f"{g.location} ({g.code}{f' ×{g.count}' if g.count > 1 else ''}, {_bytes_cell(g)}"
+            + (f", {ms(g.time_ns)}" if g.time_ns is not None else "") + ")" for g in ranked) + ".")
+    if report.audit_summary is not None:
+        out.append(time_sentence(report.audit_summary))
+    return out
+
+
+def time_sentence(a: dict[str, Any]) -> str:
+    """``Copies on your lines take X ms of Y ms per call (Z%): ...`` from the audit's summary."""
+    call = a.get("call_ns") or 0
+    what = "training step" if a.get("train") else "call"
+    user = a.get("user_copy_ns", 0)
+    allc = a.get("copy_ns", 0)
+
+    def pct(x: int) -> str:
+        return f"{100 * x / call:.1f}%" if call else "-"
+
+    head = (f"Runtime: copies take {ms(allc)} of {ms(call)} per {what} ({pct(allc)}); on your own lines "
+            f"{ms(user)} ({pct(user)}).")
+    split = (f" Of all copies: {ms(a.get('explained_ns', 0))} explained by these findings, "
+             f"{ms(a.get('unavoidable_ns', 0))} that every program pays (a Linear's bias written into "
+             f"the output, embedding lookups), {ms(a.get('unexplained_ns', 0))} that nothing explains.")
+    return head + split + " Times are measured under the profiler (its overhead included), in one run."
+
+
+def _group_blocks(groups: list[Group], width: int, timed: bool) -> str:
+    """One block per group: a header line (code, severity, location, instances, cost), then the
+    message, the fix and the runtime verdict, wrapped to the terminal."""
+    out: list[str] = []
+    wrap = max(60, width - 6)
+    for g in groups:
+        inst = ""
+        if g.count > 1:
+            mods = g.module_paths
+            per = g.count // len(mods) if mods and g.count % len(mods) == 0 else 0
+            inst = (f"×{len(mods)} in {g.modules}" + (f" ({per} each)" if per > 1 else "")) if mods and per \
+                else f"×{g.count}" + (f" in {g.modules}" if g.modules else "")
+        elif g.modules:
+            inst = f"in {g.modules}"
+        cost = _bytes_cell(g)
+        cost = f"{cost} per call" if cost != "-" else ""
+        if timed and g.time_ns is not None:
+            cost += f", {ms(g.time_ns)}"
+        head = "  ".join(x for x in (f"{g.code} {g.severity!s:<7}", g.location, inst, cost) if x)
+        out.append(head)
+        out.extend(textwrap.wrap(g.message, wrap, initial_indent="    ", subsequent_indent="    "))
+        if g.fix:
+            out.extend(textwrap.wrap("fix: " + g.fix, wrap, initial_indent="    ", subsequent_indent="      "))
+        if g.statuses:
+            out.append("    runtime: " + ", ".join(f"{n} {s}" for s, n in sorted(g.statuses.items())))
+        out.append("")
+    return "\n".join(out).rstrip("\n")
+
+
+def _finding_table(findings: list[Finding], width: int, sort: str) -> str:
+    rows = []
+    ordered = sorted(findings, key=lambda f: -(f.time_ns or 0)) if sort == "time" else sort_by_cost(findings)
+    for f in ordered:
+        text = f.message + (f"\nfix: {f.fix}" if f.fix else "")
+        if f.status:
+            text += f"\nruntime: {f.status}"
+        rows.append([f.code, str(f.severity), f.location, f.module_path or "-", _bytes_cell(f), text])
+    msg_width = max(40, width - 70)
+    return tabulate(rows, headers=["Code", "Severity", "Location", "Module", "Bytes/call", "Message"],
+                    tablefmt="simple", maxcolwidths=[None, None, 40, 24, None, msg_width])
+
+
+def summary_line(report: Report, *, groups: int | None = None, hidden: int = 0) -> str:
     s = report.summary()
     if not s["findings"]:
         head = "No findings"
     else:
         sev = [f"{s[k]} {name}{'s' if s[k] != 1 else ''}" for k, name in
                (("errors", "error"), ("warnings", "warning"), ("infos", "info")) if s[k]]
-        head = f"{s['findings']} finding{'s' if s['findings'] != 1 else ''} ({', '.join(sev)})"
+        head = f"{s['findings']} finding{'s' if s['findings'] != 1 else ''}"
+        if groups is not None and groups != s["findings"] - hidden:
+            head += f" on {groups} line{'s' if groups != 1 else ''}"
+        head += f" ({', '.join(sev)})"
     parts = [head]
     if s["bytes_per_call"]:
         parts.append(f"{human_bytes(s['bytes_per_call'])} copied per call")
+    if hidden:
+        parts.append(f"{hidden} in installed packages not shown (--scope all)")
     if s["suppressed"]:
         parts.append(f"{s['suppressed']} suppressed")
     if s.get("baselined"):

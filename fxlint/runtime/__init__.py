@@ -14,6 +14,7 @@ RNG state are restored.
 
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -44,6 +45,7 @@ class LineStat:
     avoidable: bool
     reason: str | None
     location: str = ""
+    time_ns: int = 0  # measured time of these copies (profiler)
 
 
 @dataclass
@@ -56,6 +58,10 @@ class AuditReport:
     sites_run: set[tuple[str, int, str | None]] = field(default_factory=set)
     nodes_run: set[str] = field(default_factory=set)  # GraphModule nodes (no source) that ran
     internal_bytes: int = 0  # copies made by fxlint's own loss (train=True), excluded
+    #: how long the profiled call took (forward, with train=True also the loss and backward), and
+    #: per phase; measured under the profiler, like each copy's ``time_ns``, so they compare
+    call_ns: int = 0
+    phase_ns: dict[str, int] = field(default_factory=dict)
 
     def __iter__(self) -> Iterator[CopyEvent]:
         return iter(self.copies)
@@ -70,6 +76,10 @@ class AuditReport:
     @property
     def avoidable_bytes(self) -> int:
         return sum(c.bytes for c in self.copies if c.avoidable)
+
+    @property
+    def copy_ns(self) -> int:
+        return sum(c.time_ns for c in self.copies)
 
     def at(self, file: str, line: int, phase: str | None = None) -> list[CopyEvent]:
         return [c for c in self.copies if c.file == file and c.line == line and (phase is None or c.phase == phase)]
@@ -92,7 +102,7 @@ class AuditReport:
                 module_path=first.module_path, phase=phase, count=len(cs), bytes=nbytes, share=nbytes / total,
                 ops=tuple(dict.fromkeys(f"{c.top_op}>{c.op}" if c.top_op != c.op else c.op for c in cs)),
                 kinds=tuple(dict.fromkeys(c.kind for c in cs)), avoidable=avoidable, reason=first.reason,
-                location=first.location,
+                location=first.location, time_ns=sum(c.time_ns for c in cs),
             ))
         return sorted(stats, key=lambda s: (-s.bytes, s.file or "", s.line or 0, s.phase))
 
@@ -106,6 +116,10 @@ class AuditReport:
             "backward_bytes": sum(c.bytes for c in self.copies if c.phase == "backward"),
             "lines": len({(c.file, c.line) for c in self.copies}),
             "train": self.train,
+            "call_ns": self.call_ns,
+            "copy_ns": self.copy_ns,
+            "unavoidable_copy_ns": sum(c.time_ns for c in self.copies if not c.avoidable),
+            **{f"{phase}_ns": ns for phase, ns in self.phase_ns.items()},
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -174,14 +188,17 @@ def audit(target: Any, example_inputs: Any = None, *, train: bool = False, attri
                        and a.requires_grad]
     saved_grads = [(p, p.grad) for p in leaves]
 
-    def step() -> Any:
-        out = fn(*args, **kwargs)
+    def step(timer: Any = None) -> Any:
+        timed = timer if timer is not None else (lambda phase: contextlib.nullcontext())
+        with timed("forward"):
+            out = fn(*args, **kwargs)
         require_tensor_output(out)
         if train:
             loss = training_loss(out, weights)
             if loss is None:
                 raise ModelError("train=True needs a floating-point output that requires grad; none did")
-            loss.backward()
+            with timed("backward"):
+                loss.backward()
             for p in leaves:
                 p.grad = None
         return out
@@ -191,7 +208,7 @@ def audit(target: Any, example_inputs: Any = None, *, train: bool = False, attri
             try:
                 with torch.set_grad_enabled(train or torch.is_grad_enabled()):
                     step()  # warm-up: lazy initialisation and first-call caches are not per-call costs
-                    raw = profile_copies(step, module, attribute=attribute)
+                    raw = profile_copies(step, module, attribute=attribute, timed=True)
             except (ModelError, CaptureError):
                 raise
             except Exception as exc:
@@ -199,7 +216,9 @@ def audit(target: Any, example_inputs: Any = None, *, train: bool = False, attri
     finally:
         for p, g in saved_grads:
             p.grad = g
-    report = AuditReport(copies=raw.copies, train=train, internal_bytes=raw.internal_bytes)
+    report = AuditReport(copies=raw.copies, train=train, internal_bytes=raw.internal_bytes,
+                         call_ns=raw.phase_ns.get("call", 0), phase_ns={k: v for k, v in raw.phase_ns.items()
+                                                                       if k != "call"})
     for site in raw.sites.values():
         if site.location is not None and not site.internal:
             if site.location.file == "<graph>":

@@ -114,8 +114,26 @@ def match(f: Finding, audit: AuditReport, taken: set[int] | frozenset[int] = fro
     return (REFUTED if _ran(f, audit) else NOT_RUN), []
 
 
+def _backward_hits(f: Finding, audit: AuditReport, taken: set[int]) -> list[CopyEvent]:
+    """Backward copies on the finding's line that pay its ``backward_bytes`` again (largest first,
+    until they add up to it); none when the finding predicts no backward copy."""
+    if not f.backward_bytes or f.file is None:
+        return []
+    cands = [c for c in audit.copies if c.phase == "backward" and c.avoidable and id(c) not in taken
+             and c.file == f.file and c.line == f.line
+             and (not _same_module(f, audit) or c.module_path == f.module_path)]
+    picked, total = [], 0
+    for c in sorted(cands, key=lambda c: -c.bytes):
+        if total >= f.backward_bytes:
+            break
+        picked.append(c)
+        total += c.bytes
+    return picked
+
+
 def confirm(report: Report, audit: AuditReport) -> Report:
-    """Mark every copy-type finding of ``report`` and list unexplained runtime copies."""
+    """Mark every copy-type finding of ``report``, give it the measured time of the copies that
+    back it (``Finding.time_ns``), and list unexplained runtime copies."""
     explained: set[int] = set()
     marked: list[Finding] = []
     for f in report.findings:
@@ -124,7 +142,10 @@ def confirm(report: Report, audit: AuditReport) -> Report:
             continue
         status, hits = match(f, audit, explained)
         explained.update(id(c) for c in hits)
-        marked.append(replace(f, status=status))
+        back = _backward_hits(f, audit, explained) if status == CONFIRMED else []
+        explained.update(id(c) for c in back)
+        t = sum(c.time_ns for c in (*hits, *back))
+        marked.append(replace(f, status=status, time_ns=t if hits or back else None))
     report.findings = marked
     # a silenced finding still explains its copy
     for f in report.suppressed:
@@ -135,8 +156,25 @@ def confirm(report: Report, audit: AuditReport) -> Report:
         if f.code in _HOST_SYNC_CODES and f.file is not None:
             explained.update(id(c) for c in audit.at(f.file, f.line) if c.kind == "host-read")
     report.unexplained = _unexplained(c for c in audit.copies if id(c) not in explained)
-    report.audit_summary = audit.summary()
+    report.audit_summary = {**audit.summary(), **time_split(audit, explained)}
     return report
+
+
+def time_split(audit: AuditReport, explained: set[int]) -> dict[str, int]:
+    """Where the copy time goes: copies every program pays, copies a finding explains, copies
+    nothing explains; and the same for the user's own files alone (not installed packages)."""
+    from ..grouping import library_of
+
+    def split(copies: list[CopyEvent], prefix: str) -> dict[str, int]:
+        return {
+            f"{prefix}copy_ns": sum(c.time_ns for c in copies),
+            f"{prefix}unavoidable_ns": sum(c.time_ns for c in copies if not c.avoidable),
+            f"{prefix}explained_ns": sum(c.time_ns for c in copies if c.avoidable and id(c) in explained),
+            f"{prefix}unexplained_ns": sum(c.time_ns for c in copies if c.avoidable and id(c) not in explained),
+        }
+
+    user = [c for c in audit.copies if c.file is not None and library_of(c.file) is None]
+    return {**split(list(audit.copies), ""), **split(user, "user_")}
 
 
 def _unexplained(copies: Iterable[CopyEvent]) -> list[dict]:
@@ -146,9 +184,10 @@ def _unexplained(copies: Iterable[CopyEvent]) -> list[dict]:
             continue
         key = (c.file, c.line, c.function if c.file == "<graph>" else None)
         row = rows.setdefault(key, {"file": c.file, "line": c.line, "location": c.location, "code": c.code,
-                                    "module_path": c.module_path, "bytes": 0, "count": 0, "ops": []})
+                                    "module_path": c.module_path, "bytes": 0, "count": 0, "ops": [], "time_ns": 0})
         row["bytes"] += c.bytes
         row["count"] += 1
+        row["time_ns"] += c.time_ns
         label = f"{c.top_op}>{c.op}" if c.top_op != c.op else c.op
         if label not in row["ops"]:
             row["ops"].append(label)

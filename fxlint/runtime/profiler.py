@@ -23,13 +23,15 @@ How a copy is found and attributed:
 
 from __future__ import annotations
 
+import contextlib
 import linecache
 import os
 import re
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -113,6 +115,7 @@ class CopyEvent:
     grad_fn: str | None = None  # backward node, e.g. ConvolutionBackward0
     avoidable: bool = True
     reason: str | None = None  # why it is unavoidable
+    time_ns: int = 0  # how long the op that asked for the copy ran (``op``'s profiler event), per call
 
     @property
     def location(self) -> str:
@@ -130,6 +133,9 @@ class RawAudit:
     copies: list[CopyEvent] = field(default_factory=list)
     sites: dict[int, CallSite] = field(default_factory=dict)
     internal_bytes: int = 0
+    #: the profiled call's duration, whole and per phase (forward, backward), as ``fn`` reported
+    #: them through ``timer`` (under the profiler, so with its overhead, like the copies' times)
+    phase_ns: dict[str, int] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- call-site recording
@@ -232,20 +238,44 @@ class _ModuleTracker:
 # --------------------------------------------------------------------------- profiling
 
 
-def profile_copies(fn: Callable[[], Any], root: torch.nn.Module | None, *, attribute: bool = True) -> RawAudit:
-    """Run ``fn()`` once under the profiler and return every copy with its call site
-    (no call sites with ``attribute=False``)."""
-    import contextlib
+class PhaseTimer:
+    """What ``fn`` uses to say how long its phases took (``with timer("forward"): ...``)."""
 
+    def __init__(self) -> None:
+        self.ns: dict[str, int] = {}
+
+    @contextlib.contextmanager
+    def __call__(self, phase: str) -> Iterator[None]:
+        t0 = time.perf_counter_ns()
+        try:
+            yield
+        finally:
+            self.ns[phase] = self.ns.get(phase, 0) + time.perf_counter_ns() - t0
+
+
+def profile_copies(fn: Callable[..., Any], root: torch.nn.Module | None, *, attribute: bool = True,
+                   timed: bool = False) -> RawAudit:
+    """Run ``fn()`` once under the profiler and return every copy with its call site
+    (no call sites with ``attribute=False``). With ``timed``, ``fn`` is called as ``fn(timer)``
+    and times its phases with it (``RawAudit.phase_ns``)."""
     from torch.profiler import ProfilerActivity, profile
+
+    from .quiet import quiet_native_stderr
 
     tracker = _ModuleTracker(root)
     mode = _SiteMode(tracker.stack)
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=True) as prof:
-        with (tracker if attribute else contextlib.nullcontext()), (mode if attribute else contextlib.nullcontext()):
-            fn()
-    tree = prof.profiler.kineto_results.experimental_event_tree()
-    return _extract(tree, mode.sites)
+    timer = PhaseTimer()
+    with quiet_native_stderr():  # the profiler's own C++ warnings are not the user's business
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=True) as prof:
+            with (tracker if attribute else contextlib.nullcontext()), \
+                    (mode if attribute else contextlib.nullcontext()):
+                t0 = time.perf_counter_ns()
+                fn(timer) if timed else fn()
+                timer.ns["call"] = time.perf_counter_ns() - t0
+        tree = prof.profiler.kineto_results.experimental_event_tree()
+    raw = _extract(tree, mode.sites)
+    raw.phase_ns = dict(timer.ns)
+    return raw
 
 
 def _is_op(e: Any) -> bool:
@@ -315,36 +345,45 @@ def _extract(roots: list[Any], sites: dict[int, CallSite]) -> RawAudit:
     for r in roots:
         index_forward(r, None)
 
-    # pass 2: copies
-    def visit(e: Any, site: int | None, chain: tuple[str, ...], grad_fn: str | None, phase: str) -> None:
+    # pass 2: copies (``evs``: the profiler events of ``chain``, for the copy's time)
+    def visit(e: Any, site: int | None, chain: tuple[str, ...], evs: tuple[Any, ...], grad_fn: str | None,
+              phase: str) -> None:
         if not _is_op(e):
             return
         name = e.name
         m = _ANNOTATION.match(name)
         if m:
             site = int(m.group(1))
-            chain = ()
+            chain, evs = (), ()
         elif name.startswith(_SEQ_EVENT):
             grad_fn = name[len(_SEQ_EVENT):]
             phase = "backward"
             site = seq_to_site.get(e.extra_fields.sequence_number)
-            chain = ()
+            chain, evs = (), ()
         elif name.startswith("aten::"):
-            chain = chain + (name,)
+            chain, evs = chain + (name,), evs + (e,)
             event = _as_copy(e, chain)
             if event is not None:
+                event["events"] = evs
                 _record(raw, event, sites.get(site) if site is not None else None, grad_fn, phase)
                 if name in GATHER_KERNELS:  # a copy of the gather's input is a copy of its own
                     for c in e.children:
                         if _is_op(c) and c.name in _INPUT_COPIES:
-                            visit(c, site, chain, grad_fn, phase)
+                            visit(c, site, chain, evs, grad_fn, phase)
                 return  # nothing else inside a copy kernel is a second copy
         for c in e.children:
-            visit(c, site, chain, grad_fn, phase)
+            visit(c, site, chain, evs, grad_fn, phase)
 
     for r in roots:
-        visit(r, None, (), None, "forward")
+        visit(r, None, (), (), None, "forward")
     return raw
+
+
+def _duration(e: Any) -> int:
+    try:
+        return max(0, int(e.end_time_ns) - int(e.start_time_ns))
+    except Exception:  # noqa: BLE001 - an event without times costs nothing we can tell
+        return 0
 
 
 def _as_copy(e: Any, chain: tuple[str, ...]) -> dict[str, Any] | None:
@@ -413,7 +452,8 @@ def _record(raw: RawAudit, ev: dict[str, Any], site: CallSite | None, grad_fn: s
     if site is not None and site.internal:
         raw.internal_bytes += ev["bytes"]
         return
-    op = next((c for c in chain if c in COPY_ENTRY_OPS), chain[-1])
+    at = next((i for i, c in enumerate(chain) if c in COPY_ENTRY_OPS), len(chain) - 1)
+    op = chain[at]
     avoidable, reason = _classify(chain, grad_fn, ev["shape"])
     loc = site.location if site is not None else None
     raw.copies.append(
@@ -423,6 +463,6 @@ def _record(raw: RawAudit, ev: dict[str, Any], site: CallSite | None, grad_fn: s
             file=loc.file if loc else None, line=loc.line if loc else None,
             function=loc.function if loc else (grad_fn or None), code=loc.code if loc else None,
             module_path=site.module_path if site is not None else None, grad_fn=grad_fn,
-            avoidable=avoidable, reason=reason,
+            avoidable=avoidable, reason=reason, time_ns=_duration(ev["events"][at]) if ev.get("events") else 0,
         )
     )
