@@ -26,6 +26,7 @@ import torch.fx as fx
 
 from .canon import GraphView, build_view, dynamo_roles
 from .errors import CaptureError, ModelError, first_line
+from .quiet import quiet_torch_logs
 from .program import AutogradReach, GraphBreak, Program
 from .source import Location, is_internal_file, source_line
 
@@ -192,21 +193,17 @@ def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Ca
     unimplemented = dict(dynamo_utils.counters["unimplemented"])
     compiled = torch.compile(target, backend=backend, isolate_recompiles=True, recompile_limit=64)
     try:
-        with preserved_state(module, (args, kwargs)):
+        with preserved_state(module, (args, kwargs)), quiet_torch_logs():
             returned = compiled(*args, **kwargs)
             require_tensor_output(returned)
             result.reach = runs.safe_reach(returned)
     except ModelError:
         raise
-    except torch._dynamo.exc.Unsupported as exc:  # pragma: no cover - graph breaks are allowed
-        raise CaptureError(f"Dynamo could not capture the model: {exc}") from exc
     except Exception as exc:
-        from .viewable import view_error_hint
+        from .model_errors import explain_failure
 
-        hint = view_error_hint(str(exc))
-        if hint is not None:  # the one-line summary first, Dynamo's text after it
-            raise ModelError(f"the model raised while it ran: {hint}\n{type(exc).__name__}: {exc}") from exc
-        raise ModelError(f"the model raised while it ran: {type(exc).__name__}: {exc}") from exc
+        # one line: the model's own error and its line (run eagerly), or Dynamo's when it runs fine
+        raise explain_failure(exc, target, args, kwargs, module) from exc
     finally:
         _forget_new_codes(seen_codes)
         runs.clear()
@@ -563,7 +560,8 @@ def capture_graph_module(target: Any, example_inputs: Any = None) -> tuple[fx.Gr
     seen_codes = {id(ref()) for ref in convert_frame.input_codes.seen if ref() is not None}
     try:
         with preserved_state(module, (args, kwargs)):
-            gm, _guards = dynamo_export(target)(*args, **kwargs)
+            with quiet_torch_logs():
+                gm, _guards = dynamo_export(target)(*args, **kwargs)
     except Exception as exc:
         # Dynamo reports the user's own exceptions, unsupported constructs and its own tracing
         # limits (a data-dependent size it cannot reason about) alike: the eager model decides
@@ -593,8 +591,8 @@ def _flat(x: Any) -> list[Any]:
 def _raise_if_the_model_raises(target: Any, args: tuple, kwargs: dict, module: torch.nn.Module | None) -> None:
     """Dynamo reports an exception the user's code raised as an unsupported construct ("Observed
     exception"); run the model eagerly once to tell a model that raises from a capture problem."""
-    try:
-        with preserved_state(module, (args, kwargs)), torch.no_grad():
-            target(*args, **kwargs)
-    except Exception as exc:  # noqa: BLE001 - the user's model raised: that is the error to report
-        raise ModelError(f"the model raised while it ran: {type(exc).__name__}: {first_line(exc)}") from exc
+    from .model_errors import eager_exception, model_error
+
+    exc = eager_exception(target, args, kwargs, module)
+    if exc is not None:
+        raise model_error(exc) from exc

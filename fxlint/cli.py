@@ -41,13 +41,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help(sys.stderr)
         return EXIT_ERROR
+    from .quiet import debug as quiet_debug
+    from .quiet import set_debug
+
     debug = getattr(args, "debug", False)
+    was = quiet_debug()
+    set_debug(debug or was)  # --debug: torch's own logs and warnings are shown again
     try:
         return int(args.func(args))
     except FxlintError as exc:
         if debug:
             traceback.print_exc()
-        print(f"fxlint: error: {exc}", file=sys.stderr)
+            detail = getattr(exc, "detail", None)
+            if detail:
+                print(detail, file=sys.stderr)
+        text = str(exc)
+        if not debug and "\n" in text:  # one line; the rest is behind --debug
+            text = text.splitlines()[0] + " (--debug shows the details)"
+        print(f"fxlint: error: {text}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("fxlint: interrupted", file=sys.stderr)
@@ -59,6 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fxlint: internal error: {type(exc).__name__}: {msg} (run with --debug for the traceback)",
               file=sys.stderr)
         return EXIT_ERROR
+    finally:
+        set_debug(was)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 
 class FxlintError(Exception):
-    """Base class for errors that are the user's to fix (bad input, bad config)."""
+    """Base class for errors that are the user's to fix (bad input, bad config).
+
+    The message is one line a person can act on; ``detail`` holds what a bug report would want
+    (torch's own text), which the CLI prints only with ``--debug``."""
+
+    def __init__(self, message: str = "", *, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 class TargetError(FxlintError):

@@ -302,7 +302,7 @@ def bench_model(name: str, model: nn.Module, inputs: Any, *, modes: Iterable[str
     import fxlint
 
     from ..capture import normalise_inputs, preserved_state, require_tensor_output
-    from ..errors import ModelError, first_line
+    from ..errors import ModelError
 
     say = say or (lambda m: print(m, file=sys.stderr, flush=True))
     args, kwargs = normalise_inputs(inputs)
@@ -320,7 +320,9 @@ def bench_model(name: str, model: nn.Module, inputs: Any, *, modes: Iterable[str
             except ModelError:
                 raise
             except Exception as exc:  # the user's model: one line in the CLI, not an internal error
-                raise ModelError(f"the model raised while it ran: {type(exc).__name__}: {first_line(exc)}") from exc
+                from ..model_errors import model_error
+
+                raise model_error(exc) from exc
             require_tensor_output(returned)
             ref_out = [t.detach().clone() for t in _tensors(returned)]
             ref_grads = ref.grads()
@@ -371,12 +373,25 @@ def bench_model(name: str, model: nn.Module, inputs: Any, *, modes: Iterable[str
     return results
 
 
+def steps_per_model(modes: list[str], backends: list[str]) -> int:
+    """Progress steps one model takes: per mode, building and auditing each variant, and timing."""
+    variants = 2 * len(backends)  # original and rewritten, per backend
+    return len(modes) * (2 * variants + 1)
+
+
 def run(models: list[tuple[str, nn.Module, Any]], *, modes: Iterable[str], backends: Iterable[str],
         min_run_time: float = 1.0, rounds: int = 5, say: Callable[[str], None] | None = None) -> BenchResult:
+    """Benchmark every model. Progress goes to ``say`` (default: a progress bar with the time left
+    on a terminal, one line per step otherwise)."""
+    from ..progress import Progress
+
     result = BenchResult(machine=machine())
-    modes = list(modes)
+    modes, backends = list(modes), list(backends)
+    per = steps_per_model(modes, backends)
+    progress = Progress(per * len(models)) if say is None else None
+    step = progress.step if progress is not None else say
+    assert step is not None
     for i, (name, model, inputs) in enumerate(models, 1):
-        (say or (lambda m: print(m, file=sys.stderr, flush=True)))(f"[{i}/{len(models)}] {name}")
         devices = {t.device.type for t in (*_tensors(inputs), *model.parameters(), *model.buffers())}
         if "meta" in devices:
             # a scenario that stands in a device with the meta device (no GPU here) computes
@@ -384,9 +399,14 @@ def run(models: list[tuple[str, nn.Module, Any]], *, modes: Iterable[str], backe
             why = "runs on the meta device (a stand-in for a GPU on this machine): nothing to time"
             result.results.extend(VariantResult(model=name, variant=v, mode=m, skipped=why)
                                   for m in modes for v, _ in _variants(model, inputs, backends, None))
+            if progress is not None:
+                progress.advance(per)
             continue
         result.results.extend(bench_model(name, model, inputs, modes=modes, backends=backends,
-                                          min_run_time=min_run_time, rounds=rounds, say=say))
+                                          min_run_time=min_run_time, rounds=rounds,
+                                          say=lambda m, _i=i, _n=name: step(f"model {_i}/{len(models)}: {m}")))
+    if progress is not None:
+        progress.close(f"{len(models)} model{'s' if len(models) != 1 else ''} benchmarked")
     return result
 
 

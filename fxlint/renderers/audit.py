@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from tabulate import tabulate
 
 from ..tensorinfo import human_bytes
+from .text import ms
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..runtime import AuditReport
@@ -25,10 +26,11 @@ def render_audit_text(report: "AuditReport", *, width: int | None = None) -> str
             if not s.avoidable:
                 what += f"\nunavoidable: {s.reason}"
             rows.append([s.location, s.module_path or "-", s.phase, s.count, human_bytes(s.bytes),
-                         f"{100 * s.share:.1f}%", what])
-        lines.append(tabulate(rows, headers=["Location", "Module", "Phase", "Copies", "Bytes/call", "Share",
+                         f"{100 * s.share:.1f}%", ms(s.time_ns), what])
+        lines.append(tabulate(rows, headers=["Location", "Module", "Phase", "Copies", "Bytes/call", "Share", "Time",
                                              "Ops (top>copy)"],
-                              tablefmt="simple", maxcolwidths=[40, 24, None, None, None, None, max(30, width - 100)]))
+                              tablefmt="simple",
+                              maxcolwidths=[40, 24, None, None, None, None, None, max(30, width - 110)]))
         lines.append("")
     s = report.summary()
     what = "training step (forward + backward)" if report.train else "forward call"
@@ -42,6 +44,9 @@ def render_audit_text(report: "AuditReport", *, width: int | None = None) -> str
             + (f"; forward {human_bytes(s['forward_bytes'])}, backward {human_bytes(s['backward_bytes'])}"
                if report.train else "") + "."
         )
+        if report.call_ns:
+            lines.append(f"The copies took {ms(report.copy_ns)} of the {ms(report.call_ns)} {what} "
+                         f"({100 * report.copy_ns / report.call_ns:.1f}%), measured under the profiler.")
     return "\n".join(lines)
 
 

@@ -212,7 +212,9 @@ def audit(target: Any, example_inputs: Any = None, *, train: bool = False, attri
             except (ModelError, CaptureError):
                 raise
             except Exception as exc:
-                raise ModelError(f"the model raised while it ran: {type(exc).__name__}: {exc}") from exc
+                from ..model_errors import model_error
+
+                raise model_error(exc) from exc
     finally:
         for p, g in saved_grads:
             p.grad = g

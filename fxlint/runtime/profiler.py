@@ -260,7 +260,7 @@ def profile_copies(fn: Callable[..., Any], root: torch.nn.Module | None, *, attr
     and times its phases with it (``RawAudit.phase_ns``)."""
     from torch.profiler import ProfilerActivity, profile
 
-    from .quiet import quiet_native_stderr
+    from ..quiet import quiet_native_stderr
 
     tracker = _ModuleTracker(root)
     mode = _SiteMode(tracker.stack)

@@ -1,4 +1,15 @@
-"""Keep torch's native (C++) log lines about the profiler itself off the user's terminal.
+"""Keep torch's own chatter off the user's terminal: fxlint says what matters, in its words.
+
+Two sources, two switches:
+
+* Python logging: while fxlint captures a model, Dynamo, fake tensors and
+  Inductor log graph breaks and failed meta kernels at WARNING/ERROR level
+  (``E1130 ... fake_tensor.py:3090] failed while attempting to run meta for
+  aten.mm.default`` and a traceback). fxlint reports graph breaks itself
+  (FXL501) and a model that raises as one line, so ``quiet_torch_logs`` lifts
+  those loggers to CRITICAL for the capture. ``--debug`` (``set_debug(True)``,
+  or ``FXLINT_DEBUG=1``) keeps them.
+* Native (C++) lines about the profiler itself, below.
 
 ``torch.profiler`` makes libtorch print warnings such as ``[W1130 ...]
 CPUAllocator.cpp:245] Memory block of unknown size was allocated before the
@@ -13,11 +24,45 @@ stderr, so anything the model itself prints there is kept.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import sys
 import tempfile
 from typing import Iterator
+
+#: the loggers whose warnings are about torch's internals while fxlint captures or profiles a model
+TORCH_LOGGERS = ("torch._dynamo", "torch._subclasses", "torch._inductor", "torch._functorch", "torch.fx",
+                 "torch.export", "torch._export", "torch.utils._sympy")
+
+_debug = os.environ.get("FXLINT_DEBUG") == "1"
+
+
+def set_debug(on: bool) -> None:
+    """Show torch's own logs and native warnings again (the CLI's ``--debug``)."""
+    global _debug
+    _debug = on
+
+
+def debug() -> bool:
+    return _debug
+
+
+@contextlib.contextmanager
+def quiet_torch_logs() -> Iterator[None]:
+    """Raise torch's internal loggers to CRITICAL for the block (not with ``--debug``)."""
+    if _debug:
+        yield
+        return
+    loggers = [logging.getLogger(name) for name in TORCH_LOGGERS]
+    saved = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, saved):
+            lg.setLevel(level)
 
 #: native lines that are the profiler talking about itself
 _NOISE = re.compile(
@@ -33,6 +78,9 @@ def is_profiler_noise(line: str) -> bool:
 @contextlib.contextmanager
 def quiet_native_stderr() -> Iterator[None]:
     """Hold fd 2 for the block; write back what is not the profiler's own chatter."""
+    if _debug:
+        yield
+        return
     try:
         fd = sys.stderr.fileno()
     except (AttributeError, ValueError, OSError):  # no real stderr (captured, or a notebook): nothing to do
