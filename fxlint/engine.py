@@ -48,7 +48,9 @@ def finding_from_hit(rule: Rule, hit: Hit, label: str | None) -> Finding:
     legacy = hit.details  # a rule not yet converted to a typed violation
     sizes = hit.copy_sizes if hit.copy_sizes is not None else legacy.get("copy_sizes")
     backward = hit.backward_bytes if hit.backward_bytes is not None else legacy.get("backward_bytes")
-    shape = hit.tensor_shape if hit.tensor_shape is not None else legacy.get("shape")
+    # a legacy "shape" is the tensor of a no-copy claim only for such claims (FXL108's bytes == 0)
+    shape = hit.tensor_shape if hit.tensor_shape is not None else (
+        legacy.get("shape") if hit.bytes is not None and known(hit.bytes) == 0 else None)
     violation = hit.violation
     return Finding(
         code=rule.code,

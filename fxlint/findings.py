@@ -53,9 +53,10 @@ class Violation:
         return None
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as they are (``Finding.to_dict`` makes them JSON-friendly)."""
         if not is_dataclass(self):
             return {}
-        return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if not f.name.startswith("_")}
+        return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
 
 
 def _plain(v: Any) -> Any:
@@ -135,7 +136,7 @@ class Finding:
         d.update(copy_sizes=list(self.copy_sizes) if self.copy_sizes is not None else None,
                  backward_bytes=self.backward_bytes, repeats=self.repeats, dedup=self.dedup)
         if self.tensor_shape is not None:
-            d["shape"] = self.tensor_shape
+            d.setdefault("shape", self.tensor_shape)
         return MappingProxyType(d)
 
     def key(self) -> tuple:
@@ -149,7 +150,7 @@ class Finding:
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (``fxlint.schema.FINDING`` documents every key)."""
         d: dict[str, Any] = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "violation"}
-        d["details"] = self.violation.to_dict() if self.violation is not None else {}
+        d["details"] = _plain(self.violation.to_dict()) if self.violation is not None else {}
         return d
 
 

@@ -35,21 +35,24 @@ def user_location(tb: TracebackType | None) -> Location | None:
     return found
 
 
-def describe(exc: BaseException) -> str:
-    """``Type: first line`` of an exception; a failed ``.view()`` gets fxlint's explanation."""
+def describe(exc: BaseException, *also: BaseException) -> str:
+    """``Type: first line`` of an exception; a failed ``.view()`` gets fxlint's explanation (from
+    whichever text names the shapes: Dynamo's fake-tensor error does, eager's does not)."""
     from .viewable import view_error_hint
 
-    hint = view_error_hint(str(exc))
-    return hint if hint is not None else f"{type(exc).__name__}: {first_line(exc)}"
+    hints = [h for e in (exc, *also) if (h := view_error_hint(str(e))) is not None]
+    if hints:
+        return max(hints, key=len)
+    return f"{type(exc).__name__}: {first_line(exc)}"
 
 
-def model_error(exc: BaseException, *, detail: str | None = None) -> ModelError:
+def model_error(exc: BaseException, *, detail: str | None = None, also: tuple[BaseException, ...] = ()) -> ModelError:
     """The user's model raised ``exc`` (eagerly): one line with where and what."""
     from .grouping import short_path
 
     loc = user_location(exc.__traceback__)
     where = f" at {short_path(loc.file)}:{loc.line}" + (f" (`{loc.code}`)" if loc.code else "") if loc else ""
-    return ModelError(f"the model raised{where}: {describe(exc)}", detail=detail or _full(exc))
+    return ModelError(f"the model raised{where}: {describe(exc, *also)}", detail=detail or _full(exc))
 
 
 def _full(exc: BaseException) -> str:
@@ -74,5 +77,5 @@ def explain_failure(exc: BaseException, target: Any, args: tuple, kwargs: dict,
     or Dynamo's when the eager model runs fine."""
     eager = eager_exception(target, args, kwargs, module)
     if eager is not None:
-        return model_error(eager, detail=f"{_full(eager)}\nUnder Dynamo:\n{_full(exc)}")
+        return model_error(eager, detail=f"{_full(eager)}\nUnder Dynamo:\n{_full(exc)}", also=(exc,))
     return CaptureError(f"Dynamo could not {what}: {type(exc).__name__}: {first_line(exc)}", detail=_full(exc))

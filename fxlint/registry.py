@@ -136,10 +136,8 @@ class TextViolation(Violation):
         return self.fix
 
     def to_dict(self) -> dict[str, Any]:
-        from .findings import _plain
-
-        skip = {"copy_sizes", "backward_bytes", "dedup", "repeats", "shape", "graph"}
-        return {k: _plain(v) for k, v in self.data.items() if k not in skip}
+        skip = {"copy_sizes", "backward_bytes", "dedup", "repeats", "graph"}
+        return {k: v for k, v in self.data.items() if k not in skip}
 
 
 @dataclass(frozen=True)

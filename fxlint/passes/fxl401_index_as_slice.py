@@ -49,15 +49,51 @@ may be wanted; make it explicit (`output[:, ::2].clone()` or
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 from ..canon import GraphView
+from ..findings import Violation
 from ..indexing import basic_equivalent
 from ..registry import FixSpec, Hit, RuleContext, rule
-from ..tensorinfo import human_bytes, known
+from ..tensorinfo import Dim, human_bytes, known
 
 
-@rule("FXL401", "index-as-slice", "warning", fix=FixSpec.rewrite_of(
+def bytes_value(n: Dim) -> int | str:
+    """Bytes as a violation field: an int, or the formula under dynamic shapes."""
+    k = known(n)
+    return k if k is not None else str(n)
+
+
+def bytes_text(n: int | str | None) -> str:
+    return human_bytes(n) if isinstance(n, int) else f"{n} B"
+
+
+@dataclass(frozen=True)
+class IndexAsSlice(Violation):
+    """An evenly stepping advanced index that a basic slice selects exactly."""
+
+    indices: str  # the index as written (shortened): "[0, 2, 4, 6, ..., 510]"
+    dims: tuple[int, ...]  # the dims it indexes
+    slice: str  # the basic slice that selects the same elements: "[:, ::2]"
+    copied: int | str | None  # bytes the gather copies per call (a formula under dynamic shapes)
+    start: int | None = None  # the progression, when one dim is indexed
+    stop: int | None = None
+    step: int | None = None
+    dim: int | None = None
+
+    def message(self) -> str:
+        what = "advanced index" if len(self.dims) == 1 else "advanced indices"
+        where = f"dim {self.dims[0]}" if len(self.dims) == 1 else "dims " + ", ".join(map(str, self.dims))
+        return (f"{what} {self.indices} on {where} gathers a copy ({bytes_text(self.copied)} per call); "
+                f"the indices step evenly, so the basic slice {self.slice} selects the same elements "
+                "as a zero-copy view")
+
+    def fix_title(self) -> str:
+        return f"index with {self.slice} instead of {self.indices}"
+
+
+@rule("FXL401", "index-as-slice", "warning", violation=IndexAsSlice, fix=FixSpec.rewrite_of(
     "index-to-slice", safe=False,
     why="the result becomes a strided view of the indexed tensor: it is not contiguous and keeps the "
         "whole tensor alive as long as it lives (unless the slice moves before elementwise producers, "
@@ -70,28 +106,17 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         basic = basic_equivalent(view, node)
         if basic is None:
             continue
-        spec = basic.spec
-        suggestion = basic.text  # index_select(x, d, idx) becomes a subscript too
         positions = sorted(basic.replace)
-        shown = ", ".join(basic.shown(p) for p in positions)
-        dims = [basic.replace[p].dim for p in positions]
-        where = f"dim {dims[0]}" if len(dims) == 1 else "dims " + ", ".join(map(str, dims))
-        what = "advanced index" if len(dims) == 1 else "advanced indices"
-        nbytes = out.nbytes
-        size = human_bytes(known(nbytes)) if known(nbytes) is not None else f"{nbytes} B"
-        message = (
-            f"{what} {shown} on {where} gathers a copy ({size} per call); "
-            f"the indices step evenly, so the basic slice {suggestion} selects the same elements "
-            "as a zero-copy view"
-        )
-        details = {"slice": suggestion, "dims": dims, "dedup": suggestion}
+        progression: dict[str, int | None] = {}
         if len(positions) == 1:
             r = basic.replace[positions[0]]
-            details.update(start=r.start, stop=r.stop, step=r.step, dim=r.dim)
-        yield Hit(
-            node=node,
-            message=message,
-            fix=f"index with {suggestion} instead of {shown}",
-            bytes=nbytes,
-            details=details,
+            progression = {"start": r.start, "stop": r.stop, "step": r.step, "dim": r.dim}
+        nbytes = out.nbytes
+        violation = IndexAsSlice(
+            indices=", ".join(basic.shown(p) for p in positions),
+            dims=tuple(basic.replace[p].dim for p in positions),
+            slice=basic.text,  # index_select(x, d, idx) becomes a subscript too
+            copied=bytes_value(nbytes),
+            **progression,
         )
+        yield Hit(node, violation, bytes=nbytes, dedup=basic.text)

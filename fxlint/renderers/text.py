@@ -141,7 +141,7 @@ def _group_blocks(groups: list[Group], width: int, timed: bool) -> str:
         elif g.modules:
             inst = f"in {g.modules}"
         cost = _bytes_cell(g)
-        cost = f"{cost} per call" if cost != "-" else ""
+        cost = f"{cost} per call" if cost not in ("-", "0 B") else ""
         if timed and g.time_ns is not None:
             cost += f", {ms(g.time_ns)}"
         head = "  ".join(x for x in (f"{g.code} {g.severity!s:<7}", g.location, inst, cost) if x)
