@@ -231,7 +231,8 @@ def group_key(f: Finding) -> tuple:
 
 def group_findings(findings: Iterable[Finding], *, sort: str = "bytes") -> list[Group]:
     """One ``Group`` per (code, source line); the user's files first, then installed packages;
-    within each, most expensive first (``sort``: ``bytes`` or ``time``)."""
+    within each, most expensive first (``sort``: ``bytes`` or ``time``; ``none`` keeps the order
+    in which the findings first appear)."""
     groups: dict[tuple, Group] = {}
     per_line: Counter = Counter()
     for f in findings:
@@ -242,7 +243,7 @@ def group_findings(findings: Iterable[Finding], *, sort: str = "bytes") -> list[
                                   index=per_line[k[:3]])
             per_line[k[:3]] += 1
         g.findings.append(f)
-    return sort_groups(list(groups.values()), sort)
+    return list(groups.values()) if sort == "none" else sort_groups(list(groups.values()), sort)
 
 
 def sort_groups(groups: list[Group], sort: str = "bytes") -> list[Group]:

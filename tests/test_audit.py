@@ -201,7 +201,7 @@ def test_confirm_marks_true_findings_and_lists_unexplained_copies():
     assert report.summary()["confirmed"] == 1
     [u] = [u for u in report.unexplained if u["line"] == _line("# unexplained without")]
     assert u["bytes"] == CLIPS.numel() * 4 and "aten::contiguous" in u["ops"][0]
-    assert "runtime: confirmed" in str(report) and "no finding explains" in str(report)
+    assert "runtime: 1 confirmed" in str(report) and "no finding explains" in str(report)
     # with every rule, FXL202 explains the conv's copy
     full = fxlint.lint(M(), (x, CLIPS), confirm=True)
     assert [g.status for g in full.by_code("FXL202")] == ["confirmed"]

@@ -63,7 +63,7 @@ def test_bench_eager_both_modes_writes_json_and_png(capsys, write_module, tmp_pa
     assert new["train"]["max_grad_diff"] == 0.0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
     assert "eager+rewrite" in cap.out and "machine:" in cap.out
-    assert "[1/1]" in cap.err  # progress
+    assert "[1/" in cap.err and "model 1/1" in cap.err and "left)" in cap.err  # progress, with the time left
 
 
 def test_a_variant_with_wrong_results_is_marked_failed(capsys, write_module, tmp_path, monkeypatch):

@@ -76,7 +76,7 @@ def test_a_zero_byte_claim_is_refuted_when_the_line_copies_that_tensor():
     audit = fxlint.audit(f, (X,))
     line = f.__code__.co_firstlineno + 1
     claim = Finding(code="FXL108", name="noop-conversion", severity=Severity.INFO, message="m", file=__file__,
-                    line=line, bytes=0, details={"shape": (8, 4)})
+                    line=line, bytes=0, tensor_shape=(8, 4))
     assert match(claim, audit)[0] == "refuted"
-    assert match(claim.with_(details={"shape": (2, 2)}), audit)[0] == "confirmed"
+    assert match(claim.with_(tensor_shape=(2, 2)), audit)[0] == "confirmed"
     assert match(claim.with_(line=line + 100), audit)[0] == "not-run"

@@ -107,7 +107,7 @@ def test_report_api():
     d = report.to_dict()
     assert set(d["findings"][0]) >= {"code", "name", "severity", "message", "file", "line", "module_path",
                                      "bytes", "fix"}
-    assert "2 findings (2 warnings)" in str(report)
+    assert "2 findings on 1 line (2 warnings)" in str(report)
 
 
 def test_edited_file_is_reread_in_the_same_process(make_project):

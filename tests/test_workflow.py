@@ -114,7 +114,7 @@ def test_throwaway_project(capsys, make_project, mul_rule, monkeypatch, lint_pyt
     result = pytester.runpytest("-p", "no:cacheprovider", "-W", "ignore", "test_separator.py")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*fxlint: 2 findings at or above warning in Separator:*",
-                                 "*Code*Severity*Location*Module*Bytes/call*Message*",
+                                 "*2 findings (2 errors)*",
                                  "*FXL401*error*"])
 
     # 5. the SARIF file, from the real command line in a fresh interpreter, validates

@@ -112,7 +112,8 @@ def sarif_dict(reports: Report | Iterable[Report], *, scope: str = "all") -> dic
         }
         for r in rules
     ]
-    grouped = [(g, r) for r in reports for g in group_findings([f for f in r.findings if in_scope(f, scope)])]
+    grouped = [(g, r) for r in reports
+               for g in group_findings([f for f in r.findings if in_scope(f, scope)], sort="none")]
     prints = entries([g.first for g, _ in grouped], os.getcwd())
     results = [_result(g, e.fingerprint, index, "baseline" in r.extras) for (g, r), e in zip(grouped, prints)]
     notes = [{"level": "error", "message": {"text": f"rule skipped: {err}"}} for r in reports for err in r.errors]

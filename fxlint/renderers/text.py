@@ -93,7 +93,8 @@ def summary_block(report: Report, groups: list[Group], *, hidden: int = 0, top: 
         gs = per_rule[code]
         n = sum(g.count for g in gs)
         b = sum(g.bytes or 0 for g in gs)
-        parts.append(f"{code} {gs[0].name} ×{n} on {len(gs)} line{'s' if len(gs) != 1 else ''}"
+        where = len({(g.file, g.line) if g.file is not None else (None, g.node) for g in gs})
+        parts.append(f"{code} {gs[0].name} ×{n} on {where} line{'s' if where != 1 else ''}"
                      + (f", {human_bytes(b)}" if b else ""))
     out.append("By rule: " + "; ".join(parts) + ".")
     costly = [g for g in groups if (g.bytes or g.time_ns)]
