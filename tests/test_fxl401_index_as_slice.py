@@ -154,3 +154,12 @@ def test_select_and_ignore():
     assert len(_fxl401(fxlint.lint(fn, (X,), select=["FXL401"], ignore=["FXL4"]))) == 1  # specific wins
     with pytest.raises(fxlint.ConfigError, match="FXL999"):
         fxlint.lint(fn, (X,), select=["FXL999"])
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    """Every positive of the fixture reported with its exact text; no negative reported."""
+    from tests.rule_snapshots import rule_output
+
+    out = rule_output("FXL401")
+    assert out.count("FXL401 warning") == 4 and "negative" not in out
+    assert out == snapshot
