@@ -130,6 +130,16 @@ def maybe_contiguous_in_order(shape: Sequence[Dim], stride: Sequence[Dim], order
     ``order`` unless its size is 1 - so one undecided dim does not hide a definite mismatch."""
     if len(stride) != len(shape):
         return None
+    if all(type(x) is int for x in (*shape, *stride)):  # the common case, without the symbolic machinery
+        if empty_ok and 0 in shape:
+            return True
+        want = 1
+        for d in order:
+            if shape[d] != 1:
+                if stride[d] != want:
+                    return False
+                want *= shape[d]
+        return True
     result: bool | None = True
     expected: Dim = 1
     for d in order:
