@@ -31,7 +31,8 @@ from typing import Any, Sequence
 import torch
 
 from .canon import CanonNode, GraphView, IndexItem, IndexSpec
-from .tensorinfo import TensorInfo, dim_eq, known
+from .symbolic import known, maybe_eq
+from .tensorinfo import TensorInfo
 
 
 def progression(values: Sequence[int], size: int | None) -> tuple[int, int, int] | None:
@@ -181,7 +182,7 @@ def _arange_to_end(view: GraphView, item: IndexItem, shape: tuple) -> Replacemen
     stop_dim = stop.value if isinstance(stop, CanonNode) else stop
     if stop_dim is None or isinstance(stop_dim, int) or isinstance(stop_dim, TensorInfo):
         return None  # a constant stop is a constant index: the general path handles it
-    if dim_eq(stop_dim, shape[item.dim]) is not True:
+    if maybe_eq(stop_dim, shape[item.dim]) is not True:
         return None
     return Replacement(item.dim, start, None, step, known(shape[item.dim]))
 

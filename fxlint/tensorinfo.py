@@ -2,20 +2,23 @@
 
 Sizes and strides are ``int`` when known and ``sympy`` expressions when they
 depend on dynamic-shape symbols. We never call ``int()`` or ``bool()`` on a
-``SymInt`` here: that would add a guard to the user's compile. Comparisons
-return ``None`` when the answer depends on the symbols.
+``SymInt`` here: that would add a guard to the user's compile. The arithmetic
+is ``fxlint.symbolic``'s and the layout predicates are ``fxlint.layout``'s;
+here they answer ``None`` when the symbols decide.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence, Union
+from typing import Any, Sequence
 
 import sympy
 import torch
 
-Dim = Union[int, sympy.Expr]
-
+from . import layout
+from .symbolic import Dim, Undecided, is_one, known, prod
+from .symbolic import maybe_eq as dim_eq  # noqa: F401 - the name callers outside fxlint may still use
+from .symbolic import nbytes as _nbytes
 
 def to_dim(x: Any) -> Dim:
     """An ``int`` or a sympy expression for a size, stride or offset."""
@@ -39,47 +42,36 @@ def to_dim(x: Any) -> Dim:
     return int(x)
 
 
-def known(x: Dim | None) -> int | None:
-    """The value as an int, or None when it is symbolic."""
-    if x is None:
-        return None
-    if isinstance(x, int):
-        return x
-    if isinstance(x, sympy.Integer):
-        return int(x)
-    return None
-
-
-def dim_eq(a: Dim, b: Dim) -> bool | None:
-    """a == b; None when it depends on dynamic-shape symbols."""
-    if isinstance(a, int) and isinstance(b, int):
-        return a == b
-    diff = sympy.simplify(sympy.sympify(a) - sympy.sympify(b))
-    if diff == 0:
-        return True
-    if diff.is_number:
-        return False
-    return None
-
-
-def is_one(a: Dim) -> bool:
-    """Size-1 test. Dynamo specialises sizes 0 and 1, so a symbol is never 1."""
-    return isinstance(a, int) and a == 1
-
-
-def prod(xs: Sequence[Dim]) -> Dim:
-    out: Dim = 1
-    for x in xs:
-        out = out * x
-    return out if isinstance(out, int) else sympy.expand(out)
-
-
 def fmt_dim(x: Dim) -> str:
     return str(x)
 
 
+class Sized:
+    """Sizes derived from ``shape`` and ``dtype`` (for ``TensorInfo`` and the kernel models'
+    ``Geometry``)."""
+
+    shape: tuple[Dim, ...]
+    dtype: torch.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> Dim:
+        return prod(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> Dim:
+        return _nbytes(self.numel, self.itemsize)
+
+
 @dataclass(frozen=True)
-class TensorInfo:
+class TensorInfo(Sized):
     shape: tuple[Dim, ...]
     stride: tuple[Dim, ...]
     storage_offset: Dim
@@ -106,24 +98,7 @@ class TensorInfo:
             is_parameter=type(t) is torch.nn.Parameter or bool(getattr(t, "_is_param", False)),
         )
 
-    # -- sizes -------------------------------------------------------------
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def numel(self) -> Dim:
-        return prod(self.shape)
-
-    @property
-    def itemsize(self) -> int:
-        return self.dtype.itemsize
-
-    @property
-    def nbytes(self) -> Dim:
-        n = self.numel
-        return n * self.itemsize if isinstance(n, int) else sympy.expand(n * self.itemsize)
-
+    # -- sizes (ndim, numel, itemsize, nbytes: Sized) ----------------------
     @property
     def is_symbolic(self) -> bool:
         return any(not isinstance(d, int) for d in (*self.shape, *self.stride))
@@ -135,51 +110,31 @@ class TensorInfo:
     def size(self, dim: int) -> Dim:
         return self.shape[dim]
 
-    # -- layout ------------------------------------------------------------
+    # -- layout (fxlint.layout's ATen ports; None when the symbols decide) ----
     def is_contiguous_in_order(self, order: Sequence[int]) -> bool | None:
-        """Dense with ``order[0]`` the fastest-moving dim, ``order[-1]`` the slowest.
-
-        Same rule as ATen's ``compute_contiguous``: size-1 dims may have any
-        stride; an empty tensor is contiguous. None when symbols decide it.
-        """
-        if not self.stride and self.shape:
-            return None
-        n = self.numel
-        if isinstance(n, int) and n == 0:
-            return True
-        expected: Dim = 1
-        unknown = False
-        for d in order:
-            size = self.shape[d]
-            if is_one(size):
-                continue
-            eq = dim_eq(self.stride[d], expected)
-            if eq is False:
-                return False
-            if eq is None:
-                unknown = True
-            expected = expected * size
-        return None if unknown else True
+        """Dense with ``order[0]`` the fastest-moving dim, ``order[-1]`` the slowest (ATen's
+        ``compute_contiguous``: size-1 dims may have any stride; an empty tensor is contiguous)."""
+        return layout.maybe_contiguous_in_order(self.shape, self.stride, order)
 
     def is_contiguous(self) -> bool | None:
         return self.is_contiguous_in_order(list(reversed(range(self.ndim))))
 
     def is_channels_last(self) -> bool | None:
-        """channels_last (4-D, NHWC) or channels_last_3d (5-D, NDHWC) dense layout."""
-        if self.ndim == 4:
-            return self.is_contiguous_in_order([1, 3, 2, 0])
-        if self.ndim == 5:
-            return self.is_contiguous_in_order([1, 4, 3, 2, 0])
-        return False
+        """channels_last (4-D, NHWC) or channels_last_3d (5-D, NDHWC) dense layout, as
+        ``Tensor.is_contiguous(memory_format=...)`` says (an empty tensor only when its strides do)."""
+        order = layout.CHANNELS_LAST_ORDER.get(self.ndim)
+        if order is None:
+            return False
+        return layout.maybe_contiguous_in_order(self.shape, self.stride, order, empty_ok=False)
 
     def is_non_overlapping_and_dense(self) -> bool | None:
-        """Dense in some dim order (a permutation of a contiguous tensor)."""
-        if self.ndim == 0:
-            return True
-        if not all(isinstance(s, int) for s in (*self.shape, *self.stride)):
+        """Dense in some dim order (a permutation of a contiguous tensor; any empty tensor)."""
+        if len(self.stride) != len(self.shape):
             return None
-        order = sorted(range(self.ndim), key=lambda d: (self.stride[d], self.shape[d]))
-        return self.is_contiguous_in_order(order)
+        try:
+            return layout.is_non_overlapping_and_dense(self.shape, self.stride)
+        except Undecided:
+            return None
 
     def has_zero_stride(self) -> bool:
         return any(isinstance(s, int) and s == 0 and not is_one(self.shape[i]) for i, s in enumerate(self.stride))

@@ -21,7 +21,9 @@ follow from the same rule; contiguity itself is not required
 
 Everything here is symbolic-safe: sizes and strides may be sympy expressions
 (dynamic shapes); an answer that depends on the symbols comes back as
-``None``, never as a guess, and no guard is ever added.
+``None``, never as a guess, and no guard is ever added. The stride arithmetic
+itself is ``fxlint.layout``'s (``compute_stride``, ``view_strides``); this
+module turns it into the answers the rules and messages need.
 
 Checked against the runtime in ``tests/test_viewable.py``: predicted strides
 equal ``Tensor.view``'s, ``view`` raises exactly where the prediction says no,
@@ -34,10 +36,11 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-import sympy
 import torch
 
-from .tensorinfo import Dim, TensorInfo, dim_eq, is_one, known, prod
+from .layout import compute_stride, view_strides
+from .symbolic import Dim, Undecided
+from .tensorinfo import TensorInfo
 
 __all__ = [
     "ViewCheck",
@@ -56,44 +59,6 @@ __all__ = [
 VIEW_ERROR = "view size is not compatible with input tensor's size and stride"
 
 
-class _Undecided(Exception):
-    """A comparison depends on dynamic-shape symbols."""
-
-
-def _eq(a: Dim, b: Dim) -> bool:
-    r = dim_eq(a, b)
-    if r is None:
-        # shape symbols are integers >= 2: ``4*s0 - 1`` is never zero, ``s0 - 4`` may be
-        r = _at_least_two(sympy.sympify(a) - sympy.sympify(b)).is_zero
-        if r is None:
-            raise _Undecided
-    return bool(r)
-
-
-def _lt(a: Dim, b: Dim) -> bool:
-    if isinstance(a, int) and isinstance(b, int):
-        return a < b
-    diff = _at_least_two(sympy.simplify(sympy.sympify(b) - sympy.sympify(a)))
-    if diff.is_positive:
-        return True
-    if diff.is_nonpositive:
-        return False
-    raise _Undecided
-
-
-def _at_least_two(expr: sympy.Expr) -> sympy.Expr:
-    """``expr`` with every size symbol ``s`` written ``t + 2`` (t >= 0): Dynamo specialises sizes 0
-    and 1, so a symbolic size is at least 2, a fact sympy's assumptions alone cannot see."""
-    subs = {s: sympy.Symbol(f"_{s.name}_minus_2", integer=True, nonnegative=True) + 2
-            for s in expr.free_symbols}
-    return sympy.expand(expr.subs(subs)) if subs else expr
-
-
-def _ne_one(size: Dim) -> bool:
-    # Dynamo specialises sizes 0 and 1, so a symbolic size is never 1 (ATen's size-oblivious guard).
-    return not is_one(size)
-
-
 @dataclass(frozen=True)
 class ViewCheck:
     """The answer to "can a view express ``new_shape`` over this layout?".
@@ -110,70 +75,16 @@ class ViewCheck:
 
 
 def check_view(shape: Sequence[Dim], stride: Sequence[Dim], new_shape: Sequence[Dim]) -> ViewCheck:
-    """ATen's ``computeStride``: can a tensor of ``shape``/``stride`` be viewed as ``new_shape``?
+    """ATen's ``computeStride`` (``fxlint.layout.compute_stride``): can a tensor of
+    ``shape``/``stride`` be viewed as ``new_shape``?
 
     ``new_shape`` must have the same number of elements (no ``-1``).
     """
-    shape, stride, new_shape = tuple(shape), tuple(stride), tuple(new_shape)
     try:
-        return _check(shape, stride, new_shape)
-    except _Undecided:
+        strides, merge = compute_stride(shape, stride, new_shape)
+    except Undecided:
         return ViewCheck(None)
-
-
-def _check(shape: tuple[Dim, ...], stride: tuple[Dim, ...], new_shape: tuple[Dim, ...]) -> ViewCheck:
-    if len(shape) == 0:
-        return ViewCheck(True, tuple(1 for _ in new_shape))
-    if len(stride) != len(shape):
-        raise _Undecided  # no strides known (sparse, nested): say nothing
-    numel = prod(shape)
-    zero = known(numel) == 0
-    if zero and shape == new_shape:
-        return ViewCheck(True, stride)
-    new_stride: list[Dim] = [0] * len(new_shape)
-    if zero:
-        for d in range(len(new_shape) - 1, -1, -1):
-            if d == len(new_shape) - 1:
-                new_stride[d] = 1
-            else:
-                nxt = new_shape[d + 1]
-                new_stride[d] = (nxt if known(nxt) is None or known(nxt) >= 1 else 1) * new_stride[d + 1]
-        return ViewCheck(True, tuple(new_stride))
-
-    view_d = len(new_shape) - 1
-    chunk_base_stride: Dim = stride[-1]
-    tensor_numel: Dim = 1
-    view_numel: Dim = 1
-    for tensor_d in range(len(shape) - 1, -1, -1):
-        tensor_numel = tensor_numel * shape[tensor_d]
-        if tensor_d == 0 or (
-            _ne_one(shape[tensor_d - 1]) and not _eq(stride[tensor_d - 1], tensor_numel * chunk_base_stride)
-        ):
-            while view_d >= 0 and (_lt(view_numel, tensor_numel) or is_one(new_shape[view_d])):
-                new_stride[view_d] = _simplify(view_numel * chunk_base_stride)
-                view_numel = view_numel * new_shape[view_d]
-                view_d -= 1
-            if not _eq(view_numel, tensor_numel):
-                return ViewCheck(False, merge=(tensor_d - 1, tensor_d) if tensor_d > 0 else None)
-            if tensor_d > 0:
-                chunk_base_stride = stride[tensor_d - 1]
-                tensor_numel = 1
-                view_numel = 1
-    if view_d != -1:
-        return ViewCheck(False)
-    return ViewCheck(True, tuple(new_stride))
-
-
-def _simplify(x: Dim) -> Dim:
-    if isinstance(x, int):
-        return x
-    x = sympy.expand(x)
-    return int(x) if isinstance(x, sympy.Integer) else x
-
-
-def view_strides(shape: Sequence[Dim], stride: Sequence[Dim], new_shape: Sequence[Dim]) -> tuple[Dim, ...] | None:
-    """The strides ``Tensor.view(new_shape)`` would have, or None when it cannot view (or symbols decide)."""
-    return check_view(shape, stride, new_shape).strides
+    return ViewCheck(True, strides) if strides is not None else ViewCheck(False, merge=merge)
 
 
 def can_view(info: TensorInfo, new_shape: Sequence[Dim]) -> bool | None:

@@ -186,25 +186,6 @@ def test_suggest_memory_format_and_contiguity_agree_with_torch():
             assert (K.is_channels_last_dense(TI(t)) is not None) == dense_cl, (shape, st)
 
 
-def test_view_strides_is_atens_compute_stride():
-    shapes = [(2, 3, 4), (4, 1, 6), (2, 3, 1, 4)]
-    for shape in shapes:
-        n = 1
-        for s in shape:
-            n *= s
-        for st in _layouts(shape):
-            t = torch.empty_strided(shape, st)
-            for target in [(n,), (shape[0], n // shape[0]), (n // shape[-1], shape[-1]), (1, n), (n, 1)]:
-                got = K.view_strides(TI(t), target)
-                try:
-                    expected = t.view(tuple(target)).stride()
-                except RuntimeError:
-                    expected = False
-                assert (got is False) == (expected is False), (shape, st, target)
-                if expected is not False:
-                    assert tuple(got) == tuple(expected), (shape, st, target)
-
-
 # --------------------------------------------------------------------------- symbols, devices
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-import sympy
 import torch
 
+from .. import symbolic
 from ..canon import VIEW_OPS, CanonNode, GraphView
+from ..layout import contiguous_strides
 from ..tensorinfo import Dim, TensorInfo, human_bytes, known
 from ..viewable import check_view
 
@@ -289,7 +290,7 @@ def sites(items: Iterable[tuple[CanonNode, Dim | None, tuple]], view: GraphView)
     for members in groups.values():
         total: Dim | None = 0
         for _, b, _ in members:
-            total = None if total is None or b is None else _add(total, b)
+            total = None if total is None or b is None else symbolic.sum_of((total, b))
         counts: dict[tuple, int] = {}
         for node, _, key in members:
             base = _base_of_key(key, view)
@@ -297,11 +298,6 @@ def sites(items: Iterable[tuple[CanonNode, Dim | None, tuple]], view: GraphView)
                 counts[key] = counts.get(key, 0) + 1
         out.append(Site([m[0] for m in members], total, max(counts.values(), default=1)))
     return out
-
-
-def _add(a: Dim, b: Dim) -> Dim:
-    s = a + b
-    return s if isinstance(s, int) else sympy.expand(s)
 
 
 def _base_of_key(key: tuple, view: GraphView) -> CanonNode | None:
@@ -358,7 +354,7 @@ def backward_layout_copies(node: CanonNode) -> list[tuple[CanonNode, Dim]]:
         return []
     out: list[tuple[CanonNode, Dim]] = []
     shape = tuple(src.tensor.shape)
-    stride = _contiguous_strides(shape)  # the gradient of a copy is contiguous in the copy's shape
+    stride = contiguous_strides(shape)  # the gradient of a copy is contiguous in the copy's shape
     cur = src
     while cur is not None and cur.input is not None and cur.input.tensor is not None and cur.is_view:
         parent = cur.input.tensor
@@ -375,30 +371,15 @@ def backward_layout_copies(node: CanonNode) -> list[tuple[CanonNode, Dim]]:
             if chk.viewable:
                 shape, stride = tuple(parent.shape), tuple(chk.strides or ())
             else:
-                out.append((cur, _nbytes(parent.shape, cur.tensor.dtype if cur.tensor else parent.dtype)))
-                shape, stride = tuple(parent.shape), _contiguous_strides(parent.shape)
+                itemsize = (cur.tensor.dtype if cur.tensor else parent.dtype).itemsize
+                out.append((cur, symbolic.nbytes(symbolic.prod(parent.shape), itemsize)))
+                shape, stride = tuple(parent.shape), contiguous_strides(parent.shape)
         else:
             return out  # slices, expands...: not modelled
         if not cur.input.tensor.requires_grad:
             return out
         cur = cur.input
     return out
-
-
-def _contiguous_strides(shape: Sequence[Dim]) -> tuple[Dim, ...]:
-    strides: list[Dim] = []
-    acc: Dim = 1
-    for s in reversed(tuple(shape)):
-        strides.append(acc)
-        acc = acc * s
-    return tuple(reversed(strides))
-
-
-def _nbytes(shape: Sequence[Dim], dtype: torch.dtype) -> Dim:
-    n: Dim = 1
-    for s in shape:
-        n = n * s
-    return n * dtype.itemsize if isinstance(n, int) else sympy.expand(n * dtype.itemsize)
 
 
 def numbered(hits: Iterable) -> list:

@@ -10,7 +10,8 @@ from typing import Any, Iterable, Sequence
 from ..canon import CanonNode
 from ..kernels import KernelCopy
 from ..source import source_line
-from ..tensorinfo import Dim, TensorInfo, known
+from ..symbolic import Dim, known, sum_of
+from ..tensorinfo import TensorInfo
 from ._copies import nbytes_text as bytes_text  # one byte formatter for every rule
 from ._util import operand_name
 
@@ -22,10 +23,8 @@ _VIEW_CHAIN = ("permute", "slice", "expand", "view", "reshape", "detach", "squee
 
 
 def total(copies: Iterable[KernelCopy]) -> Dim:
-    out: Dim = 0
-    for c in copies:
-        out = out + c.nbytes
-    return out
+    """Bytes of all ``copies`` together."""
+    return sum_of(c.nbytes for c in copies)
 
 
 def copy_sizes(copies: Iterable[KernelCopy], limit: int = 64) -> list[int] | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..canon import CanonNode
-from ..tensorinfo import Dim, dim_eq, is_one, known
+from ..symbolic import Dim, is_one, known, maybe_eq
 from ._copies import real_users
 
 
@@ -86,7 +86,7 @@ def _factor(out: Dim, inp: Dim) -> Dim | None:
         return out  # a size-1 dim replicated `out` times, symbolic or not (dynamic batch sizes)
     o, i = known(out), known(inp)
     if o is None or i is None:
-        return 1 if dim_eq(out, inp) is True else None
+        return 1 if maybe_eq(out, inp) is True else None
     if i == 0:
         return 1 if o == 0 else None
     return o // i if o % i == 0 else None
@@ -100,6 +100,6 @@ def _covers(others: list[tuple[Dim, ...]], src: tuple[Dim, ...], result: tuple[D
     for d in range(rank):
         sizes = [s[d] for s in shapes if not is_one(s[d])]
         got: Dim = sizes[0] if sizes else 1
-        if dim_eq(got, want[d]) is not True:
+        if maybe_eq(got, want[d]) is not True:
             return False
     return True

@@ -57,7 +57,7 @@ from collections import defaultdict
 from typing import Iterator
 
 from ..canon import CanonNode, GraphView
-from ..kernels import KernelCopy, predict
+from ..kernels import KernelCopy, operand_role, ops, predict
 from ..registry import Hit, RuleContext, rule
 from ._layout import (
     backward_clause,
@@ -71,21 +71,13 @@ from ._layout import (
     where,
 )
 
-_OPS = ("mm", "bmm", "matmul", "addmm", "baddbmm", "linear", "mv")
-_ROLES = {
-    "matmul": {"a": "left operand", "b": "right operand"},
-    "mm": {"a": "left operand", "b": "right operand"},
-    "bmm": {"a": "left operand", "b": "right operand"},
-    "mv": {"a": "matrix", "b": "vector"},
-    "addmm": {"a": "mat1", "b": "mat2"},
-    "baddbmm": {"a": "batch1", "b": "batch2"},
-    "linear": {"input": "input", "weight": "weight"},
-}
+#: the kernel family this rule checks: its ops and operand roles come from the kernel registry
+FAMILY = "matmul"
 
 
 @rule("FXL201", "noncontiguous-matmul", "warning")
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
-    for node in view.ops(*_OPS):
+    for node in view.ops(*ops(family=FAMILY)):
         pred = predict(node)
         if pred is None:
             continue
@@ -112,7 +104,7 @@ def _hit(node: CanonNode, operand: str, copies: list[KernelCopy], backward: list
     kernel = "F.linear" if node.op == "linear" else ("@" if node.op == "matmul" else f"torch.{node.op}")
     op_node = _operand(node, operand)
     t = op_node.tensor if op_node is not None else (node.args.get("weight_info") if operand == "weight" else None)
-    role = _ROLES.get(node.op, {}).get(operand, operand)
+    role = operand_role(node.op, operand)
     who = f"its {role} {origin(op_node, node)}" if op_node is not None else f"its {role}"
     nbytes = total(copies)
     main = next((c for c in copies if c.operand != "output"), copies[0])

@@ -55,14 +55,15 @@ from typing import Iterator
 
 from ..canon import CanonNode, GraphView
 from ..findings import Severity
-from ..kernels import CONTIGUOUS, KernelCopy, KernelPrediction, predict
+from ..kernels import KernelCopy, KernelPrediction, ops, predict
+from ..layout import CONTIGUOUS
 from ..registry import Hit, RuleContext, rule
 from ._layout import backward_clause, bytes_text, details, origin, shape_text, strides_text, total, where
 
 
 @rule("FXL202", "noncontiguous-conv", "warning")
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
-    for node in view.ops("conv"):
+    for node in view.ops(*ops(family="conv")):
         pred = predict(node)
         if pred is None:
             continue

@@ -48,16 +48,17 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..canon import CanonNode, GraphView
-from ..kernels import KernelPrediction, predict
+from ..kernels import KernelPrediction, ops, predict
 from ..registry import Hit, RuleContext, rule
 from ._layout import backward_clause, bytes_text, details, made_by_permute, origin, shape_text, strides_text, total, where
 
-_OPS = ("layer_norm", "rms_norm", "group_norm", "instance_norm", "batch_norm", "softmax", "log_softmax")
+#: the kernel families this rule checks (their ops come from the kernel registry)
+FAMILIES = ("norm", "softmax")
 
 
 @rule("FXL203", "noncontiguous-norm", "warning")
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
-    for node in view.ops(*_OPS):
+    for node in view.ops(*ops(family=FAMILIES)):
         pred = predict(node)
         if pred is None:
             continue

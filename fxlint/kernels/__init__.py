@@ -1,0 +1,132 @@
+"""A stride model of the ATen kernels that copy their inputs.
+
+Given a canonical node whose op has a kernel model (``ops()`` lists them:
+BLAS and batched matrix products, ``matmul``/``linear``, convolutions,
+normalisations, softmax) and the shapes, strides and dtypes of its operands,
+``predict`` says which operand the kernel copies, how many bytes, with which
+ATen op, and whether the copy is paid again in backward. It answers ``None``
+("unknown") rather than guess: when dynamic-shape symbols decide a stride
+comparison, for devices other than the CPU (except the composite layers of
+``matmul``/``linear``, which are the same everywhere), and for backend paths
+it does not model.
+
+The models are ports of ATen's own decisions, checked against the runtime
+(``tests/test_kernel_sweep.py`` compares every prediction with what
+``torch.profiler`` records, over shapes, permutations, slices with steps,
+expanded dims, dtypes and memory formats). Backward predictions assume the
+gradient reaches the kernel in its output's own layout (what
+layout-preserving downstream ops give); a gradient in another layout can add
+a conversion the model does not count.
+
+## Layout of the package
+
+One module per kernel family, side by side, each documenting the ATen rules it
+ports: ``blas`` (``mm``, ``addmm``, ``mv``, ``dot``), ``bmm`` (``bmm``,
+``baddbmm``), ``matmul`` (``matmul``, ``linear``), ``conv``, ``norm``,
+``softmax``. What they share: ``env`` (``Env``, the facts of the running
+build), ``geometry`` (``Geometry``, an operand's shape, strides, dtype and
+``requires_grad``, with ATen's view ops), ``results`` (``KernelCopy``,
+``KernelPrediction``), ``registry`` (``kernel_model``, ``predict``, ``ops``,
+``operand_role``). The stride arithmetic is ``fxlint.layout``'s and the
+symbolic-size arithmetic ``fxlint.symbolic``'s.
+
+## The registry
+
+Every model is one function ``(node, env) -> KernelPrediction | None``
+registered for one canonical op::
+
+    @kernel_model("mm", family="matmul", operands={"a": "left operand", "b": "right operand"})
+    def _mm(node, env): ...
+
+Everything that lists ops derives from it: ``predict`` dispatches on
+``node.op``; a rule asks ``ops(family="matmul")`` (or several families,
+``ops(family=("norm", "softmax"))``) for the ops it checks and
+``operand_role(op, operand)`` for how to name an operand in its message.
+
+## How to add a kernel model
+
+1. Add one module next to its peers (``fxlint/kernels/pool.py``): a docstring
+   that says which ATen code it ports and what copies, a ``predict_*``
+   function over ``TensorInfo`` operands (decorated with
+   ``none_when_undecided``), and a ``@kernel_model(op, family=...,
+   operands=...)`` function that reads the canonical node's arguments
+   (``tensor_arg``, ``needs_grad``) and calls it. Every module in this package
+   is imported, so the registration is all it takes: ``predict``, ``ops()``
+   and the rules selecting its family see it.
+2. Use ``fxlint.layout`` and ``fxlint.symbolic`` for strides and comparisons
+   (strict helpers raise ``Undecided``; the entry point turns that into None).
+3. Add its cases to the sweep (``tests/_sweep.py``) so the runtime checks the
+   model, and an example node to ``tests/test_kernel_registry.py``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import Any
+
+from ..layout import CHANNELS_LAST, CHANNELS_LAST_3D, CONTIGUOUS
+from .blas import predict_addmm, predict_mm, predict_mv
+from .bmm import predict_bmm
+from .conv import predict_conv, predict_conv_node
+from .env import Env
+from .geometry import is_channels_last_dense, suggest_memory_format
+from .matmul import predict_linear, predict_matmul
+from .norm import predict_norm
+from .registry import (
+    REGISTRY,
+    KernelModel,
+    KernelRegistry,
+    families,
+    kernel_model,
+    model_for,
+    models,
+    operand_role,
+    ops,
+    predict,
+)
+from .results import KernelCopy, KernelPrediction
+from .softmax import predict_softmax
+
+# every module registers its models on import: a new family is a new file, nothing to add here
+for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+    if not _info.name.startswith("_"):
+        importlib.import_module(f"{__name__}.{_info.name}")
+
+__all__ = [
+    "Env",
+    "KernelCopy",
+    "KernelPrediction",
+    "KernelModel",
+    "KernelRegistry",
+    "REGISTRY",
+    "kernel_model",
+    "models",
+    "model_for",
+    "ops",
+    "families",
+    "operand_role",
+    "predict",
+    "predict_mm",
+    "predict_addmm",
+    "predict_bmm",
+    "predict_mv",
+    "predict_matmul",
+    "predict_linear",
+    "predict_conv",
+    "predict_conv_node",
+    "predict_norm",
+    "predict_softmax",
+    "suggest_memory_format",
+    "is_channels_last_dense",
+    "KERNEL_OPS",
+    "CONTIGUOUS",
+    "CHANNELS_LAST",
+    "CHANNELS_LAST_3D",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "KERNEL_OPS":  # the canonical ops ``predict`` knows, from the registry (never a hand-kept list)
+        return ops()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
