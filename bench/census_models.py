@@ -95,7 +95,7 @@ _TIMM = [
     ("sequencer2d_s", 64, {}, "bidirectional LSTMs along H and W"),
     ("inception_next_tiny", 64, {}, "inception depthwise conv on channel splits"),
     ("volo_d1_224", 64, {}, "outlook attention (unfold/fold)"),
-    ("halonet26t", 128, {}, "halo attention (local blocks with unfold)"),
+    ("halonet26t", 256, {}, "halo attention (local blocks with unfold; its blocks need 256px)"),
     ("convit_tiny", 64, {}, "gated positional self-attention"),
     ("mvitv2_tiny", 64, {}, "pooling attention with relative positions"),
     ("efficientvit_m0", 64, {}, "cascaded group attention"),
@@ -333,5 +333,5 @@ for _name, _build, _note in _HF:
     _add("transformers", _name, _build, _note)
 
 #: the fast subset: small, quick models, at least one per library
-QUICK = ("timm/poolformer_s12", "timm/vit_tiny_patch16_224", "torchvision/shufflenet_v2_x0_5",
-         "transformers/bert", "transformers/swin")
+QUICK = ("timm/beit_base_patch16_224", "timm/hiera_tiny_224", "torchvision/shufflenet_v2_x0_5",
+         "torchvision/vit_small_config", "transformers/bert", "transformers/swin")
