@@ -769,10 +769,19 @@ def render_markdown(data: dict[str, Any], *, per_model: bool = True) -> str:
     return "\n".join(out) + "\n"
 
 
+def _readme_text(path: Path) -> str:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from None
+    if MARK_START not in text or MARK_END not in text.split(MARK_START, 1)[-1]:
+        raise ValueError(f"{path} has no {MARK_START} ... {MARK_END} section")
+    return text
+
+
 def update_readme(path: Path, markdown: str) -> None:
-    text = path.read_text()
-    if MARK_START not in text or MARK_END not in text:
-        raise SystemExit(f"error: {path} has no {MARK_START} ... {MARK_END} section")
+    """Replace the text between the census markers of ``path`` with ``markdown``."""
+    text = _readme_text(path)
     head, rest = text.split(MARK_START, 1)
     _, tail = rest.split(MARK_END, 1)
     path.write_text(f"{head}{MARK_START}\n{markdown}{MARK_END}{tail}")
@@ -796,12 +805,12 @@ def select(models: str | None, library: str | None, quick: bool) -> list[Any]:
             hits = [a for a in archs if a.name == w or a.name.split("/", 1)[1] == w or fnmatch.fnmatch(a.name, w)
                     or fnmatch.fnmatch(a.name.split("/", 1)[1], w)]
             if not hits:
-                raise SystemExit(f"error: no census model matches {w!r}; known: "
-                                 + ", ".join(a.name for a in REGISTRY.values()))
+                raise ValueError(f"no census model matches {w!r}" + (f" in --library {library}" if library else "")
+                                 + "; known: " + ", ".join(a.name for a in REGISTRY.values()))
             picked += [a for a in hits if a not in picked]
         archs = picked
     if not archs:
-        raise SystemExit("error: the selection is empty")
+        raise ValueError("the selection is empty")
     return archs
 
 
@@ -862,13 +871,24 @@ def main(argv: Iterable[str] | None = None) -> int:
         p.error("--min-bytes must be >= 0")
     if args.timeout <= 0:
         p.error("--timeout must be > 0")
+    if args.readme:
+        try:
+            _readme_text(Path(args.readme))  # before a long run, not after it
+        except ValueError as exc:
+            p.error(str(exc))
 
     if args.from_json:
-        data = json.loads(Path(args.from_json).read_text())
-        if data.get("schema") != SCHEMA_VERSION:
-            p.error(f"{args.from_json}: census schema {data.get('schema')!r}, expected {SCHEMA_VERSION}")
+        try:
+            data = json.loads(Path(args.from_json).read_text())
+        except (OSError, ValueError) as exc:
+            p.error(f"cannot read {args.from_json}: {exc}")
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION:
+            p.error(f"{args.from_json}: not a census JSON of schema {SCHEMA_VERSION}")
     else:
-        archs = select(args.models, args.library, args.quick)
+        try:
+            archs = select(args.models, args.library, args.quick)
+        except ValueError as exc:
+            p.error(str(exc))
         command = "python bench/census.py" + ("" if not argv else " " + " ".join(argv))
         started = time.strftime("%Y-%m-%d %H:%M")
         print(f"census: {len(archs)} models, worker {'in process' if args.in_process else 'process'}, "

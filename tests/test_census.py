@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -205,10 +206,37 @@ def test_select_filters_and_rejects_unknown_names():
     assert all(a.library == "transformers" for a in census.select(None, "transformers", False))
     quick = census.select(None, None, True)
     assert {a.library for a in quick} == {"timm", "torchvision", "transformers"}
-    with pytest.raises(SystemExit, match="no census model matches 'nosuchnet'"):
+    with pytest.raises(ValueError, match="no census model matches 'nosuchnet'"):
         census.select("nosuchnet", None, False)
-    with pytest.raises(SystemExit, match="no census model matches 'transformers/bert'"):
+    with pytest.raises(ValueError, match="no census model matches 'transformers/bert' in --library timm"):
         census.select("transformers/bert", "timm", False)  # --library narrows what --models can name
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--models", "nosuchnet"], "no census model matches 'nosuchnet'"),
+    (["--min-bytes", "-1"], "--min-bytes must be >= 0"),
+    (["--timeout", "0"], "--timeout must be > 0"),
+    (["--library", "keras"], "invalid choice"),
+    (["--from-json", "/nonexistent/census.json"], "cannot read /nonexistent/census.json"),
+    (["--quick", "--readme", "/nonexistent/README.md"], "cannot read /nonexistent/README.md"),
+])
+def test_bad_command_lines_fail_with_one_error_and_exit_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        census.main(argv)
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bad_files_are_refused_before_anything_runs(tmp_path, capsys):
+    not_census = tmp_path / "other.json"
+    not_census.write_text('{"results": []}')
+    no_markers = tmp_path / "README.md"
+    no_markers.write_text("# readme\n")
+    for argv, message in ((["--from-json", str(not_census)], "not a census JSON"),
+                          (["--quick", "--readme", str(no_markers)], "has no <!-- census:start -->")):
+        with pytest.raises(SystemExit) as exc:
+            census.main(argv)
+        assert exc.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_registry_is_large_enough_and_spans_the_libraries():
@@ -229,3 +257,60 @@ def test_worker_records_a_dead_worker_and_a_timeout_and_goes_on():
         assert slow["status"] == "timeout"
     finally:
         w.close()
+
+
+# ------------------------------------------------------------------ one model: what is whose failure
+
+
+class _Copies(torch.nn.Module):
+    def forward(self, x):
+        return x.t().contiguous() * 2  # one avoidable copy, a finding on this line
+
+
+def _register(monkeypatch, name: str, build) -> None:
+    monkeypatch.setitem(census_models.REGISTRY, name, census_models.Arch(name, name.split("/")[0], build))
+
+
+def test_a_model_that_cannot_be_built_or_run_is_not_built_not_a_crash(monkeypatch):
+    def bad_build():
+        raise ValueError("needs a checkpoint")
+
+    _register(monkeypatch, "timm/fake_unbuildable", bad_build)
+    _register(monkeypatch, "timm/fake_unrunnable", lambda: (torch.nn.Linear(3, 4), torch.randn(2, 5)))
+    a = census.run_model("timm/fake_unbuildable")
+    b = census.run_model("timm/fake_unrunnable")
+    assert (a["status"], a["reason"]) == ("not-built", "ValueError: needs a checkpoint")
+    assert b["status"] == "not-built" and b["reason"].startswith("RuntimeError: mat1 and mat2 shapes")
+
+
+def test_an_exception_inside_lint_is_a_crash_and_the_audit_hook_is_removed(monkeypatch):
+    import fxlint
+
+    _register(monkeypatch, "timm/fake_copies", lambda: (_Copies(), torch.randn(8, 16)))
+    orig_audit = fxlint.audit
+
+    def exploding_lint(*args, **kwargs):
+        raise RuntimeError("rule exploded")
+
+    monkeypatch.setattr(fxlint, "lint", exploding_lint)
+    rec = census.run_model("timm/fake_copies")
+    assert rec["status"] == "crash" and rec["reason"] == "RuntimeError: rule exploded"
+    assert "exploding_lint" in rec["traceback"]
+    assert fxlint.audit is orig_audit
+
+
+def test_real_lint_on_a_small_model_and_the_separate_audit_fallback(monkeypatch):
+    import fxlint
+
+    _register(monkeypatch, "timm/fake_copies", lambda: (_Copies(), torch.randn(8, 16)))
+    rec = census.run_model("timm/fake_copies")
+    assert rec["status"] == "ok" and rec["audit_source"] == "lint"
+    assert rec["recall"] == {"lines": 1, "covered_lines": 1, "bytes": 8 * 16 * 4, "covered_bytes": 8 * 16 * 4}
+    assert rec["claims"]["confirmed"] >= 1 and rec["claims"]["refuted"] == 0
+
+    # a lint that no longer goes through fxlint.audit: the census audits on its own, and says so
+    real_lint = fxlint.lint
+    monkeypatch.setattr(fxlint, "lint", lambda model, inputs, **kw: real_lint(model, inputs, select="FXL3"))
+    rec = census.run_model("timm/fake_copies")
+    assert rec["status"] == "ok" and rec["audit_source"] == "separate run"
+    assert rec["recall"]["lines"] == 1 and rec["recall"]["covered_lines"] == 0  # the copy is seen, unclaimed
