@@ -13,6 +13,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # `models` is a folder of the repository, not an installed package
 
+# requirements-dev.txt installs the registry's torchvision (a CUDA build) next to the CPU torch: its
+# C extension cannot load, and without this fallback `import torchvision` (hence timm, and
+# transformers' model classes) raises. Lazy: imports nothing, acts only if the extension fails.
+from fxlint.compat import install_torchvision_fallback  # noqa: E402
+
+install_torchvision_fallback()
+
 
 @pytest.fixture(autouse=True)
 def _seed() -> None:
