@@ -33,8 +33,10 @@ What a user sees:
   torchvision's "Couldn't load custom C++ ops" error when called (``"python-only"``);
 * torchvision not installed: nothing happens (``"absent"``).
 
-fxlint itself never imports torchvision; nothing here runs unless a caller asks for it (the census
-in ``bench/census.py`` and the test suite's ``conftest.py`` do).
+fxlint itself never imports torchvision. The CLI installs the fallback before it loads a TARGET
+(``fxlint lint model.py:make`` on a file that imports timm works with either wheel); the census in
+``bench/census.py`` and the test suite's ``conftest.py`` call it too. In your own scripts, call
+``fxlint.compat.ensure_torchvision_importable()`` before ``import timm`` / ``import torchvision``.
 """
 
 from __future__ import annotations

@@ -85,6 +85,11 @@ def _import_module(name: str) -> Any:
 
 def load_object(target: str) -> Any:
     """The Python object a ``where:Name`` reference names."""
+    from .compat import install_torchvision_fallback
+
+    # a model file that imports timm or torchvision must load even where torchvision's C
+    # extension cannot (a CUDA torchvision wheel beside the CPU torch): see fxlint.compat
+    install_torchvision_fallback()
     where, name = _split(target)
     module = _import_file(where) if where.endswith(".py") or os.sep in where or "/" in where else _import_module(where)
     obj: Any = module
