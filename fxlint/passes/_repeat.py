@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..canon import CanonNode
 from ..tensorinfo import Dim, dim_eq, is_one, known
-from ._copies import real_users
+from ._util import real_users
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,8 @@ from ..canon import CanonNode, GraphView
 from ..findings import Severity
 from ..kernels import CONTIGUOUS, KernelCopy, KernelPrediction, predict
 from ..registry import Hit, RuleContext, rule
-from ._layout import backward_clause, bytes_text, details, origin, shape_text, strides_text, total, where
+from ..text import bytes_text, shape_text, strides_text
+from ._layout import backward_clause, details, origin, total, where
 
 
 @rule("FXL202", "noncontiguous-conv", "warning")

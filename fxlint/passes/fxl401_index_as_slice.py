@@ -54,7 +54,7 @@ from typing import Iterator
 from ..canon import GraphView
 from ..indexing import basic_equivalent
 from ..registry import Hit, RuleContext, rule
-from ..tensorinfo import human_bytes, known
+from ..text import bytes_text
 
 
 @rule("FXL401", "index-as-slice", "warning")
@@ -74,7 +74,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         where = f"dim {dims[0]}" if len(dims) == 1 else "dims " + ", ".join(map(str, dims))
         what = "advanced index" if len(dims) == 1 else "advanced indices"
         nbytes = out.nbytes
-        size = human_bytes(known(nbytes)) if known(nbytes) is not None else f"{nbytes} B"
+        size = bytes_text(nbytes)
         message = (
             f"{what} {shown} on {where} gathers a copy ({size} per call); "
             f"the indices step evenly, so the basic slice {suggestion} selects the same elements "
