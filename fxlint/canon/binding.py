@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import inspect
 import operator
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import torch
 import torch.fx as fx
@@ -52,29 +52,51 @@ EXPLICIT: dict[str, tuple[str, ...]] = {
     "_set_grad_enabled": ("mode",),
 }
 
-_PLANS: dict[tuple, tuple[tuple[str, ...], int]] = {}
+_PLANS: dict[tuple, "Plan"] = {}
 _ATEN_SCHEMAS: dict[str, list[Any]] = {}
 
 
-def bind(node: fx.Node) -> dict[str, Any]:
-    """The call's arguments by parameter name (only those passed; raw fx values)."""
+class Plan:
+    """Where each named argument of one call shape is: ``position[name]`` (the positional
+    arguments this shape passes), ``pack``: the parameter that takes varargs (-1: none)."""
+
+    __slots__ = ("names", "pack", "position")
+
+    def __init__(self, names: tuple[str, ...], pack: int, nargs: int) -> None:
+        self.names, self.pack = names, pack
+        self.position = {n: i for i, n in enumerate(names[:nargs] if pack < 0 else names[:pack + 1])}
+
+
+def plan_for(node: fx.Node) -> Plan:
+    """The binding plan of ``node``'s call shape (target, positional count, keyword names), cached."""
     args, kwargs = node.args, node.kwargs
     # node.op tells a method's name (a str target) from a function
     key = (node.op, node.target, len(args), tuple(kwargs) if kwargs else ())
     try:
         plan = _PLANS.get(key)
         if plan is None:
-            plan = _PLANS[key] = _plan(node)
-    except TypeError:  # an unhashable target: bind without the cache
-        plan = _plan(node)
-    names, pack = plan
-    if pack < 0:
-        out = dict(zip(names, args))
-    else:  # varargs into the sole list parameter: x.permute(0, 2, 1)
-        out = dict(zip(names[:pack], args))
-        out[names[pack]] = tuple(args[pack:])
-    if kwargs:
-        out.update(kwargs)
+            plan = _PLANS[key] = Plan(*_plan(node), len(args))
+    except TypeError:  # an unhashable target: plan without the cache
+        plan = Plan(*_plan(node), len(args))
+    return plan
+
+
+def lookup(node: fx.Node, plan: Plan, name: str, default: Any = None) -> Any:
+    """The argument ``name`` of ``node`` (keyword or positional), ``default`` when not passed."""
+    kwargs = node.kwargs
+    if name in kwargs:
+        return kwargs[name]
+    i = plan.position.get(name)
+    if i is None:
+        return default
+    return tuple(node.args[i:]) if i == plan.pack else node.args[i]
+
+
+def bind(node: fx.Node) -> dict[str, Any]:
+    """The call's arguments by parameter name (only those passed; raw fx values)."""
+    plan = plan_for(node)
+    out = {name: lookup(node, plan, name) for name in plan.position}
+    out.update(node.kwargs)
     return out
 
 
@@ -177,13 +199,4 @@ def _python_signature(fn: Callable[..., Any]) -> list[_Param] | None:
     return None
 
 
-def first(bound: Mapping[str, Any], *names: str, default: Any = None) -> Any:
-    """The value of the first of ``names`` that was passed (ops name one argument differently:
-    ``mm(mat2)``, ``matmul(other)``, ``mv(vec)``)."""
-    for n in names:
-        if n in bound:
-            return bound[n]
-    return default
-
-
-__all__ = ["bind", "first", "EXPLICIT"]
+__all__ = ["bind", "lookup", "plan_for", "Plan", "EXPLICIT"]

@@ -178,7 +178,7 @@ def _is_mask(dtype: torch.dtype) -> bool:
 def _index_item(c: Call, ix: Any, dim: int) -> IndexItem:
     """An advanced index (list, tuple, tensor node, constant tensor) at ``dim``."""
     if isinstance(ix, fx.Node):
-        cn = c.node_of(ix)
+        cn = c.map.get(ix)
         t = cn.tensor if cn is not None else None
         name = cn.name if cn is not None else None
         if t is not None and _is_mask(t.dtype):
@@ -215,7 +215,7 @@ def _getitem_spec(c: Call, inp: Any) -> IndexSpec:
         if it is None or it is Ellipsis:
             return 0
         if isinstance(it, fx.Node):
-            cn = c.node_of(it)
+            cn = c.map.get(it)
             t = cn.tensor if cn is not None else None
             if t is not None and _is_mask(t.dtype):
                 return max(t.ndim, 1)
@@ -240,8 +240,8 @@ def _getitem_spec(c: Call, inp: Any) -> IndexSpec:
         elif isinstance(it, int) and not isinstance(it, bool):
             items.append(IndexItem("int", dim=dim, value=it))
             dim += 1
-        elif isinstance(it, fx.Node) and not isinstance(c.node_of(it) and c.node_of(it).value, TensorInfo):
-            items.append(IndexItem("int", dim=dim, value=c.node_of(it)))  # a SymInt index
+        elif isinstance(it, fx.Node) and not isinstance(getattr(c.map.get(it), "value", None), TensorInfo):
+            items.append(IndexItem("int", dim=dim, value=c.map.get(it)))  # a SymInt index
             dim += 1
         else:
             items.append(_index_item(c, it, dim))

@@ -25,7 +25,7 @@ import torch
 import torch.fx as fx
 
 from ._fx import get_submodule
-from .binding import bind
+from .binding import Plan, bind, lookup, plan_for
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensorinfo import TensorInfo
@@ -210,6 +210,9 @@ def is_canonical(op: str) -> bool:
     return info is not None and (info.normaliser is not None or info.doc is not None)
 
 
+_MISSING = object()
+
+
 class Call:
     """What a normaliser reads: the fx node, its arguments bound by name, its input and value.
 
@@ -221,7 +224,7 @@ class Call:
     ``call.conv(x)`` turns fx values into canonical ones (nodes into ``CanonNode``).
     """
 
-    __slots__ = ("node", "raw", "op", "cn", "_b", "_bound", "input")
+    __slots__ = ("node", "raw", "op", "cn", "map", "conv", "_b", "_plan", "input")
 
     def __init__(self, node: fx.Node, raw: str, op: str, cn: "CanonNode", builder: Any) -> None:
         self.node = node
@@ -229,30 +232,38 @@ class Call:
         self.op = op  # the canonical op the node becomes (preset from the spelling)
         self.cn = cn
         self._b = builder
-        self._bound: dict[str, Any] | None = None
+        self.map: dict[fx.Node, "CanonNode"] = builder.map  # fx node -> its canonical node, so far
+        #: fx values -> canonical ones (nodes become ``CanonNode``s, containers are converted inside)
+        self.conv: Callable[[Any], Any] = builder.conv
+        self._plan: Plan | None = None
         first = node.args[0] if node.args else None
-        self.input: "CanonNode | None" = builder.map.get(first) if isinstance(first, fx.Node) else None
+        self.input: "CanonNode | None" = self.map.get(first) if isinstance(first, fx.Node) else None
 
     @property
     def bound(self) -> dict[str, Any]:
-        if self._bound is None:
-            self._bound = bind(self.node)
-        return self._bound
-
-    def __getitem__(self, name: str) -> Any:
-        return self.bound[name]
-
-    def __contains__(self, name: str) -> bool:
-        return name in self.bound
+        """Every argument the call passed, by name."""
+        return bind(self.node)
 
     def get(self, name: str, default: Any = None) -> Any:
-        return self.bound.get(name, default)
+        plan = self._plan
+        if plan is None:
+            plan = self._plan = plan_for(self.node)
+        return lookup(self.node, plan, name, default)
+
+    def __getitem__(self, name: str) -> Any:
+        value = self.get(name, _MISSING)
+        if value is _MISSING:
+            raise KeyError(name)
+        return value
+
+    def __contains__(self, name: str) -> bool:
+        return self.get(name, _MISSING) is not _MISSING
 
     def first(self, *names: str, default: Any = None) -> Any:
-        bound = self.bound
         for n in names:
-            if n in bound:
-                return bound[n]
+            value = self.get(n, _MISSING)
+            if value is not _MISSING:
+                return value
         return default
 
     @property
@@ -281,12 +292,9 @@ class Call:
     def module(self) -> torch.nn.Module | None:
         return get_submodule(self._b.gm, str(self.node.target)) if self.is_module else None
 
-    def conv(self, x: Any) -> Any:
-        return self._b.conv(x)
-
     def node_of(self, x: Any) -> "CanonNode | None":
         """The canonical node of an fx argument (None for constants)."""
-        return self._b.map.get(x) if isinstance(x, fx.Node) else None
+        return self.map.get(x) if isinstance(x, fx.Node) else None
 
 
 def normalise(cn: "CanonNode", raw: str, node: fx.Node, builder: Any) -> None:
