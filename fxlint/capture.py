@@ -24,7 +24,8 @@ from typing import Any, Callable, Iterator
 import torch
 import torch.fx as fx
 
-from .canon import GraphView, build_view, dynamo_roles
+from .canon import GraphView, build_view
+from .roles import dynamo_roles
 from .errors import CaptureError, ModelError, first_line
 from .quiet import quiet_torch_logs
 from .program import AutogradReach, GraphBreak, Program

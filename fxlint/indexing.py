@@ -33,6 +33,7 @@ import torch
 from .canon import CanonNode, GraphView, IndexItem, IndexSpec
 from .symbolic import known, maybe_eq
 from .tensorinfo import TensorInfo
+from .text import slice_text  # the one slice rendering (kept in this module's API)
 
 
 def progression(values: Sequence[int], size: int | None) -> tuple[int, int, int] | None:
@@ -54,17 +55,6 @@ def progression(values: Sequence[int], size: int | None) -> tuple[int, int, int]
     if step <= 0 or any(b - a != step for a, b in zip(vals, vals[1:])):
         return None
     return vals[0], vals[-1] + 1, step
-
-
-def slice_text(start: int, stop: int | None, step: int, size: int | None) -> str:
-    """``start:stop:step`` as people write it: no 0 start, no step 1, and no stop when the
-    slice runs to the end anyway (``stop`` None, or the next element is past ``size``)."""
-    s = "" if start == 0 else str(start)
-    e = "" if stop is None or (size is not None and stop - 1 + step >= size) else str(stop)
-    text = f"{s}:{e}"
-    if step != 1:
-        text += f":{step}"
-    return text
 
 
 @dataclass(frozen=True)

@@ -445,3 +445,118 @@ def test_writers_lists_the_nodes_that_write_in_place_in_graph_order():
     assert [w.op for w in writers] == ["add_", "setitem"]
     assert [w.mutates[0].op for w in writers] == ["mul", "clone"]
     assert view.writers is writers  # computed once
+
+
+# --------------------------------------------------------------------------- the registry
+
+
+def test_the_op_table_in_the_docs_is_the_registry():
+    """Every canonical op in the package docstring's table is registered, and every registered one is
+    in it: the table is ``op_table()`` pasted (rerun it after adding a normaliser)."""
+    import fxlint.canon as canon
+    from fxlint.canon.ops import op_table
+
+    table = op_table()
+    assert table in canon.__doc__, "the op table in fxlint/canon/__init__.py is stale; paste:\n" + table
+
+
+def test_derived_op_tables_are_the_ones_passes_relied_on():
+    """The tables are derived from the registrations now; pinned to what they were by hand."""
+    from fxlint.canon import FACTORY_NAMES, MAYBE_VIEW_OPS, POINTWISE_OPS, VIEW_OPS
+    from fxlint.canon.ops import CANONICAL_OPS, COMPUTING_MODULE_OPS, PASSTHROUGH_OPS
+
+    assert VIEW_OPS == {"permute", "view", "expand", "slice", "detach", "data", "squeeze", "unsqueeze", "unbind",
+                        "split", "chunk", "narrow", "select", "diagonal", "as_strided", "real", "imag",
+                        "view_as_real", "view_as_complex", "unfold", "split_with_sizes", "alias"}
+    assert MAYBE_VIEW_OPS == {"reshape", "contiguous", "to"}
+    assert PASSTHROUGH_OPS == {"dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d",
+                               "dropout3d", "identity", "lift_fresh", "tuple_getitem"}
+    assert COMPUTING_MODULE_OPS == {"linear", "conv", "layer_norm", "group_norm", "batch_norm", "instance_norm",
+                                    "softmax", "log_softmax", "embedding"}
+    assert {"arange", "zeros", "tensor", "empty_strided", "tril_indices"} <= FACTORY_NAMES
+    assert {"add", "relu", "where", "not_"} <= POINTWISE_OPS and not POINTWISE_OPS & VIEW_OPS
+    assert {"permute", "slice", "index", "tuple_getitem", "grad_region", "mm", "addmm", "factory"} <= CANONICAL_OPS
+
+
+def test_a_canonical_op_is_registered_once():
+    from fxlint.canon import declare, normaliser
+
+    with pytest.raises(ValueError, match="registered twice"):
+        normaliser("permute", spellings={"fxlint_test_permute"}, doc="-")(lambda c: None)
+    with pytest.raises(ValueError, match="registered twice"):
+        declare("grad_region", doc="-")
+    with pytest.raises(ValueError, match="does not declare"):
+        normaliser("fxlint_test_op", spellings={"x": "other_op"}, doc="-")
+
+
+KEYWORD_SPELLINGS = [
+    ("torch.transpose(x, dim0=0, dim1=2)", lambda x: torch.transpose(x, dim0=0, dim1=2), (2, 1, 0)),
+    ("x.transpose(dim1=2, dim0=0)", lambda x: x.transpose(dim1=2, dim0=0), (2, 1, 0)),
+    ("x.swapaxes(axis0=0, axis1=1)", lambda x: x.swapaxes(axis0=0, axis1=1), (1, 0, 2)),
+    ("x.permute(dims=(2, 0, 1))", lambda x: x.permute(dims=(2, 0, 1)), (2, 0, 1)),
+    ("x.permute([2, 0, 1])", lambda x: x.permute([2, 0, 1]), (2, 0, 1)),
+    ("x.movedim(source=0, destination=2)", lambda x: x.movedim(source=0, destination=2), (1, 2, 0)),
+]
+
+
+@pytest.mark.parametrize("label,fn,dims", KEYWORD_SPELLINGS, ids=[k[0] for k in KEYWORD_SPELLINGS])
+@pytest.mark.parametrize("origin", ["dynamo", "fx", "export"])
+def test_arguments_are_bound_by_name_whatever_the_spelling(label, fn, dims, origin):
+    x = torch.randn(2, 3, 4)
+    view = {"dynamo": lambda: dynamo_view(lambda x: fn(x) + 1, x), "fx": lambda: fx_view(Fn(lambda x: fn(x) + 1), x),
+            "export": lambda: export_view(Fn(lambda x: fn(x) + 1), x)}[origin]()
+    [perm] = view.ops("permute")
+    assert perm.args["dims"] == dims
+
+
+def test_a_transpose_remembers_the_dims_as_written():
+    x = torch.randn(2, 3, 4, 5)
+    view = dynamo_view(lambda x: (x.transpose(-2, -1) + 1, x.transpose(1, 2) + 1, x.permute(0, 2, 1, 3) + 1), x)
+    written = [(n.args["dims"], n.args["written"]) for n in view.ops("permute")]
+    assert written == [((0, 1, 3, 2), (-2, -1)), ((0, 2, 1, 3), (1, 2)), ((0, 2, 1, 3), None)]
+
+
+@pytest.mark.parametrize("origin", ["dynamo", "fx", "export"])
+def test_keyword_conv_geometry_and_matmul_operands_bind_by_name(origin):
+    w = torch.randn(4, 3, 3, 3)
+
+    def f(x):
+        y = torch.nn.functional.conv2d(x, weight=w, stride=2, groups=1, dilation=1, padding=1)
+        z = torch.addmm(torch.zeros(4), mat1=y.flatten(1)[:, :3], mat2=torch.ones(3, 4))
+        return torch.mm(z, mat2=torch.ones(4, 2))
+
+    x = torch.randn(1, 3, 8, 8)
+    view = {"dynamo": lambda: dynamo_view(f, x), "fx": lambda: fx_view(Fn(f), x),
+            "export": lambda: export_view(Fn(f), x)}[origin]()
+    [c] = view.ops("conv")
+    assert (c.args["stride"], c.args["padding"], c.args["groups"]) == ((2, 2), (1, 1), 1)
+    assert c.args["weight_info"].shape == (4, 3, 3, 3)
+    [addmm] = view.ops("addmm")
+    assert addmm.args["a"].tensor.shape == (1, 3) and addmm.args["b"].tensor.shape == (3, 4)
+    [mm] = view.ops("mm")
+    assert mm.args["b"].tensor.shape == (4, 2)
+
+
+def test_binding_reads_schemas_signatures_and_the_explicit_table():
+    import operator
+
+    import torch.fx as fx
+
+    from fxlint.canon.binding import bind
+
+    g = fx.Graph()
+    x = g.placeholder("x")
+    cases = {
+        "method varargs": (g.call_method("permute", (x, 2, 0, 1)), {"self": x, "dims": (2, 0, 1)}),
+        "method list": (g.call_method("permute", (x, [2, 0, 1])), {"self": x, "dims": [2, 0, 1]}),
+        "torch builtin": (g.call_function(torch.transpose, (x, 0), {"dim1": 2}), {"self": x, "dim0": 0, "dim1": 2}),
+        "aten overload": (g.call_function(torch.ops.aten._native_batch_norm_legit.no_stats,
+                                          (x, None, None, True, 0.1, 1e-5)),
+                          {"input": x, "weight": None, "bias": None, "training": True, "momentum": 0.1, "eps": 1e-5}),
+        "python function": (g.call_function(torch.nn.functional.softmax, (x, 1)), {"input": x, "dim": 1}),
+        "operator": (g.call_function(operator.getitem, (x, 0)), {"input": x, "index": 0}),
+        "explicit method": (g.call_method("cuda", (x, 0)), {"self": x, "device": 0}),
+        "tensor overloads only": (g.call_method("slice", (x, 1, 0, 4)), {"self": x, "dim": 1, "start": 0, "end": 4}),
+    }
+    for label, (node, expected) in cases.items():
+        assert bind(node) == expected, label

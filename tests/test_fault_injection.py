@@ -134,7 +134,7 @@ def test_a_failing_rule_is_reported_by_lint_not_raised(code):
 
 COMPONENTS = [
     # (what, module, attribute)
-    ("canonical view builder", "fxlint.canon._Builder", "build"),
+    ("canonical view builder", "fxlint.canon.builder._Builder", "build"),
     ("canonical view entry point", "fxlint.capture", "build_view"),
     ("capture of a Dynamo graph", "fxlint.capture", "view_from_dynamo"),
     ("graph-break reading", "fxlint.capture", "ended_by"),

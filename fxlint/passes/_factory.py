@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..canon import CanonNode
-from ._copies import same_device
+from ._util import same_device
 
 #: ops a freshly built CPU tensor may pass through and still be "the factory's tensor": views,
 #: reshapes, dtype conversions on the CPU, and elementwise arithmetic with CPU/scalar operands

@@ -1,5 +1,6 @@
-"""Helpers shared by the layout rules (FXL2xx): how to name an operand and its layout in messages,
-and how to turn a kernel prediction's copies into hit details."""
+"""Helpers shared by the layout rules (FXL1xx/FXL2xx): how a layout came about (the view ops that
+made it, in the user's names), where, and how to turn a kernel prediction's copies into hit details.
+Text goes through ``fxlint.text``."""
 
 from __future__ import annotations
 
@@ -11,15 +12,11 @@ from ..canon import CanonNode
 from ..kernels import KernelCopy
 from ..source import source_line
 from ..symbolic import Dim, known, sum_of
-from ..tensorinfo import TensorInfo
-from ._copies import nbytes_text as bytes_text  # one byte formatter for every rule
-from ._util import operand_name
+from ..text import bytes_text, call_text, line_of, operand_name, step_text
 
 #: view ops a layout travels through unchanged in meaning (what made the strides)
 _VIEW_CHAIN = ("permute", "slice", "expand", "view", "reshape", "detach", "squeeze", "unsqueeze", "narrow",
                "select", "unflatten", "as_strided", "contiguous")
-
-
 
 
 def total(copies: Iterable[KernelCopy]) -> Dim:
@@ -41,48 +38,7 @@ def copy_sizes(copies: Iterable[KernelCopy], limit: int = 64) -> list[int] | Non
     return sizes
 
 
-def shape_text(t: TensorInfo | None) -> str:
-    if t is None:
-        return "?"
-    return "(" + ", ".join(str(s) for s in t.shape) + ")"
-
-
-def strides_text(t: TensorInfo | None) -> str:
-    if t is None:
-        return "?"
-    return "(" + ", ".join(str(s) for s in t.stride) + ("," if len(t.stride) == 1 else "") + ")"
-
-
-def _perm_text(dims: Sequence[int] | None) -> str:
-    if dims is None:
-        return ".permute(...)"
-    moved = [i for i, d in enumerate(dims) if d != i]
-    if len(moved) == 2:
-        i, j = moved
-        n = len(dims)
-        if j == n - 1 and i == n - 2 and n > 2:
-            return ".transpose(-2, -1)"
-        return f".transpose({i}, {j})"
-    return ".permute(" + ", ".join(str(d) for d in dims) + ")"
-
-
-def _step_text(n: CanonNode) -> str:
-    op = n.op
-    if op == "permute":
-        return _perm_text(n.args.get("dims"))
-    if op == "slice":
-        spec = n.args.get("index")
-        return spec.render() if spec is not None else "[...]"
-    if op in ("expand", "view", "reshape"):
-        shape = n.args.get("shape")
-        return f".{op}(" + ", ".join(str(s) for s in shape) + ")" if shape else f".{op}(...)"
-    if op == "contiguous":
-        return ".contiguous()"
-    return f".{op}(...)"
-
-
 _ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
-_DYNAMO_INPUT = re.compile(r"^L\['(\w+)'\]$")
 
 
 def _assigned_name(n: CanonNode, consumer: CanonNode | None) -> str | None:
@@ -101,12 +57,6 @@ def _assigned_name(n: CanonNode, consumer: CanonNode | None) -> str | None:
     return m.group(1)
 
 
-def name_of(node: CanonNode) -> str:
-    name = operand_name(node)
-    m = _DYNAMO_INPUT.match(name)
-    return m.group(1) if m else name
-
-
 def origin(node: CanonNode | None, consumer: CanonNode | None = None, max_steps: int = 4) -> str:
     """How the operand was made, in the user's names where we can: ``k.transpose(-2, -1)``,
     ``x.permute(1, 0, 2)``, ``linear.view(2, 16, 4, 8).transpose(1, 2)``."""
@@ -116,19 +66,40 @@ def origin(node: CanonNode | None, consumer: CanonNode | None = None, max_steps:
     cur = node
     while True:
         if cur.kind in ("input", "parameter", "buffer", "constant"):
-            base = name_of(cur)
+            base = operand_name(cur)
             break
         assigned = _assigned_name(cur, consumer)
         if assigned is not None:
             base = assigned
             break
         if cur.op in _VIEW_CHAIN and cur.input is not None and len(steps) < max_steps:
-            steps.append(_step_text(cur))
+            steps.append(step_text(cur))
             cur = cur.input
             continue
         base = cur.op if cur.op and cur.op.isidentifier() else cur.name
         break
     return base + "".join(reversed(steps))
+
+
+def layout_origin(node: CanonNode | None) -> CanonNode | None:
+    """The closest view op above ``node`` (itself included) that made its layout non-contiguous:
+    a permute, a step slice, an expand, ... ; None when the layout came from elsewhere."""
+    cur = node
+    while cur is not None and cur.is_view:
+        t, src = cur.tensor, cur.input
+        if t is not None and src is not None and src.tensor is not None:
+            if t.is_contiguous() is False and src.tensor.is_contiguous() is True:
+                return cur
+        cur = src
+    return None
+
+
+def origin_text(node: CanonNode | None) -> str:
+    """``" (made by `.permute(0, 3, 1, 2)` at line 14)"`` or ``""``."""
+    made = layout_origin(node)
+    if made is None:
+        return ""
+    return f" (made by `{call_text(made)}` at {line_of(made)})"
 
 
 def made_by_permute(node: CanonNode | None) -> CanonNode | None:

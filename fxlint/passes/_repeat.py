@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..canon import CanonNode
 from ..symbolic import Dim, is_one, known, maybe_eq
-from ._copies import real_users
+from ._util import real_users
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,26 @@
-"""Small helpers shared by rule modules (kept private to the passes package)."""
+"""Small graph helpers shared by rule modules (kept private to the passes package)."""
 
 from __future__ import annotations
 
-import re
+import torch
 
 from ..canon import CanonNode
-from ..indexing import progression, slice_text  # noqa: F401  (re-exported for rule modules)
+from ..tensorinfo import TensorInfo
 
 
-def operand_name(node: CanonNode | None) -> str:
-    """A short name for a node in messages: the user's parameter name or the node name."""
-    if node is None:
-        return "x"
-    if node.kind == "input":  # Dynamo names inputs by source (L['x']); the user wrote x
-        m = re.fullmatch(r"L\['(\w+)'\]", node.param_name or "")
-        return m.group(1) if m else (node.name.removeprefix("l_").removesuffix("_") or node.name)
-    if node.param_name:
-        return node.param_name
-    return node.name
+def real_users(node: CanonNode) -> list[CanonNode]:
+    """``node.users`` without the metadata checks torch.export inserts (``_assert_tensor_metadata``,
+    ``_assert_scalar``...): they read nothing."""
+    return [u for u in node.users if not u.op.startswith("_assert")]
+
+
+def device_of(t: TensorInfo | None) -> torch.device | None:
+    return t.device if t is not None else None
+
+
+def same_device(a: torch.device | None, b: torch.device | None) -> bool | None:
+    if a is None or b is None:
+        return None
+    if a.type != b.type:
+        return False
+    return a.index == b.index or a.index is None or b.index is None

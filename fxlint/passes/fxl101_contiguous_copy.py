@@ -77,22 +77,12 @@ import torch
 from ..canon import GraphView
 from ..findings import Severity
 from ..registry import Hit, RuleContext, rule
+from ..text import bytes_text, call_text, layout_text, line_of
 from ..viewable import contiguous_copy_bytes
-from ._copies import (
-    AGNOSTIC,
-    NEEDS,
-    backward_layout_copies,
-    call_text,
-    consumers_need,
-    layout_origin,
-    line_of,
-    count_text,
-    layout_text,
-    nbytes_text,
-    origin_text,
-    sites,
-    source_key,
-)
+from ._backward import backward_layout_copies
+from ._consumers import AGNOSTIC, NEEDS, consumers_need
+from ._layout import layout_origin, origin_text
+from ._sites import count_text, sites, source_key
 from ._repeat import repeat_like
 
 
@@ -124,7 +114,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         spelled = ("`.contiguous()`" if node.op == "contiguous" else
                    "`.clone(memory_format=torch.contiguous_format)` (a `.contiguous()` or a copying `reshape`, "
                    "in a decomposed graph)")
-        head = (f"{spelled}{fmt_text} copies {nbytes_text(site.nbytes)} per call{count_text(site)}: "
+        head = (f"{spelled}{fmt_text} copies {bytes_text(site.nbytes)} per call{count_text(site)}: "
                 f"its input, {layout_text(src.tensor)}{origin_text(src)}, is not laid out that way")
         if site.repeats > 1:
             severity = Severity.WARNING
@@ -134,7 +124,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         elif need.verdict == AGNOSTIC:
             severity = Severity.WARNING
             why = "; nothing after it needs contiguous memory (elementwise ops and reductions read any strides)"
-            fix = f"drop `.contiguous()`: it costs {nbytes_text(site.nbytes)} per call and changes no result"
+            fix = f"drop `.contiguous()`: it costs {bytes_text(site.nbytes)} per call and changes no result"
         elif need.verdict == NEEDS:
             severity = Severity.INFO
             why = f"; this is the copy the layout needs: {'; '.join(need.why)}"
@@ -151,7 +141,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             origin = layout_origin(src)
             through = f"`{call_text(origin)}`" if origin is not None else "the permute"
             why += (f"; backward pays it again: the gradient comes back through {through} and "
-                    f"`{call_text(bwd[0][0])}` at {line_of(bwd[0][0])} must copy it ({nbytes_text(bwd_bytes)})")
+                    f"`{call_text(bwd[0][0])}` at {line_of(bwd[0][0])} must copy it ({bytes_text(bwd_bytes)})")
         yield Hit(
             node=node,
             message=head + why,

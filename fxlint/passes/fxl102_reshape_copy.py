@@ -68,19 +68,12 @@ from typing import Iterator
 from ..canon import GraphView
 from ..findings import Severity
 from ..registry import Hit, RuleContext, rule
+from ..text import args_text, bytes_text, call_text, layout_text
 from ..viewable import check_view, ravel_copy_bytes
-from ._copies import (
-    REDUCTION_OPS,
-    args_text,
-    call_text,
-    count_text,
-    layout_text,
-    nbytes_text,
-    origin_text,
-    real_users,
-    sites,
-    source_key,
-)
+from ._consumers import REDUCTION_OPS
+from ._layout import origin_text
+from ._sites import count_text, sites, source_key
+from ._util import real_users
 
 
 @rule("FXL102", "reshape-copy", "warning")
@@ -129,7 +122,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
                 fix = ("if the element order after the permute matters, this copy is its price: make it explicit "
                        "once where the layout is made (`.contiguous()`); if any order works for what follows, "
                        "reshape before the permute/transpose, where it is a free view")
-        message = (f"`{spelled}` copies {nbytes_text(site.nbytes)} per call{count_text(site)}: its input is "
+        message = (f"`{spelled}` copies {bytes_text(site.nbytes)} per call{count_text(site)}: its input is "
                    f"{layout_text(src.tensor)}{origin_text(src)}; {reason}")
         yield Hit(
             node=node,

@@ -65,7 +65,10 @@ import torch
 from ..canon import CanonNode, GraphView
 from ..registry import Hit, RuleContext, rule
 from ..tensorinfo import Dim
-from ._copies import conversion_backward_bytes, line_of, nbytes_text, numbered, real_users, same_device
+from ..text import bytes_text, line_of
+from ._backward import conversion_backward_bytes
+from ._sites import numbered
+from ._util import real_users, same_device
 
 
 @rule("FXL103", "dtype-roundtrip", "warning")
@@ -96,15 +99,15 @@ def _hits(view: GraphView) -> Iterator[Hit]:
         loss = ("nothing is lost on the way" if lossless
                 else f"on the way it {_what_is_lost(a.dtype, b.dtype)}")
         if other_uses:
-            cost = (f"the conversion back copies {nbytes_text(back_bytes)} per call; {loss}; the {name_b} tensor "
+            cost = (f"the conversion back copies {bytes_text(back_bytes)} per call; {loss}; the {name_b} tensor "
                     f"is also used elsewhere, so only the copy back is wasted")
             fix = f"use the original {name_a} tensor where {name_a} is wanted instead of converting the {name_b} copy back"
         else:
             if same_line:
-                cost = f"two copies, {nbytes_text(first_bytes + back_bytes)} per call, that compute nothing; {loss}"
+                cost = f"two copies, {bytes_text(first_bytes + back_bytes)} per call, that compute nothing; {loss}"
             else:
-                cost = (f"the conversion back copies {nbytes_text(back_bytes)} per call, and the first one, at "
-                        f"{line_of(first)}, {nbytes_text(first_bytes)}: two copies that compute nothing; {loss}")
+                cost = (f"the conversion back copies {bytes_text(back_bytes)} per call, and the first one, at "
+                        f"{line_of(first)}, {bytes_text(first_bytes)}: two copies that compute nothing; {loss}")
             fix = (f"drop both conversions and keep the {name_a} tensor"
                    + ("" if lossless else f" (if passing the values through {name_b} is the point, say so "
                       "with `# fxlint: ignore[FXL103]`)"))
@@ -112,7 +115,7 @@ def _hits(view: GraphView) -> Iterator[Hit]:
         bwd_back, bwd_first = conversion_backward_bytes(back), conversion_backward_bytes(first)
         bwd = bwd_back + (bwd_first if not other_uses and not split else 0)
         message = (f"{name_a} -> {name_b} -> {name_a} round trip: {cost}"
-                   + (f"; backward converts the gradient back again ({nbytes_text(bwd)})" if bwd else ""))
+                   + (f"; backward converts the gradient back again ({bytes_text(bwd)})" if bwd else ""))
         details = {
             "source": src.name,
             "first": first.name,
@@ -127,8 +130,8 @@ def _hits(view: GraphView) -> Iterator[Hit]:
             yield Hit(
                 node=first,
                 message=(f"{name_a} -> {name_b} here, converted straight back to {name_a} at {line_of(back)}: "
-                         f"this half of the round trip copies {nbytes_text(first_bytes)} per call; {loss}"
-                         + (f"; backward converts the gradient back ({nbytes_text(bwd_first)})" if bwd_first else "")),
+                         f"this half of the round trip copies {bytes_text(first_bytes)} per call; {loss}"
+                         + (f"; backward converts the gradient back ({bytes_text(bwd_first)})" if bwd_first else "")),
                 fix=fix,
                 bytes=first_bytes,
                 details={**details, "backward_bytes": bwd_first},

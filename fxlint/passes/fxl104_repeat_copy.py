@@ -58,7 +58,8 @@ from typing import Iterator
 
 from ..canon import GraphView
 from ..registry import FixSpec, Hit, RuleContext, rule
-from ._copies import args_text, line_of, nbytes_text, numbered, shape_text
+from ..text import args_text, bytes_text, line_of, shape_text
+from ._sites import numbered
 from ._repeat import repeat_like
 
 
@@ -91,7 +92,7 @@ def _hits(view: GraphView) -> Iterator[Hit]:
         else:
             fix = f"use `{expand}` instead of `{rep.spelled}`: a view with stride 0 on the replicated dims, no copy"
         dims = ", ".join(map(str, rep.dims))
-        message = (f"`{rep.spelled}` copies {nbytes_text(nbytes)} per call to replicate a {shape_text(src_shape)} "
+        message = (f"`{rep.spelled}` copies {bytes_text(nbytes)} per call to replicate a {shape_text(src_shape)} "
                    f"tensor into {shape_text(rep.out_shape)} (dim{'s' if len(rep.dims) > 1 else ''} {dims}); "
                    f"its only consumers ({users}) broadcast size-1 dims anyway, and `{expand}` is a zero-copy view")
         yield Hit(

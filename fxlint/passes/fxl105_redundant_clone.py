@@ -60,7 +60,10 @@ import torch
 from ..canon import CanonNode, GraphView
 from ..findings import Severity
 from ..registry import Hit, RuleContext, rule
-from ._copies import aliases, escapes, mutated_after, nbytes_text, numbered, real_users, view_base
+from ..alias import escapes, mutated_after, view_base, view_family
+from ..text import bytes_text
+from ._sites import numbered
+from ._util import real_users
 
 
 @rule("FXL105", "redundant-clone", "warning")
@@ -83,7 +86,7 @@ def _hits(view: GraphView) -> Iterator[Hit]:
             continue
         nbytes = out.nbytes
         if redundant:
-            message = (f"`.clone()` copies {nbytes_text(nbytes)} per call, but neither the clone nor its source is "
+            message = (f"`.clone()` copies {bytes_text(nbytes)} per call, but neither the clone nor its source is "
                        "written in place afterwards and the clone does not stand between the caller and a tensor it "
                        "could alias, so the copy protects nothing")
             fix = "use the tensor itself instead of `.clone()`"
@@ -114,8 +117,8 @@ def _hits(view: GraphView) -> Iterator[Hit]:
 
 
 def _redundant(node: CanonNode, src: CanonNode, view: GraphView) -> bool:
-    mine = aliases(node)
-    theirs = aliases(src)
+    mine = view_family(node)
+    theirs = view_family(src)
     if mutated_after(mine | theirs, node, view):
         return False
     if any(node.mutates or n.mutates for n in mine):

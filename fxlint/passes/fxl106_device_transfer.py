@@ -56,7 +56,11 @@ from typing import Iterator
 
 from ..canon import GraphView
 from ..registry import Hit, RuleContext, rule
-from ._copies import conversion_backward_bytes, nbytes_text, numbered, same_device, view_base
+from ..alias import view_base
+from ..text import bytes_text
+from ._backward import conversion_backward_bytes
+from ._sites import numbered
+from ._util import same_device
 from ._factory import from_cpu_factory
 
 
@@ -80,8 +84,8 @@ def _hits(view: GraphView) -> Iterator[Hit]:
         bwd = conversion_backward_bytes(node)
         what = {"parameter": f"the parameter `{base.param_name}`", "buffer": f"the buffer `{base.param_name}`",
                 "constant": "a constant", "input": "an input"}.get(base.kind, "a tensor")
-        message = (f"moves {what} from {a} to {b} on every call: {nbytes_text(nbytes)} copied per call"
-                   + (f", and its gradient copied back in backward ({nbytes_text(bwd)})" if bwd else ""))
+        message = (f"moves {what} from {a} to {b} on every call: {bytes_text(nbytes)} copied per call"
+                   + (f", and its gradient copied back in backward ({bytes_text(bwd)})" if bwd else ""))
         if base.kind in ("parameter", "buffer", "constant"):
             fix = (f"keep it on {b}: register it with `register_buffer`/as a parameter so `model.to(device)` "
                    "moves it once, instead of moving it in forward")

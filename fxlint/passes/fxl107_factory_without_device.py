@@ -69,7 +69,8 @@ from typing import Iterator
 
 from ..canon import GraphView
 from ..registry import Hit, RuleContext, rule
-from ._copies import line_of, nbytes_text, numbered
+from ..text import bytes_text, line_of
+from ._sites import numbered
 from ._factory import moves
 
 
@@ -92,14 +93,14 @@ def _hits(view: GraphView) -> Iterator[Hit]:
                    else f"handed to `{mv.move.op}` on {mv.target}, which copies it over")
             built = "" if _same_line(factory, mv.move) else f" at {line_of(factory)}"
             message = (f"`torch.{kind}(...)`{built} is built on the CPU (no `device=`) and {via} {where} on every call: "
-                       f"{nbytes_text(nbytes)} host-to-device per call")
+                       f"{bytes_text(nbytes)} host-to-device per call")
             dtype_kw = ""
             if mv.conversions:
                 conv_bytes = sum(c.tensor.nbytes for c in mv.conversions)
                 last = mv.conversions[-1].tensor.dtype
                 dtype_kw = f", dtype={last}"
                 message += (f"; on the way it is converted to {str(last).replace('torch.', '')} on the CPU, "
-                            f"another {nbytes_text(conv_bytes)} copied")
+                            f"another {bytes_text(conv_bytes)} copied")
                 if nbytes is not None and all(_same_line(c, mv.move) for c in mv.conversions):
                     nbytes = nbytes + conv_bytes  # the same line pays both
             fix = (f"build it on the device: `torch.{kind}(..., device=x.device{dtype_kw})` with `x` any tensor "

@@ -53,7 +53,8 @@ import torch
 from ..canon import CanonNode, GraphView
 from ..registry import FixSpec, Hit, RuleContext, rule
 from ..viewable import is_contiguous_as
-from ._copies import numbered, same_device
+from ._sites import numbered
+from ._util import same_device
 
 
 @rule("FXL108", "noop-conversion", "info", fix=FixSpec.rewrite_of(

@@ -48,7 +48,8 @@ from ..findings import Severity
 from ..gradflow import analyse, cut_kind, tensor_operands
 from ..program import Program
 from ..registry import Hit, RuleContext, rule
-from ..tensorinfo import human_bytes, known
+from ..tensorinfo import known
+from ..text import bytes_text
 from ._gradient import CutText, quote, site_hit
 
 TEXT = CutText(
@@ -101,6 +102,6 @@ def _nbytes(node):
 def _cost(node) -> str:
     n = _elements(node)
     nbytes = _nbytes(node)
-    size = human_bytes(known(nbytes)) if nbytes is not None and known(nbytes) is not None else "a new tensor"
+    size = bytes_text(nbytes) if nbytes is not None and known(nbytes) is not None else "a new tensor"
     return (f"Per call: {n} host read{'s' if n != 1 else ''} (`aten::item`, a device sync each on a GPU) "
             f"and {size} written.")

@@ -59,17 +59,8 @@ from typing import Iterator
 from ..canon import CanonNode, GraphView
 from ..kernels import KernelCopy, operand_role, ops, predict
 from ..registry import Hit, RuleContext, rule
-from ._layout import (
-    backward_clause,
-    bytes_text,
-    details,
-    made_by_permute,
-    origin,
-    shape_text,
-    strides_text,
-    total,
-    where,
-)
+from ..text import bytes_text, permute_text, shape_text, strides_text
+from ._layout import backward_clause, details, made_by_permute, origin, total, where
 
 #: the kernel family this rule checks: its ops and operand roles come from the kernel registry
 FAMILY = "matmul"
@@ -127,7 +118,7 @@ def _fix(node: CanonNode, operand: str, op_node: CanonNode | None, reason: str) 
         dims = perm.args.get("dims") if perm is not None else None
         if dims and dims[-1] == len(dims) - 1:
             return ("apply the matmul before the permute: it acts on the last dim, so "
-                    f"`{'linear' if node.op == 'linear' else 'matmul'}(x){_dims_text(dims)}` gives the same "
+                    f"`{'linear' if node.op == 'linear' else 'matmul'}(x){permute_text(dims)}` gives the same "
                     "result without the copy")
         return f"give this operand a layout whose leading dims merge (contiguous in all but the last dim){at}"
     if reason == "batch-fold":
@@ -146,10 +137,3 @@ def _fix(node: CanonNode, operand: str, op_node: CanonNode | None, reason: str) 
                 "oneDNN copies any other layout")
     return (f"keep a unit stride in one of the last two dims: slice or expand after the multiplication, "
             f"or store the operand row- or column-major{at}")
-
-
-def _dims_text(dims: tuple[int, ...]) -> str:
-    moved = [i for i, d in enumerate(dims) if d != i]
-    if len(moved) == 2:
-        return f".transpose({moved[0]}, {moved[1]})"
-    return ".permute(" + ", ".join(str(d) for d in dims) + ")"

@@ -58,7 +58,8 @@ from ..findings import Severity
 from ..kernels import KernelCopy, KernelPrediction, ops, predict
 from ..layout import CONTIGUOUS
 from ..registry import Hit, RuleContext, rule
-from ._layout import backward_clause, bytes_text, details, origin, shape_text, strides_text, total, where
+from ..text import bytes_text, shape_text, strides_text
+from ._layout import backward_clause, details, origin, total, where
 
 
 @rule("FXL202", "noncontiguous-conv", "warning")

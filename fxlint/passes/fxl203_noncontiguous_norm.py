@@ -50,7 +50,8 @@ from typing import Iterator
 from ..canon import CanonNode, GraphView
 from ..kernels import KernelPrediction, ops, predict
 from ..registry import Hit, RuleContext, rule
-from ._layout import backward_clause, bytes_text, details, made_by_permute, origin, shape_text, strides_text, total, where
+from ..text import bytes_text, permute_text, shape_text, strides_text
+from ._layout import backward_clause, details, made_by_permute, origin, total, where
 
 #: the kernel families this rule checks (their ops come from the kernel registry)
 FAMILIES = ("norm", "softmax")
@@ -88,15 +89,15 @@ def _fix(node: CanonNode, pred: KernelPrediction, x: CanonNode | None) -> str:
         if isinstance(d, int):
             d = d % len(dims)
             return (f"apply {node.op} before the permute, with the dim mapped: "
-                    f"{origin(base, node)}.{node.op}(dim={dims[d]}){_perm(dims)} gives the same result on the "
+                    f"{origin(base, node)}.{node.op}(dim={dims[d]}){permute_text(dims)} gives the same result on the "
                     "contiguous tensor and the permute stays a view")
     if node.op in ("layer_norm", "rms_norm") and dims:
         if dims[-1] == len(dims) - 1 and base_contig:
             return (f"normalise before the permute: the normalised dim stays last, so "
-                    f"{node.op}({origin(base, node)}){_perm(dims)} gives the same result without the copy")
+                    f"{node.op}({origin(base, node)}){permute_text(dims)} gives the same result without the copy")
         if len(dims) == 4 and tuple(dims) == (0, 2, 3, 1):
             return ("run the conv part of the model in channels_last (model.to(memory_format=torch.channels_last) "
-                    f"and a channels_last input): {origin(base, node)}{_perm(dims)} is then contiguous and the norm "
+                    f"and a channels_last input): {origin(base, node)}{permute_text(dims)} is then contiguous and the norm "
                     "reads it in place")
     if node.op == "group_norm":
         return f"give group_norm a contiguous or channels_last input where it is created{at}"
@@ -105,10 +106,3 @@ def _fix(node: CanonNode, pred: KernelPrediction, x: CanonNode | None) -> str:
                 f"created{at}")
     return (f"give {node.op} a contiguous input where it is created{at}, or make the copy explicit once with "
             ".contiguous() there")
-
-
-def _perm(dims: tuple[int, ...]) -> str:
-    moved = [i for i, d in enumerate(dims) if d != i]
-    if len(moved) == 2:
-        return f".transpose({moved[0]}, {moved[1]})"
-    return ".permute(" + ", ".join(str(d) for d in dims) + ")"

@@ -45,7 +45,8 @@ import torch
 from ..canon import CanonNode, GraphView
 from ..kernels import is_channels_last_dense, predict_conv_node
 from ..registry import FixSpec, Hit, RuleContext, rule
-from ._layout import bytes_text, origin, total
+from ..text import bytes_text
+from ._layout import origin, total
 
 
 @rule("FXL204", "layout-pessimization", "warning", fix=FixSpec.rewrite_of(

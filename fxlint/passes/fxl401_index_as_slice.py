@@ -56,17 +56,7 @@ from ..canon import GraphView
 from ..findings import Violation
 from ..indexing import basic_equivalent
 from ..registry import FixSpec, Hit, RuleContext, rule
-from ..tensorinfo import Dim, human_bytes, known
-
-
-def bytes_value(n: Dim) -> int | str:
-    """Bytes as a violation field: an int, or the formula under dynamic shapes."""
-    k = known(n)
-    return k if k is not None else str(n)
-
-
-def bytes_text(n: int | str | None) -> str:
-    return human_bytes(n) if isinstance(n, int) else f"{n} B"
+from ..text import bytes_text, bytes_value
 
 
 @dataclass(frozen=True)

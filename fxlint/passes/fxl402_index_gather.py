@@ -63,7 +63,7 @@ from typing import Iterator
 from ..canon import GraphView
 from ..indexing import basic_equivalent
 from ..registry import Hit, RuleContext, rule
-from ._util import operand_name
+from ..text import operand_name
 
 
 @rule("FXL402", "index-gather", "info")

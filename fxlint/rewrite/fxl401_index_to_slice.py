@@ -61,15 +61,15 @@ from __future__ import annotations
 
 import ast
 
+from ..alias import Aliasing
 from ..canon import CanonNode
 from ..indexing import BasicIndex, Replacement, basic_equivalent
-from ..passes._util import operand_name
 from ..source import Line, parse_line
-from ..tensorinfo import human_bytes
+from ..text import bytes_text, operand_name
 from .base import Change, NotApplied, Site, register
 from .graph import refresh_values, retarget_as_basic_index, size_hint
 from .pushdown import push_before_pointwise
-from .safety import Aliasing, view_hazard
+from .safety import view_hazard
 
 
 
@@ -123,10 +123,10 @@ def _fused_gather_wins(site: Site, node: CanonNode, base: CanonNode) -> str | No
     backward still wins, 2.2x, so training graphs are rewritten)."""
     aliasing = Aliasing(site.view)
     outputs = set(site.view.outputs)
-    if not outputs & set(aliasing.group(site.view, node)):
+    if not outputs & set(aliasing.group(node)):
         return None  # read inside the graph: the compiler fuses the slice's strided read alike
     size = size_hint(site.gm, base.tensor.nbytes) if base.tensor is not None else None
-    what = f" ({human_bytes(size)})" if size else ""
+    what = f" ({bytes_text(size)})" if size else ""
     return (f"the result is returned: as a view it would make the compiler compute and store all of "
             f"`{operand_name(base)}`{what}, where it fuses the gather into the op producing it and "
             "writes only the selected elements (inference under Inductor: the slice measured 0.62x)")

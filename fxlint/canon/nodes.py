@@ -1,0 +1,276 @@
+"""The nodes of the canonical view: ``CanonNode``, ``GraphView`` and the ``IndexSpec`` of an
+indexing op (what ``fxlint.canon`` describes; built by ``fxlint.canon.builder``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import networkx as nx
+import torch
+import torch.fx as fx
+
+from ..source import Location, source_line
+from ..tensorinfo import Dim, TensorInfo
+from ..text import slice_text
+from . import registry as _registry
+
+@dataclass(frozen=True)
+class IndexItem:
+    """One entry of an indexing expression, aligned to the dim it consumes.
+
+    kind: ``slice`` | ``int`` | ``newaxis`` | ``tensor`` (integer index: list,
+    tuple or tensor) | ``mask`` (bool index).
+    """
+
+    kind: str
+    dim: int | None = None  # input dim consumed (None for newaxis)
+    start: Any = None
+    stop: Any = None
+    step: Any = None
+    value: Any = None  # for int items
+    index: "CanonNode | None" = None  # index tensor node, when the index is a node
+    values: tuple[int, ...] | None = None  # constant integer values when known (flattened)
+    index_shape: tuple[Dim, ...] | None = None
+    spelled: str | None = None  # how it was written, e.g. "[0, 2, 4, 6]"
+
+    @property
+    def is_full_slice(self) -> bool:
+        return self.kind == "slice" and self.start in (None, 0) and self.stop is None and self.step in (None, 1)
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    items: tuple[IndexItem, ...]
+    style: str  # "getitem" | "index_select" | "aten.index" | "aten.slice" | "narrow" | "select"
+
+    @property
+    def advanced(self) -> list[IndexItem]:
+        return [i for i in self.items if i.kind in ("tensor", "mask")]
+
+    @property
+    def is_advanced(self) -> bool:
+        return bool(self.advanced)
+
+    def render(self, replace: dict[int, str] | None = None) -> str:
+        """Python subscript text, e.g. ``[:, [0, 2, 4, 6]]``; ``replace`` maps item positions to text."""
+        parts = []
+        for pos, it in enumerate(self.items):
+            if replace and pos in replace:
+                parts.append(replace[pos])
+            elif it.kind == "slice":
+                parts.append(_slice_text(it.start, it.stop, it.step))
+            elif it.kind == "int":
+                parts.append(_arg_text(it.value))
+            elif it.kind == "newaxis":
+                parts.append("None")
+            else:
+                parts.append(it.spelled or "<index>")
+        while len(parts) > 1 and parts[-1] == ":":  # trailing full slices are implied
+            parts.pop()
+        return "[" + ", ".join(parts) + "]"
+
+
+def _arg_text(v: Any) -> str:
+    if isinstance(v, CanonNode):
+        return v.name
+    return str(v)
+
+
+def _slice_text(start: Any, stop: Any, step: Any) -> str:
+    # a symbolic bound (a SymInt node) shows as its node's name
+    return slice_text(*(v.name if isinstance(v, CanonNode) else v for v in (start, stop, step)))
+
+
+@dataclass(eq=False)
+class CanonNode:
+    node: fx.Node
+    name: str
+    kind: str  # "input" | "parameter" | "buffer" | "constant" | "op" | "output"
+    op: str
+    spelling: str
+    args: dict[str, Any] = field(default_factory=dict)
+    value: Any = None  # TensorInfo, tuple of TensorInfo/None, a Dim for size nodes, or None
+    inputs: list["CanonNode"] = field(default_factory=list)
+    users: list["CanonNode"] = field(default_factory=list)
+    location: Location | None = None
+    module_path: str | None = None
+    grad_enabled: bool = True
+    param_name: str | None = None  # dotted name for parameters / buffers / constants
+    module_params: list[str] = field(default_factory=list)  # params owned by a call_module node
+    mutates: list["CanonNode"] = field(default_factory=list)  # inputs written in place
+    aliases: list["CanonNode"] = field(default_factory=list)  # inputs whose memory the output may share
+    position: int = 0
+
+    def __repr__(self) -> str:
+        return f"<{self.op} {self.name}>"
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    @property
+    def tensor(self) -> TensorInfo | None:
+        return self.value if isinstance(self.value, TensorInfo) else None
+
+    @property
+    def input(self) -> "CanonNode | None":
+        x = self.args.get("input")
+        return x if isinstance(x, CanonNode) else None
+
+    @property
+    def is_view(self) -> bool:
+        return self.op in _registry.VIEW
+
+    @property
+    def is_pointwise(self) -> bool:
+        """An elementwise op (``POINTWISE_OPS``): broadcasts its operands, reads any strides."""
+        return self.op in _registry.POINTWISE
+
+    @property
+    def tensor_inputs(self) -> list["CanonNode"]:
+        """The inputs whose value is a tensor (``inputs`` also holds SymInt size nodes)."""
+        return [i for i in self.inputs if i.tensor is not None]
+
+    @property
+    def source(self) -> str | None:
+        if self.location is None:
+            return None
+        return self.location.code or source_line(self.location.file, self.location.line)
+
+    @property
+    def is_trainable(self) -> bool:
+        t = self.tensor
+        return self.kind == "parameter" and t is not None and t.requires_grad
+
+
+class GraphView:
+    """The canonical view of one captured graph."""
+
+    def __init__(
+        self,
+        gm: fx.GraphModule,
+        nodes: list[CanonNode],
+        outputs: list[CanonNode],
+        origin: str,
+        label: str,
+        constants: dict[str, Any],
+    ) -> None:
+        self.gm = gm
+        self.nodes = nodes
+        self.outputs = outputs
+        self.origin = origin  # "dynamo" | "fx" | "export"
+        self.label = label
+        self._constants = constants
+        self._by_fx: dict[fx.Node, CanonNode] = {n.node: n for n in nodes}
+        self.by_name: dict[str, CanonNode] = {n.name: n for n in nodes}
+        self._graph: nx.DiGraph | None = None
+        self._writers: list[CanonNode] | None = None
+        self.entry_grad_enabled = True  # autograd mode the graph starts in
+        # Dynamo's fake values carry autograd's requires_grad; export/fx values do not
+        self.requires_grad_known = origin == "dynamo"
+        #: the Dynamo graph break that ended this graph (``capture.GraphBreak``: reason and the
+        #: user's line), None when the graph ended normally or did not come from Dynamo
+        self.graph_break: Any = None
+
+    def __iter__(self) -> Iterator[CanonNode]:
+        return iter(self.nodes)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def of(self, node: fx.Node) -> CanonNode:
+        return self._by_fx[node]
+
+    def ops(self, *names: str) -> list[CanonNode]:
+        wanted = set(names)
+        return [n for n in self.nodes if n.op in wanted]
+
+    @property
+    def parameters(self) -> list[CanonNode]:
+        return [n for n in self.nodes if n.kind == "parameter"]
+
+    @property
+    def writers(self) -> list[CanonNode]:
+        """The nodes that write in place into another node (``mutates`` not empty), in graph
+        order: what mutation checks scan, instead of every node (linear, not quadratic)."""
+        if self._writers is None:
+            self._writers = [n for n in self.nodes if n.mutates]
+        return self._writers
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        """Data-flow graph over node names (edges producer -> consumer)."""
+        if self._graph is None:
+            g = nx.DiGraph()
+            for n in self.nodes:
+                g.add_node(n.name, cn=n)
+            for n in self.nodes:
+                for i in n.inputs:
+                    g.add_edge(i.name, n.name)
+            self._graph = g
+        return self._graph
+
+    # -- constant evaluation -------------------------------------------------
+    def const_ints(self, x: Any) -> tuple[int, ...] | None:
+        """Flattened integer values of ``x`` when they are known at compile time.
+
+        Handles Python lists/tuples/ranges of ints, constant tensors (``get_attr``,
+        lifted export constants), and ``arange``/``tensor`` factories with
+        constant arguments, through ``to``/``clone``/``detach``/``lift_fresh_copy``.
+        """
+        if isinstance(x, range):
+            return tuple(x)
+        if isinstance(x, bool):
+            return None
+        if isinstance(x, int):
+            return (x,)
+        if isinstance(x, (list, tuple)):
+            out: list[int] = []
+            for v in x:
+                sub = self.const_ints(v)
+                if sub is None:
+                    return None
+                out.extend(sub)
+            return tuple(out)
+        if isinstance(x, torch.Tensor):
+            if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
+                return None
+            if isinstance(x, torch._subclasses.FakeTensor) or x.device.type == "meta":
+                return None
+            return tuple(int(v) for v in x.reshape(-1).tolist())
+        if isinstance(x, CanonNode):
+            return self._const_node(x)
+        return None
+
+    def _const_node(self, n: CanonNode) -> tuple[int, ...] | None:
+        t = n.tensor
+        if t is not None and (t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool):
+            return None
+        if n.kind == "constant":
+            return self.const_ints(self._constants.get(n.name))
+        passes_values = ("to", "clone", "detach", "alias", "contiguous", "lift_fresh_copy", "lift_fresh")
+        if n.op in passes_values and n.input is not None:
+            return self.const_ints(n.input)
+        if n.op == "factory":
+            kind = n.args.get("kind")
+            pos = n.args.get("args", [])
+            if kind in ("arange", "range"):
+                nums = [self.const_ints(p) for p in pos]
+                if any(v is None or len(v) != 1 for v in nums) or not nums:
+                    return None
+                vals = [v[0] for v in nums]  # type: ignore[index]
+                if len(vals) == 1:
+                    r = range(vals[0])
+                elif len(vals) == 2:
+                    r = range(vals[0], vals[1])
+                else:
+                    if vals[2] == 0:
+                        return None
+                    r = range(vals[0], vals[1] + (1 if kind == "range" else 0), vals[2])
+                return tuple(r)
+            if kind in ("tensor", "as_tensor") and pos:
+                return self.const_ints(pos[0])
+        return None
+
+
+__all__ = ["CanonNode", "GraphView", "IndexItem", "IndexSpec"]

@@ -1,0 +1,70 @@
+"""The bytes backward pays again for a copy (kept private to the passes package): a dtype or
+device conversion converts the gradient back, and a layout copy's contiguous gradient must be
+reshaped through the views above it."""
+
+from __future__ import annotations
+
+from ..canon import CanonNode
+from .. import symbolic
+from ..layout import contiguous_strides
+from ..symbolic import Dim
+from ..viewable import check_view
+
+
+def grad_flows(node: CanonNode, src: CanonNode | None = None) -> bool:
+    """True when backward will run through ``node`` (grad enabled and its input requires grad)."""
+    src = src if src is not None else node.input
+    return bool(node.grad_enabled and src is not None and src.tensor is not None and src.tensor.requires_grad)
+
+
+def conversion_backward_bytes(node: CanonNode) -> Dim:
+    """``to`` (dtype or device) is paid again in backward: ``ToCopyBackward0`` converts the
+    gradient back to the input's dtype and device (measured: same element count, the input's
+    itemsize). Zero when no gradient flows."""
+    src = node.input
+    if not grad_flows(node) or src is None or src.tensor is None:
+        return 0
+    return src.tensor.nbytes
+
+
+def backward_layout_copies(node: CanonNode) -> list[tuple[CanonNode, Dim]]:
+    """Copies backward makes above a layout copy: the gradient arrives contiguous at ``node``,
+    each permute above it turns it back into the permuted layout, and a view or reshape above that
+    must then reshape the permuted gradient, which copies when the dims it merges are not adjacent
+    (measured: channel shuffle's split ``view`` pays a full ``ViewBackward0 > reshape > clone``).
+
+    Returns ``(view node, bytes)`` per predicted backward copy; empty when no gradient flows."""
+    src = node.input
+    if src is None or src.tensor is None or node.tensor is None or not grad_flows(node):
+        return []
+    out: list[tuple[CanonNode, Dim]] = []
+    shape = tuple(src.tensor.shape)
+    stride = contiguous_strides(shape)  # the gradient of a copy is contiguous in the copy's shape
+    cur = src
+    while cur is not None and cur.input is not None and cur.input.tensor is not None and cur.is_view:
+        parent = cur.input.tensor
+        if cur.op == "permute" and cur.args.get("dims") is not None:
+            dims = cur.args["dims"]
+            inv = [0] * len(dims)
+            for i, d in enumerate(dims):
+                inv[d] = i
+            shape, stride = tuple(shape[i] for i in inv), tuple(stride[i] for i in inv)
+        elif cur.op == "view":
+            chk = check_view(shape, stride, parent.shape)
+            if chk.viewable is None:
+                return out
+            if chk.viewable:
+                shape, stride = tuple(parent.shape), tuple(chk.strides or ())
+            else:
+                itemsize = (cur.tensor.dtype if cur.tensor else parent.dtype).itemsize
+                out.append((cur, symbolic.nbytes(symbolic.prod(parent.shape), itemsize)))
+                shape, stride = tuple(parent.shape), contiguous_strides(parent.shape)
+        else:
+            return out  # slices, expands...: not modelled
+        if not cur.input.tensor.requires_grad:
+            return out
+        cur = cur.input
+    return out
+
+
+__all__ = ["grad_flows", "conversion_backward_bytes", "backward_layout_copies"]

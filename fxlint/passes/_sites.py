@@ -1,0 +1,107 @@
+"""Grouping copies per source line: an unrolled loop makes several nodes on one line, and the cost
+per call is their sum; and the structural key of "the same data in the same layout" (kept private to
+the passes package)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from ..alias import is_mutated, view_family
+from ..canon import CanonNode, GraphView
+from .. import symbolic
+from ..symbolic import Dim
+
+
+def source_key(node: CanonNode | None) -> tuple:
+    """A structural key for "the same data in the same layout": the base tensor and the view ops
+    applied to it. Two copies with the same key (an unrolled loop) copy the same bytes twice."""
+    parts: list[tuple] = []
+    cur = node
+    while cur is not None and cur.is_view and cur.input is not None:
+        parts.append((cur.op, _args_key(cur)))
+        cur = cur.input
+    parts.append(("base", cur.name if cur is not None else None))
+    return tuple(reversed(parts))
+
+
+def _args_key(node: CanonNode) -> str:
+    if node.op == "permute":
+        return str(node.args.get("dims"))
+    if node.op == "slice":
+        return node.args["index"].render()
+    if node.op in ("view", "reshape", "expand"):
+        return str(node.args.get("shape"))
+    return repr(sorted((k, str(v)) for k, v in node.args.items() if k != "input"))
+
+
+@dataclass
+class Site:
+    """The copies one rule finds on one source line (one module instance): an unrolled loop makes
+    several nodes on the same line, and the cost per call is their sum."""
+
+    nodes: list[CanonNode]
+    nbytes: Dim | None
+    repeats: int  # the largest number of copies of the same data in the same layout
+
+    @property
+    def node(self) -> CanonNode:
+        return self.nodes[0]
+
+    @property
+    def count(self) -> int:
+        return len(self.nodes)
+
+
+def sites(items: Iterable[tuple[CanonNode, Dim | None, tuple]], view: GraphView) -> list[Site]:
+    """Group ``(node, bytes, source key)`` per (file, line, module path); nodes without a source
+    line (symbolic_trace) stay on their own."""
+    groups: dict[tuple, list[tuple[CanonNode, Dim | None, tuple]]] = {}
+    for node, nbytes, key in items:
+        loc = node.location
+        where = (loc.file, loc.line, node.module_path) if loc is not None else (None, node.name, None)
+        groups.setdefault(where, []).append((node, nbytes, key))
+    out = []
+    for members in groups.values():
+        total: Dim | None = 0
+        for _, b, _ in members:
+            total = None if total is None or b is None else symbolic.sum_of((total, b))
+        counts: dict[tuple, int] = {}
+        for node, _, key in members:
+            base = _base_of_key(key, view)
+            if base is not None and not is_mutated(view_family(base), view):
+                counts[key] = counts.get(key, 0) + 1
+        out.append(Site([m[0] for m in members], total, max(counts.values(), default=1)))
+    return out
+
+
+def _base_of_key(key: tuple, view: GraphView) -> CanonNode | None:
+    name = key[0][1] if key and key[0][0] == "base" else None
+    return view.by_name.get(name) if name else None
+
+
+def count_text(site: Site) -> str:
+    if site.count == 1:
+        return ""
+    return f" ({site.count} copies per call on this line)"
+
+
+def numbered(hits: Iterable) -> list:
+    """Give every hit after the first on the same line (and module) its own ``details["dedup"]``,
+    so the engine's de-duplication (one finding per code, line, module and dedup key, across graphs
+    and recompiles) keeps two copies written on one line, e.g. ``a.repeat(2, 1) + b.repeat(2, 1)``."""
+    out = []
+    seen: dict[tuple, int] = {}
+    for h in hits:
+        n = h.node
+        loc = h.location or (n.location if n is not None else None)
+        key = (loc.file, loc.line, n.module_path if n is not None else None) if loc is not None else (id(h),)
+        k = seen.get(key, 0)
+        seen[key] = k + 1
+        if k:
+            h.details.setdefault("dedup", str(k))
+        out.append(h)
+    return out
+
+
+__all__ = ["Site", "sites", "source_key", "count_text", "numbered"]
