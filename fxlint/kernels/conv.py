@@ -278,12 +278,13 @@ def _grouped_copies(kernel: str, backend: str, xf: Geometry, wf: Geometry, of: G
         if copied:
             why = (f"{kernel} ({backend}) runs group by group and makes each group's slice of the {what} "
                    f"contiguous: {groups} copies")
+            # no layout of the operand avoids them (only oneDNN or a batch of one does): every program pays
             out.append(copy_of(name, part, "aten::contiguous", "conv-group-slice", why, count=groups,
-                               nbytes=part.nbytes * groups))
+                               nbytes=part.nbytes * groups, avoidable=False))
             if grad:
                 out.append(copy_of(name, part, "aten::contiguous", "conv-group-slice",
                                    "the backward slices the saved " + what + " per group again", phase="backward",
-                                   count=groups, nbytes=part.nbytes * groups))
+                                   count=groups, nbytes=part.nbytes * groups, avoidable=False))
     if grad and of is not None:
         part, copied = _group_slice(of, 1, groups)
         if copied:
