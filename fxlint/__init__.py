@@ -54,6 +54,7 @@ def lint(
     confirm: bool = False,
     train: bool = False,
     registry: "Registry | None" = None,
+    probe: bool | None = None,
 ) -> Report:
     """Lint ``target`` and return a ``Report``.
 
@@ -83,6 +84,12 @@ def lint(
     ``registry`` is the set of rules to run (``fxlint.registry.Registry``; default: every
     rule fxlint ships).
 
+    ``probe`` (default: ``probe`` from the config file, else True): where a kernel's copies
+    depend on this CPU (oneDNN's reorders), run that one op on random tensors of the same
+    geometry under the profiler and report what this machine does ("measured on this
+    machine"; see ``fxlint.kernels.probe`` for the cost and the cache). ``probe=False`` leaves
+    those parts unknown. ``Report.extras["probe"]`` says what probing did.
+
     The gradient rules (FXL301-304, FXL109's cut) speak about training: a
     module in ``eval()`` mode, or a lint under ``torch.no_grad()``, gets none
     of their warnings.
@@ -96,11 +103,15 @@ def lint(
 
     # bad codes and bad config fail before anything runs
     settings = resolve(source_file_of(target), config=config, select=select, ignore=ignore,
-                       extend_select=extend_select, severity=severity, registry=registry)
+                       extend_select=extend_select, severity=severity, probe=probe, registry=registry)
     captured = capture(target, example_inputs)
     # training: the module's own flag, and autograd on (linting under no_grad is inference)
     training = captured.training and torch.is_grad_enabled()
-    report = run_rules(captured.program(), settings.rules, RuleContext(training=training), settings)
+    from .kernels.probe import probing
+
+    with probing(settings.probe if probe is None else probe, max_mib=settings.probe_max_mib) as probe_stats:
+        report = run_rules(captured.program(), settings.rules, RuleContext(training=training), settings)
+    report.extras["probe"] = probe_stats.describe()
     report.graph_breaks = len(captured.breaks)
     report.extras["breaks"] = captured.breaks
     report.extras["config_file"] = settings.config_file

@@ -22,6 +22,9 @@ Options (``torch.compile(..., options={...})``):
 ``safe_only`` with ``rewrite``: only the rewrites their rule declares safe
 ``registry``  the rules and rewrites to run (an ``fxlint.registry.Registry``;
             default: fxlint's own)
+``probe``   measure the kernel copies that depend on this CPU by running each such op
+            once on random tensors (``fxlint.kernels.probe``; default False here: a
+            compile does not run ops behind the user's back unless asked)
 
 The project configuration is the ``[tool.fxlint]`` table of the closest
 ``pyproject.toml`` above the user's source file of the graph's nodes (else
@@ -72,6 +75,7 @@ class BackendOptions:
     config: Any = None
     registry: "Registry | None" = None
     safe_only: bool = False
+    probe: bool = False
     passthrough: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -83,7 +87,7 @@ class BackendOptions:
             if not (isinstance(inner, str) or callable(inner)):
                 raise ConfigError(f"options['inner'] must be a backend name or a callable, not {type(inner).__name__}")
             out.inner = inner
-        for key in ("rewrite", "verify", "safe_only"):
+        for key in ("rewrite", "verify", "safe_only", "probe"):
             if key in opts:
                 val = opts.pop(key)
                 if not isinstance(val, bool):
@@ -202,7 +206,10 @@ def _lint_and_rewrite(
     end = ended_by(gm, label)
     program = Program([view], [end] if end is not None else [])
     ctx = RuleContext(training=_training(), options={"backend": True})
-    report = run_rules(program, settings.rules, ctx, settings)
+    from .kernels.probe import probing
+
+    with probing(opts.probe, max_mib=settings.probe_max_mib):  # off unless options={"probe": True}
+        report = run_rules(program, settings.rules, ctx, settings)
     if end is not None:
         report.graph_breaks = 1
         report.extras["breaks"] = [end]

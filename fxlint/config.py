@@ -29,6 +29,10 @@ Keys::
     fail-on = "warning"              # CLI exit 1 at or above: error, warning, info, never
     inner = "inductor"               # the compile backend's default inner backend
     rewrite = false                  # apply safe rewrites by default (backend, fxlint.rewrite)
+    probe = true                     # fxlint lint / fxlint.lint: measure CPU-dependent kernel copies
+                                     # by running the op once (fxlint.kernels.probe); the compile
+                                     # backend probes only with options={"probe": True}
+    probe-max-mib = 256              # skip probing an op estimated to allocate more than this
 
 An explicit argument (CLI flag, ``fxlint.lint(select=...)``, backend option)
 replaces the value of the same key from the file; keys not passed still come
@@ -64,9 +68,13 @@ else:  # pragma: no cover - Python 3.10: tomli if installed, else config files a
     except ImportError:
         tomllib = None  # type: ignore[assignment]
 
-KEYS = ("select", "extend-select", "ignore", "per-file-ignores", "severity", "fail-on", "inner", "rewrite")
+KEYS = ("select", "extend-select", "ignore", "per-file-ignores", "severity", "fail-on", "inner", "rewrite", "probe",
+        "probe-max-mib")
 FAIL_ON = ("error", "warning", "info", "never")
 DEFAULT_FAIL_ON = "warning"
+#: the default of ``probe-max-mib`` (``fxlint.kernels.probe.DEFAULT_MAX_MIB``; kept here so reading
+#: a config file does not import torch)
+DEFAULT_PROBE_MAX_MIB = 256.0
 
 #: What ``config=`` accepts: a path, ``False`` (no file), ``None`` (search), or resolved ``Settings``.
 ConfigArg = Union[str, "os.PathLike[str]", bool, None, "Settings"]
@@ -86,6 +94,8 @@ class FileConfig:
     fail_on: str | None = None
     inner: str | None = None
     rewrite: bool | None = None
+    probe: bool | None = None
+    probe_max_mib: float | None = None
 
     @property
     def root(self) -> Path:
@@ -104,6 +114,8 @@ class Settings:
     rewrite: bool = False
     config_file: Path | None = None
     root: Path = field(default_factory=Path.cwd)  # per-file-ignores globs are relative to it
+    probe: bool = True  # fxlint.lint / fxlint lint resolve CPU-dependent kernel copies on this machine
+    probe_max_mib: float = DEFAULT_PROBE_MAX_MIB
 
     @property
     def codes(self) -> list[str]:
@@ -142,6 +154,8 @@ class Settings:
             "fail-on": self.fail_on,
             "inner": self.inner,
             "rewrite": self.rewrite,
+            "probe": self.probe,
+            "probe-max-mib": self.probe_max_mib,
         }
 
 
@@ -278,7 +292,19 @@ def _validate(table: dict[str, Any], path: Path) -> FileConfig:
         if not isinstance(table["rewrite"], bool):
             raise ConfigError(f"{_where('rewrite', path)} must be true or false, not {table['rewrite']!r}")
         out["rewrite"] = table["rewrite"]
+    if "probe" in table:
+        if not isinstance(table["probe"], bool):
+            raise ConfigError(f"{_where('probe', path)} must be true or false, not {table['probe']!r}")
+        out["probe"] = table["probe"]
+    if "probe-max-mib" in table:
+        out["probe_max_mib"] = _probe_max_mib(table["probe-max-mib"], _where("probe-max-mib", path))
     return FileConfig(**out)
+
+
+def _probe_max_mib(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
+        raise ConfigError(f"{where} must be a positive number of MiB (e.g. 256), not {value!r}")
+    return float(value)
 
 
 def _fail_on(value: Any, where: str) -> str:
@@ -315,6 +341,8 @@ def resolve(
     fail_on: str | None = None,
     inner: str | None = None,
     rewrite: bool | None = None,
+    probe: bool | None = None,
+    probe_max_mib: float | None = None,
     registry: "Registry | None" = None,
 ) -> Settings:
     """Effective settings at ``start``: the applicable config file, overridden key by key by
@@ -353,6 +381,8 @@ def resolve(
         pfi[str(glob)] = explicit(codes, f"per-file-ignores {glob!r}") or ()
     if rewrite is not None and not isinstance(rewrite, bool):
         raise ConfigError(f"rewrite must be True or False, not {rewrite!r}")
+    if probe is not None and not isinstance(probe, bool):
+        raise ConfigError(f"probe must be True or False, not {probe!r}")
     return Settings(
         rules=rules,
         severity=tuple(sev.items()),
@@ -362,6 +392,9 @@ def resolve(
         rewrite=rewrite if rewrite is not None else bool(fc.rewrite),
         config_file=fc.path,
         root=fc.root,
+        probe=probe if probe is not None else (fc.probe if fc.probe is not None else True),
+        probe_max_mib=_probe_max_mib(probe_max_mib, "probe_max_mib") if probe_max_mib is not None
+        else (fc.probe_max_mib or DEFAULT_PROBE_MAX_MIB),
     )
 
 

@@ -26,7 +26,8 @@ import torch
 import torch.nn.functional as F
 
 from fxlint import kernels as K
-from fxlint.runtime.profiler import profile_copies
+import fxlint.kernels.probe  # noqa: F401 - K.probe
+from fxlint.kernels.probe import record_copies
 from fxlint.tensorinfo import TensorInfo
 
 TI = TensorInfo.from_tensor
@@ -71,10 +72,16 @@ class Outcome:
     runtime: list[tuple[str, int, str]]
     predicted: list[tuple[str, int, str]]
     path: str = ""
-    partial: bool = False  # the prediction left the output or the backward unknown
+    partial: bool = False  # the prediction left some part unknown (``KernelPrediction.unknown``)
+    unknown: tuple[str, ...] = ()  # the names of those parts
+    why: str = ""  # what disagrees, for a mismatch
+    measured: bool = False  # the probe answered some parts (run_case(probe=True))
 
 
-def runtime_copies(fn: Callable[..., torch.Tensor], args: tuple, train: bool) -> tuple[list[tuple[str, int, str]], int]:
+def runtime_copies(fn: Callable[..., torch.Tensor], args: tuple,
+                   train: bool) -> tuple[list[tuple[str, int, str, tuple[int, ...]]], tuple[int, ...]]:
+    """(phase, bytes, op, shape) of every copy one call (and its backward, when training) makes,
+    read as the probe reads it (``fxlint.kernels.probe.record_copies``), and the output's shape."""
     def step() -> None:
         out = fn(*args)
         if train:
@@ -84,45 +91,55 @@ def runtime_copies(fn: Callable[..., torch.Tensor], args: tuple, train: bool) ->
     for a in args:
         if isinstance(a, torch.Tensor):
             a.grad = None
-    raw = profile_copies(step, None)
+    events = record_copies(step)
     for a in args:
         if isinstance(a, torch.Tensor):
             a.grad = None
     with torch.no_grad():
         out = fn(*args)
-    copies = []
-    for c in raw.copies:
-        if c.grad_fn and "AccumulateGrad" in c.grad_fn:
-            continue
-        n = 1
-        for s in c.shape:
-            n *= s
-        if n <= 1:
-            continue
-        copies.append((c.phase, c.bytes, c.op))
-    return copies, out.numel() * out.element_size()
+    return [(c.phase, c.bytes, c.op, tuple(c.shape)) for c in events], tuple(out.shape)
 
 
-def run_case(case: Case) -> Outcome:
+def run_case(case: Case, probe: bool = False) -> Outcome:
+    """Compare the prediction with the runtime. Every copy the model claims must happen, and every
+    copy that happens must be claimed - or lie in a part the prediction says it does not know
+    (same phase, an operand of its shape). ``probe``: resolve the machine-dependent parts on this
+    machine first (``fxlint.kernels.probe``); the answer must then be exact."""
     fn, args, train, predictor = case.build()
     pred = predictor(*args)
-    rt, out_bytes = runtime_copies(fn, args, train)
+    rt, out_shape = runtime_copies(fn, args, train)
+    rt3 = [r[:3] for r in rt]
     if pred is None:
-        return Outcome(case.name, "unknown", rt, [])
+        return Outcome(case.name, "unknown", rt3, [])
+    if probe:
+        with K.probe.probing():
+            pred = K.probe.resolve(pred)
     itemsize = args[0].element_size()
-    pr = []
+    pr, claimed = [], []
     for c in pred.copies:
-        if c.count > 1 and int(c.each) <= itemsize:
-            continue  # per-element copies of one element are not counted at runtime either
+        if int(c.each) <= itemsize:
+            continue  # copies of one element are not counted at runtime either
         pr.extend([(c.phase, int(c.each), c.op)] * c.count)
-    if not pred.backward_known:
-        rt = [r for r in rt if r[0] != "backward"]
-        pr = [p for p in pr if p[0] != "backward"]
+        if pred.knows(c.phase, c.operand, [c.reason]):  # a copy listed inside an unknown part is no claim
+            claimed.extend([(c.phase, int(c.each))] * c.count)
     a = collections.Counter((r[0], r[1]) for r in rt)
-    b = collections.Counter((p[0], p[1]) for p in pr)
-    partial = not pred.backward_known or not pred.output_known
-    ok = a == b or (not pred.output_known and a == b + collections.Counter({("forward", out_bytes): 1}))
-    return Outcome(case.name, "ok" if ok else "mismatch", rt, pr, pred.path, partial)
+    b = collections.Counter(claimed)
+    names = {o.name: o.shape for o in pred.probe.operands} if pred.probe is not None else {}
+    names["output"] = out_shape
+    why = []
+    if b - a:
+        why.append(f"predicted but not made: {sorted((b - a).elements())}")
+    extra = a - b
+    for phase, nbytes, op, shape in rt:
+        if extra[(phase, nbytes)] <= 0:
+            continue
+        extra[(phase, nbytes)] -= 1
+        owners = K.probe.attribute(shape, names) or ("?",)  # "?": only a part of every operand covers it
+        if not any(pred.knows(phase, o) is False for o in owners):
+            why.append(f"made but not predicted: {phase} {nbytes} B {op} {shape}")
+    partial = bool(pred.unknown)
+    return Outcome(case.name, "mismatch" if why else "ok", rt3, pr, pred.path, partial,
+                   tuple(u.name for u in pred.unknown), "; ".join(why), probe and pred.probe is not None)
 
 
 # --------------------------------------------------------------------------- grids

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -19,6 +22,19 @@ if str(ROOT) not in sys.path:
 from fxlint.compat import install_torchvision_fallback  # noqa: E402
 
 install_torchvision_fallback()
+
+# The portability runs (`make test-portability`) force CPU paths down. ATEN_CPU_CAPABILITY and
+# ONEDNN_MAX_CPU_ISA are read by torch and oneDNN themselves; torch has no environment variable for
+# torch.backends.mkldnn.enabled, so FXLINT_TEST_MKLDNN=0 is ours: oneDNN off for the whole session
+# (in this process: CLI subprocesses keep their default).
+if os.environ.get("FXLINT_TEST_MKLDNN", "1") == "0":
+    torch.backends.mkldnn.enabled = False
+
+# fxlint.lint measures CPU-dependent kernel copies (fxlint.kernels.probe) and caches them on disk:
+# a test session uses a fresh cache of its own (shared with its CLI subprocesses), never the user's.
+if "FXLINT_CACHE_DIR" not in os.environ:
+    os.environ["FXLINT_CACHE_DIR"] = tempfile.mkdtemp(prefix="fxlint-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["FXLINT_CACHE_DIR"], ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -36,8 +36,27 @@ def test_scenario_codes_lines_bytes_and_runtime(name):
         assert f.bytes == nbytes(inputs)
         assert (f.details.get("backward_bytes") or 0) == (f.bytes if backward else 0)
     result.assert_all_confirmed()
-    result.assert_no_unexplained()
+    _assert_unexplained_only_where_every_program_pays(result, model, inputs)
     assert mod.__doc__ and "Expected:" in mod.__doc__
+
+
+def _assert_unexplained_only_where_every_program_pays(result, model, inputs):
+    """Nothing the layout rules leave unexplained - except, on a machine where a grouped conv runs
+    ATen's native kernel (oneDNN off or without the dtype), the per-group slices that kernel makes,
+    which no layout avoids: exactly the bytes the kernel model predicts for them on this machine."""
+    from fxlint import kernels as K
+    from fxlint.capture import capture
+
+    paid: dict[tuple[str, int], int] = {}
+    for view in capture(model, inputs).program():
+        for node in view.ops(*K.ops(family="conv")):
+            pred = K.predict(node)
+            slices = [c for c in pred.forward(avoidable=False) if c.reason == "conv-group-slice"] if pred else []
+            if slices:
+                key = (node.location.file, node.location.line)
+                paid[key] = paid.get(key, 0) + sum(int(c.nbytes) for c in slices)
+    rows = {(u["file"], u["line"]): u["bytes"] for u in result.report.unexplained}
+    assert rows == paid, (rows, paid)
 
 
 def test_attention_scenario_reports_each_copied_operand():

@@ -343,13 +343,16 @@ def _analysis_seconds(n: int) -> tuple[int, float]:
 
 
 @pytest.mark.slow
-def test_deep_graphs_meet_the_speed_target():
-    """Canonical view + every rule: under 1 s of CPU for 10,000 nodes, and linear up to 20,000."""
+def test_deep_graphs_scale_linearly():
+    """Canonical view + every rule grow linearly with the graph: 20,000 nodes cost about twice what
+    10,000 do, measured in one run (a quadratic step would cost four times). What holds on any
+    machine is the ratio; the absolute figures (the "under 1 s for 10,000 nodes" target) are
+    measured by `fxlint bench --lint-speed` (bench/lint_speed.py), not asserted here."""
     n10, t10 = _analysis_seconds(10_000)
     n20, t20 = _analysis_seconds(20_000)
-    print(f"analysis: {n10} nodes {t10 * 1000:.0f} ms CPU, {n20} nodes {t20 * 1000:.0f} ms CPU")
-    assert t10 < 1.0, t10
-    assert t20 < 2.6 * t10 + 0.2, (t10, t20)  # linear, not quadratic
+    print(f"analysis: {n10} nodes {t10 * 1000:.0f} ms CPU, {n20} nodes {t20 * 1000:.0f} ms CPU, "
+          f"ratio {t20 / t10:.2f}")
+    assert t20 / t10 < 2.6, (t10, t20)  # linear, not quadratic
 
 
 def test_a_20k_node_graph_module_through_lint():

@@ -30,7 +30,13 @@ ORDER = 10
 EPILOG = TARGET_HELP + """
 configuration: the [tool.fxlint] table of the closest pyproject.toml above the
 TARGET's file (select, ignore, extend-select, per-file-ignores, severity,
-fail-on, inner, rewrite); flags replace the file's keys.
+fail-on, inner, rewrite, probe, probe-max-mib); flags replace the file's keys.
+
+probing: where a kernel's copies depend on this CPU (oneDNN's reorders), lint
+runs that one op on random tensors of the same geometry and reports what this
+machine does ("measured on this machine"), cached in $FXLINT_CACHE_DIR
+(default ~/.cache/fxlint); --no-probe leaves those parts unknown.
+`fxlint env` shows this machine's facts and the cache.
 
 baselines: --baseline FILE --write-baseline records today's findings; later
 runs with --baseline FILE report only new ones (the rest are counted).
@@ -62,6 +68,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--confirm", action="store_true",
                    help="also run the model under torch.profiler and mark each copy finding confirmed, "
                         "refuted or not-run; list runtime copies no finding explains")
+    p.add_argument("--no-probe", action="store_true",
+                   help="do not run ops to measure the kernel copies that depend on this CPU (oneDNN's "
+                        "reorders); they are then reported as unknown (config key: probe = false)")
     p.add_argument("--baseline", metavar="FILE",
                    help="report only findings not recorded in FILE (known ones are counted in the summary)")
     p.add_argument("--write-baseline", action="store_true",
@@ -135,7 +144,7 @@ def _lint_one(args: argparse.Namespace, target: str, select: Any, ignore: Any, e
 
     loaded = load_target(target)
     settings = resolve(target_file(target), config=config_arg(args), select=select, ignore=ignore,
-                       extend_select=extend, fail_on=args.fail_on)
+                       extend_select=extend, fail_on=args.fail_on, probe=False if args.no_probe else None)
     inputs = load_inputs(args.input, loaded.inputs, target)
     return fxlint.lint(loaded.obj, inputs, config=settings, confirm=args.confirm), settings
 

@@ -10,6 +10,24 @@ comparison, for devices other than the CPU (except the composite layers of
 ``matmul``/``linear``, which are the same everywhere), and for backend paths
 it does not model.
 
+## What is known, what is not
+
+A prediction lists the copies it knows (``KernelPrediction.copies``) and names
+the parts it does not (``KernelPrediction.unknown``: ``Unknown(phase,
+operand, reason, why, machine)``). The parts are fine-grained: a conv whose
+output oneDNN may reorder still knows ATen's conversion of its input, forward
+and backward. ``knows(phase, operand, reasons)`` is how a rule asks
+(``backward_known``/``output_known`` remain as the coarse views).
+
+``machine=True`` parts depend on the CPU this runs on - what a backend
+library does with these strides on its ISA (oneDNN's reorders), not ATen's
+choice. They are never filled from a table measured on another CPU:
+``probe`` (``fxlint.kernels.probe``) runs the one op on random tensors of the
+same geometry under the profiler, on this machine, once (cached), and
+``predict`` fills them with what it saw ("measured on this machine",
+``KernelCopy.source == MEASURED``) where probing is on (``fxlint.lint`` by
+default; the compile backend with ``options={"probe": True}``).
+
 The models are ports of ATen's own decisions, checked against the runtime
 (``tests/test_kernel_sweep.py`` compares every prediction with what
 ``torch.profiler`` records, over shapes, permutations, slices with steps,
@@ -24,10 +42,11 @@ One module per kernel family, side by side, each documenting the ATen rules it
 ports: ``blas`` (``mm``, ``addmm``, ``mv``, ``dot``), ``bmm`` (``bmm``,
 ``baddbmm``), ``matmul`` (``matmul``, ``linear``), ``conv``, ``norm``,
 ``softmax``. What they share: ``env`` (``Env``, the facts of the running
-build), ``geometry`` (``Geometry``, an operand's shape, strides, dtype and
-``requires_grad``, with ATen's view ops), ``results`` (``KernelCopy``,
-``KernelPrediction``), ``registry`` (``kernel_model``, ``predict``, ``ops``,
-``operand_role``). The stride arithmetic is ``fxlint.layout``'s and the
+build and CPU), ``geometry`` (``Geometry``, an operand's shape, strides, dtype
+and ``requires_grad``, with ATen's view ops), ``results`` (``KernelCopy``,
+``Unknown``, ``KernelPrediction``), ``registry`` (``kernel_model``,
+``predict``, ``ops``, ``operand_role``), ``probe`` (``OpCall``, ``runner``,
+``probing``, ``resolve``: measuring on the machine). The stride arithmetic is ``fxlint.layout``'s and the
 symbolic-size arithmetic ``fxlint.symbolic``'s.
 
 ## The registry
@@ -55,6 +74,11 @@ Everything that lists ops derives from it: ``predict`` dispatches on
    and the rules selecting its family see it.
 2. Use ``fxlint.layout`` and ``fxlint.symbolic`` for strides and comparisons
    (strict helpers raise ``Undecided``; the entry point turns that into None).
+   Where a copy depends on the CPU rather than on ATen's rules, do not guess:
+   add an ``Unknown(..., machine=True)`` part, attach ``probe=OpCall(...)`` to
+   the prediction and register how to run the op with ``@probe.runner(name)``
+   (``conv`` shows all three). A path not modelled at all is an
+   ``Unknown(..., machine=False)`` part (or the whole prediction None).
 3. Add its cases to the sweep (``tests/_sweep.py``) so the runtime checks the
    model, and an example node to ``tests/test_kernel_registry.py``.
 """
@@ -85,7 +109,7 @@ from .registry import (
     ops,
     predict,
 )
-from .results import KernelCopy, KernelPrediction
+from .results import KernelCopy, KernelPrediction, Unknown
 from .softmax import predict_softmax
 
 # every module registers its models on import: a new family is a new file, nothing to add here
@@ -97,6 +121,7 @@ __all__ = [
     "Env",
     "KernelCopy",
     "KernelPrediction",
+    "Unknown",
     "KernelModel",
     "KernelRegistry",
     "REGISTRY",

@@ -3,15 +3,25 @@
 1-d convs copy any non-contiguous input (ATen makes it contiguous before
 viewing it as 2-d). The CPU backend is oneDNN (``mkldnn``) or the native slow
 kernels, chosen by ATen's heuristic (dtype, batch size, kernel size, groups,
-threads); the backend works in channels_last when the input *or* the weight
-suggests channels_last (2-d kernels; 3-d only with oneDNN), else contiguous;
-input and weight are each made contiguous in that format - so a channels_last
-input converts a contiguous weight on every call. oneDNN in contiguous format
-may compute in a blocked layout and copy the output back (measured:
-bfloat16/float16 except 2-d depthwise, float32 3-d depthwise with multiplier
-1). The slow kernels copy the bias into the output. In backward the saved
-input and the weight are converted again, and oneDNN converts the
-channels_last weight gradient back.
+threads, and whether oneDNN has bfloat16/float16 kernels on this CPU); the
+backend works in channels_last when the input *or* the weight suggests
+channels_last (2-d kernels; 3-d only with oneDNN), else contiguous; input and
+weight are each made contiguous in that format - so a channels_last input
+converts a contiguous weight on every call. The native kernels run a grouped
+conv group by group and make each group's slice of the input (and of the
+gradient, in backward) contiguous; they copy the bias into the output; in
+bfloat16/float16 their backward sums the bias gradient through a float32 copy
+of the gradient (``sum``'s accumulation buffer) when the batch and the spatial
+dims are two separate reductions. In backward the saved input and the weight
+are converted again, and oneDNN converts the channels_last weight gradient
+back.
+
+What oneDNN itself does next depends on the CPU (its kernels per ISA), not on
+ATen: in the contiguous format it may compute in a blocked layout of its own
+and copy the output (and the input gradient) back; in channels_last its
+backward may convert the weight again. These are ``Unknown`` parts of the
+prediction (``machine=True``): ``fxlint.kernels.probe`` measures them on the
+running machine.
 """
 
 from __future__ import annotations
@@ -20,13 +30,14 @@ from typing import Any, Sequence
 
 import torch
 
-from ..layout import CHANNELS_LAST, CHANNELS_LAST_3D, CONTIGUOUS
-from ..symbolic import Undecided, eq, ge, gt, require_int
+from ..layout import CHANNELS_LAST, CHANNELS_LAST_3D, CONTIGUOUS, channels_last_strides, contiguous_strides
+from ..symbolic import Undecided, eq, ge, gt, prod, require_int
 from ..tensorinfo import TensorInfo
 from .env import Env
 from .geometry import Geometry, dtype_name, on_cpu
+from .probe import OpCall, Operand, runner
 from .registry import kernel_model, needs_grad, tensor_arg
-from .results import KernelCopy, KernelPrediction, copy_of, none_when_undecided
+from .results import KernelCopy, KernelPrediction, Unknown, copy_of, none_when_undecided
 
 __all__ = ["predict_conv", "predict_conv_node"]
 
@@ -51,15 +62,53 @@ def _conv_use_mkldnn(inp: Geometry, w: Geometry, strided: bool, dilated: bool, t
     return first and second
 
 
+_REDUCED = (torch.bfloat16, torch.float16)
+#: the code of the copies oneDNN's own reorders make (``Unknown.reason`` of the parts it leaves open)
+ONEDNN_REORDER = "onednn-reorder"
+
+
+def _in_format(t: Geometry, fmt: str) -> Geometry:
+    """``t.contiguous(memory_format=fmt)``: ``t`` itself when it already is, else fresh strides."""
+    if t.is_contiguous_as(fmt):
+        return t
+    return t.with_(t.shape, channels_last_strides(t.shape) if fmt != CONTIGUOUS else contiguous_strides(t.shape))
+
+
+def _group_slice(t: Geometry, dim: int, groups: int) -> tuple[Geometry, bool]:
+    """ATen's ``subtensor(t, dim, groups, g)``: one group's slice ``t.narrow(dim, ...)``, made
+    contiguous in ``t.suggest_memory_format()``; (the slice, whether that copies it)."""
+    fmt = t.suggest_memory_format()
+    shape = list(t.shape)
+    shape[dim] = shape[dim] // groups if isinstance(shape[dim], int) else shape[dim] / groups
+    part = t.with_(shape, t.stride)
+    return part, not part.is_contiguous_as(fmt)
+
+
+def _sum_uses_float_buffer(grad_out: Geometry) -> bool:
+    """``grad_output.sum((0, 2, ...))`` in bfloat16/float16 (the bias gradient of the native
+    kernels), ``grad_out`` dense in its format: ATen's ``sum_out`` accumulates in a float32 copy of
+    its input (``should_use_acc_buffer``) when, after TensorIterator moves the reduced dims
+    innermost and coalesces them, the two innermost dims are both reduced - in the contiguous
+    format, a batch > 1 and more than one position on either side of channels > 1. In
+    channels_last the batch and the positions are one block of memory: no buffer."""
+    n, c, sp = grad_out.shape[0], grad_out.shape[1], prod(grad_out.shape[2:])
+    return grad_out.is_contiguous() and gt(n, 1) and gt(c, 1) and gt(sp, 1)
+
+
 @none_when_undecided
 def predict_conv(x: TensorInfo, weight: TensorInfo, *, output: TensorInfo | None = None, has_bias: bool = True,
                  transposed: bool = False, groups: int = 1, stride: Sequence[Any] | None = None,
-                 dilation: Sequence[Any] | None = None, output_padding: Sequence[Any] | None = None,
-                 grad: bool = False, weight_grad: bool | None = None,
-                 env: Env | None = None, use_mkldnn: bool | None = None) -> KernelPrediction | None:
+                 padding: Sequence[Any] | str | None = None, dilation: Sequence[Any] | None = None,
+                 output_padding: Sequence[Any] | None = None, grad: bool = False, weight_grad: bool | None = None,
+                 bias_grad: bool | None = None, env: Env | None = None,
+                 use_mkldnn: bool | None = None) -> KernelPrediction | None:
     """A convolution (1-d/2-d/3-d, transposed or not) on CPU.
 
-    ``use_mkldnn`` forces the backend choice (None: decide it as ATen does)."""
+    ``grad``: the call runs under autograd with an operand that requires grad (then the
+    backward copies are predicted too); ``weight_grad``/``bias_grad``: whether the weight and
+    the bias get a gradient (default: the weight's ``requires_grad``; the bias when the weight
+    does). ``padding`` only serves the probe (``fxlint.kernels.probe``), which runs the call
+    itself. ``use_mkldnn`` forces the backend choice (None: decide it as ATen does)."""
     env = env or Env.current()
     if not on_cpu(x, weight) or weight.ndim not in (3, 4, 5) or x.ndim != weight.ndim or not isinstance(groups, int):
         return None
@@ -70,10 +119,16 @@ def predict_conv(x: TensorInfo, weight: TensorInfo, *, output: TensorInfo | None
     stride = tuple(stride or (1,) * spatial)
     dilation = tuple(dilation or (1,) * spatial)
     output_padding = tuple(output_padding or (0,) * spatial)
+    call = _probe_call(x, weight, output, has_bias, transposed, groups, stride, padding, dilation, output_padding,
+                       grad, weight_grad, bias_grad)
     if weight_grad is None:
         weight_grad = weight.requires_grad
+    if bias_grad is None:
+        bias_grad = has_bias and grad and weight_grad
     lx, lw = Geometry.of(x), Geometry.of(weight)
+    lo = Geometry.of(output) if output is not None else None
     copies: list[KernelCopy] = []
+    unknown: list[Unknown] = []
     kernel = f"conv{'_transpose' if transposed else ''}{spatial}d"
     orig_x = lx
     if spatial == 1:
@@ -86,6 +141,7 @@ def predict_conv(x: TensorInfo, weight: TensorInfo, *, output: TensorInfo | None
                                       "the backward makes the saved input contiguous again", phase="backward"))
             lx = lx.contiguous_copy()
         lx, lw = lx.unsqueeze(2), lw.unsqueeze(2)
+        lo = lo.unsqueeze(2) if lo is not None else None
         stride, dilation, output_padding = (1,) + stride, (1,) + dilation, (0,) + output_padding
     strided = any(s != 1 for s in stride)
     dilated = any(d != 1 for d in dilation)
@@ -99,8 +155,8 @@ def predict_conv(x: TensorInfo, weight: TensorInfo, *, output: TensorInfo | None
             # what both backends would do alike, and call the rest unknown
             return _agreeing_conv(x, weight, output=output, has_bias=has_bias, transposed=transposed,
                                   groups=groups, stride=stride, dilation=dilation,
-                                  output_padding=output_padding, grad=grad, weight_grad=weight_grad, env=env,
-                                  conv1d=spatial == 1)
+                                  output_padding=output_padding, grad=grad, weight_grad=weight_grad,
+                                  bias_grad=bias_grad, env=env, conv1d=spatial == 1)
     else:
         mkldnn = use_mkldnn
     sug_x, sug_w = lx.suggest_memory_format(), lw.suggest_memory_format()
@@ -118,8 +174,6 @@ def predict_conv(x: TensorInfo, weight: TensorInfo, *, output: TensorInfo | None
             backend = f"slow dilated {nd - 2}-d"
         else:
             backend = "slow 2-d"
-        if groups != 1 and backend != "slow 3-d":
-            return None  # grouped convs split per group without oneDNN: not modelled
         fmt = cl if nd == 4 and (sug_x == cl or sug_w == cl) else CONTIGUOUS
     fmt_name = {CONTIGUOUS: "contiguous (NCHW)" if nd == 4 else "contiguous (NCDHW)",
                 CHANNELS_LAST: "channels_last", CHANNELS_LAST_3D: "channels_last_3d"}[fmt]
@@ -141,44 +195,150 @@ def predict_conv(x: TensorInfo, weight: TensorInfo, *, output: TensorInfo | None
         copies.append(copy_of("weight", lw, "aten::_to_copy", "conv-weight-grad",
                               "oneDNN returns the channels_last weight gradient, converted back to the "
                               "weight's layout", phase="backward"))
-    output_known = True
-    backward_known = True
-    depthwise = groups > 1 and eq(lx.shape[1], groups)
-    if mkldnn and fmt == CONTIGUOUS:
-        reorder = _onednn_reorders(lx, lw, depthwise, transposed, strided, dilated, env)
-        if reorder is None:
-            output_known = backward_known = False
-        else:
-            out_reorder, grad_input_reorder = reorder
-            if out_reorder and output is not None:
-                copies.append(copy_of("output", Geometry.of(output), "aten::contiguous", "conv-output",
-                                      f"oneDNN computes this {dtype_name(lx.dtype)} {kernel} in its own blocked "
-                                      "layout and copies the output back to the contiguous layout"))
-            elif out_reorder:
-                output_known = False
-            if grad_input_reorder and grad and orig_x.requires_grad:
-                copies.append(copy_of("input", orig_x, "aten::contiguous", "conv-grad-input",
-                                      "oneDNN returns the input gradient in its own layout, copied back",
-                                      phase="backward", avoidable=False))
-    if mkldnn and fmt == CHANNELS_LAST_3D and dilated and grad:
-        backward_known = False  # oneDNN sometimes converts the weight again here: not modelled
-    if not mkldnn and has_bias and not transposed and output is not None and not eq(Geometry.of(output).numel, 0):
-        lo = Geometry.of(output)
-        if "dilated" in backend:  # the bias is written channel by channel
-            per = require_int(lo.shape[0] * lo.shape[1], "the channel count")
-            copies.append(copy_of("bias", lo, "aten::copy_", "bias-init",
-                                  f"the {backend} kernel copies the bias into each output channel first",
-                                  count=per, avoidable=False))
-        else:
-            copies.append(copy_of("bias", lo, "aten::copy_", "bias-init",
-                                  f"the {backend} kernel copies the bias into the output first", avoidable=False))
-    return KernelPrediction(kernel, f"{kernel}: {backend}, {fmt}", tuple(copies), output_known=output_known,
-                            backward_known=backward_known or not grad)
+    reduced = lx.dtype in _REDUCED
+    dt = dtype_name(lx.dtype)
+    if mkldnn:
+        unknown += _onednn_unknowns(kernel, dt, fmt, reduced, grad, orig_x.requires_grad, weight_grad)
+    else:
+        xf, wf = _in_format(lx, fmt), _in_format(lw, fmt)
+        of = _in_format(lo, fmt) if lo is not None else None
+        if groups > 1 and backend != "slow 3-d":
+            copies += _grouped_copies(kernel, backend, xf, wf, of, groups, grad)
+            if grad and of is None:
+                unknown.append(Unknown("backward", "output", "conv-group-slice",
+                                       "the output's layout, which decides the gradient's slices, is not known",
+                                       machine=False))
+        if has_bias and not transposed and of is not None and not eq(of.numel, 0):
+            if "dilated" in backend:  # the bias is written channel by channel
+                per = require_int(of.shape[0] * of.shape[1], "the channel count")
+                copies.append(copy_of("bias", of, "aten::copy_", "bias-init",
+                                      f"the {backend} kernel copies the bias into each output channel first",
+                                      count=per, avoidable=False))
+            else:
+                copies.append(copy_of("bias", of, "aten::copy_", "bias-init",
+                                      f"the {backend} kernel copies the bias into the output first",
+                                      count=groups if groups > 1 and backend != "slow 3-d" else 1,
+                                      avoidable=False))
+        if grad and bias_grad and reduced and "dilated" not in backend:
+            # the native backward sums the bias gradient outside the kernel (per group when grouped)
+            per_group = groups > 1 and backend != "slow 3-d"
+            if of is None:
+                unknown.append(Unknown("backward", "bias", "bias-grad-sum", "the output's shape is not known",
+                                       machine=False))
+            else:
+                g_out = _in_format(_group_slice(of, 1, groups)[0], of.suggest_memory_format()) if per_group else of
+                if _sum_uses_float_buffer(g_out):
+                    count = groups if per_group else 1
+                    channels = require_int(g_out.shape[1], "the channel count")
+                    copies.append(copy_of("bias", g_out, "aten::_to_copy", "bias-grad-sum",
+                                          f"the {dt} bias gradient is summed over the batch and the positions in "
+                                          "float32: sum() accumulates in a float32 copy of the output gradient",
+                                          phase="backward", count=count, avoidable=False,
+                                          nbytes=g_out.numel * 4 * count))
+                    copies.append(copy_of("bias", g_out, "aten::copy_", "bias-grad-sum",
+                                          f"the float32 bias gradient, converted back to {dt}", phase="backward",
+                                          count=count, avoidable=False, nbytes=channels * lx.itemsize * count))
+    return KernelPrediction(kernel, f"{kernel}: {backend}, {fmt}", tuple(copies), tuple(unknown), probe=call)
+
+
+def _onednn_unknowns(kernel: str, dt: str, fmt: str, reduced: bool, grad: bool, input_grad: bool,
+                     weight_grad: bool) -> list[Unknown]:
+    """The parts of a oneDNN conv that oneDNN, not ATen, decides on this CPU (measured: the same
+    shapes reorder on AVX512/AMX and AVX2 but not with oneDNN capped at SSE4.1, and channels_last
+    backwards convert the weight again on AVX2/SSE4.1 but rarely on AVX512)."""
+    out: list[Unknown] = []
+    if fmt == CONTIGUOUS:
+        out.append(Unknown("forward", "output", ONEDNN_REORDER,
+                           f"whether oneDNN computes this {dt} {kernel} in a blocked layout of its own and copies "
+                           "the output back depends on the kernel it picks for this CPU"))
+        if grad and reduced:
+            out.append(Unknown("backward", "*", ONEDNN_REORDER,
+                               f"oneDNN's own reorders in the backward of a {dt} {kernel} depend on this CPU"))
+        elif grad and input_grad:
+            out.append(Unknown("backward", "input", ONEDNN_REORDER,
+                               "whether oneDNN returns the input gradient in a layout of its own (then copied back) "
+                               "depends on the kernel it picks for this CPU"))
+    elif grad and (weight_grad or input_grad):
+        out.append(Unknown("backward", "weight", ONEDNN_REORDER,
+                           f"whether oneDNN's {fmt} backward converts the weight again depends on the kernel it "
+                           "picks for this CPU"))
+    return out
+
+
+def _grouped_copies(kernel: str, backend: str, xf: Geometry, wf: Geometry, of: Geometry | None, groups: int,
+                    grad: bool) -> list[KernelCopy]:
+    """The native kernels run a grouped conv group by group (``_convolution``'s loop over
+    ``subtensor``): each group's slice of the input, the weight and (in backward) the output
+    gradient is made contiguous in its tensor's suggested format - a copy whenever the slice is
+    not (a batch > 1 in the contiguous format; any batch in channels_last)."""
+    out: list[KernelCopy] = []
+    slices = [("input", xf, 1, "input"), ("weight", wf, 0, "weight")]
+    for name, t, dim, what in slices:
+        part, copied = _group_slice(t, dim, groups)
+        if copied:
+            why = (f"{kernel} ({backend}) runs group by group and makes each group's slice of the {what} "
+                   f"contiguous: {groups} copies")
+            # no layout of the operand avoids them (only oneDNN or a batch of one does): every program pays
+            out.append(copy_of(name, part, "aten::contiguous", "conv-group-slice", why, count=groups,
+                               nbytes=part.nbytes * groups, avoidable=False))
+            if grad:
+                out.append(copy_of(name, part, "aten::contiguous", "conv-group-slice",
+                                   "the backward slices the saved " + what + " per group again", phase="backward",
+                                   count=groups, nbytes=part.nbytes * groups, avoidable=False))
+    if grad and of is not None:
+        part, copied = _group_slice(of, 1, groups)
+        if copied:
+            out.append(copy_of("output", part, "aten::contiguous", "conv-group-slice",
+                               "the backward makes each group's slice of the output gradient contiguous",
+                               phase="backward", count=groups, nbytes=part.nbytes * groups, avoidable=False))
+    return out
+
+
+def _probe_call(x: TensorInfo, weight: TensorInfo, output: TensorInfo | None, has_bias: bool, transposed: bool,
+                groups: int, stride: tuple, padding: Any, dilation: tuple, output_padding: tuple, grad: bool,
+                weight_grad: bool | None, bias_grad: bool | None) -> OpCall | None:
+    """How ``fxlint.kernels.probe`` can run this conv (None when a size or stride is symbolic)."""
+    if padding is None:
+        padding = (0,) * (weight.ndim - 2)
+    if not isinstance(padding, str):
+        padding = tuple(padding)
+        if not all(isinstance(p, int) for p in padding):
+            return None
+    wg = weight.requires_grad if weight_grad is None else weight_grad
+    bg = (has_bias and grad and wg) if bias_grad is None else bias_grad
+    try:
+        operands = [Operand.of("input", x), Operand.of("weight", weight, requires_grad=wg)]
+        if has_bias:
+            channels = weight.shape[1] * groups if transposed else weight.shape[0]
+            operands.append(Operand.dense("bias", (channels,), x.dtype, requires_grad=bg))
+        outputs = (tuple(output.shape),) if output is not None else ()
+    except (TypeError, ValueError):  # symbolic sizes
+        return None
+    return OpCall("conv", tuple(operands), (("transposed", transposed), ("groups", groups), ("stride", stride),
+                                             ("padding", padding), ("dilation", dilation),
+                                             ("output_padding", output_padding)),
+                  train=grad, outputs=outputs)
+
+
+@runner("conv")
+def _run_conv(t: dict[str, torch.Tensor], stride: tuple, padding: Any, dilation: tuple, output_padding: tuple,
+              transposed: bool, groups: int) -> torch.Tensor:
+    import torch.nn.functional as F
+
+    nd = t["weight"].ndim - 2
+    if transposed:
+        fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[nd - 1]
+        return fn(t["input"], t["weight"], t.get("bias"), stride=stride, padding=padding,
+                  output_padding=output_padding, groups=groups, dilation=dilation)
+    fn = (F.conv1d, F.conv2d, F.conv3d)[nd - 1]
+    return fn(t["input"], t["weight"], t.get("bias"), stride=stride, padding=padding, dilation=dilation,
+              groups=groups)
 
 
 def _agreeing_conv(x: TensorInfo, weight: TensorInfo, *, conv1d: bool, stride: Sequence[Any],
                    dilation: Sequence[Any], output_padding: Sequence[Any], **kw: Any) -> KernelPrediction | None:
-    """The copies oneDNN and the native kernel would both make, when symbols pick between them."""
+    """The copies oneDNN and the native kernel would both make, when symbols pick between them;
+    where they differ, that part is unknown."""
     if conv1d:  # predict_conv prepended the 2-d view's unit dim to these; hand back the 1-d ones
         stride, dilation, output_padding = stride[1:], dilation[1:], output_padding[1:]
     both = [predict_conv(x, weight, stride=stride, dilation=dilation, output_padding=output_padding,
@@ -188,27 +348,16 @@ def _agreeing_conv(x: TensorInfo, weight: TensorInfo, *, conv1d: bool, stride: S
     a, b = both
 
     def key(c: KernelCopy) -> tuple:
-        return (c.operand, c.phase, c.op, str(c.nbytes), c.avoidable)
+        return (c.operand, c.phase, c.op, str(c.nbytes), c.count, c.avoidable)
 
-    common = [c for c in a.copies if key(c) in {key(d) for d in b.copies}]
-    same = len(common) == len(a.copies) == len(b.copies)
+    keys_a, keys_b = {key(c) for c in a.copies}, {key(c) for c in b.copies}
+    common = [c for c in a.copies if key(c) in keys_b]
+    unknown = list(dict.fromkeys((*a.unknown, *b.unknown)))
+    for c in [c for c in a.copies if key(c) not in keys_b] + [c for c in b.copies if key(c) not in keys_a]:
+        unknown.append(Unknown(c.phase, c.operand, c.reason, "a dynamic size decides between oneDNN and the "
+                               "native kernel, which differ here", machine=False))
     return KernelPrediction(a.kernel, f"{a.kernel}: oneDNN or native (decided by a dynamic size)", tuple(common),
-                            backward_known=same and a.backward_known and b.backward_known,
-                            output_known=same and a.output_known and b.output_known)
-
-
-def _onednn_reorders(x: Geometry, w: Geometry, depthwise: bool, transposed: bool, strided: bool, dilated: bool,
-                     env: Env) -> tuple[bool, bool] | None:
-    """(output copied back, input gradient copied back) when oneDNN runs a float32 conv in the
-    contiguous layout. Not ATen's decision but oneDNN's choice of its internal layout: a table
-    measured on x86 AVX512/AMX with torch 2.13 (tests/test_kernel_sweep.py). None where it is not
-    known: other CPUs, and bfloat16/float16, whose reorders vary with shapes in ways not modelled."""
-    if not env.onednn_output_table or x.dtype != torch.float32:
-        return None
-    mult1 = depthwise and eq(w.shape[0], x.shape[1])
-    out = (x.ndim == 5 and mult1 and not dilated and not transposed) or (transposed and strided)
-    grad_input = strided and not transposed and not depthwise
-    return out, grad_input
+                            tuple(dict.fromkeys(unknown)))
 
 
 def predict_conv_node(node: Any, x: TensorInfo | None = None, env: Env | None = None) -> KernelPrediction | None:
@@ -218,11 +367,15 @@ def predict_conv_node(node: Any, x: TensorInfo | None = None, env: Env | None = 
     w = args.get("weight_info")
     if x is None or not isinstance(w, TensorInfo):
         return None
+    bias = tensor_arg(node, "bias")
+    grad = needs_grad(node, x, w, bias)
+    weight_grad = w.requires_grad and bool(node.grad_enabled)
+    bias_grad = (bias.requires_grad if bias is not None else weight_grad) and bool(node.grad_enabled)
     return predict_conv(
         x, w, output=node.tensor, has_bias=bool(args.get("has_bias", True)),
         transposed=bool(args.get("transposed")), groups=args.get("groups", 1),
-        stride=args.get("stride"), dilation=args.get("dilation"), output_padding=args.get("output_padding"),
-        grad=needs_grad(node, x, w), weight_grad=w.requires_grad and bool(node.grad_enabled), env=env)
+        stride=args.get("stride"), padding=args.get("padding"), dilation=args.get("dilation"),
+        output_padding=args.get("output_padding"), grad=grad, weight_grad=weight_grad, bias_grad=bias_grad, env=env)
 
 
 # --------------------------------------------------------------------------- models

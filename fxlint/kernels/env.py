@@ -1,31 +1,47 @@
-"""The facts about the running PyTorch build that choose kernel paths (``Env``)."""
+"""The facts about the running PyTorch build and CPU that choose kernel paths (``Env``)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import torch
 
-__all__ = ["Env"]
+__all__ = ["Env", "ONEDNN_ISA_VARS"]
+
+#: environment variables that cap oneDNN's instruction set (oneDNN reads the first it finds at start-up)
+ONEDNN_ISA_VARS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
 
 
 @dataclass(frozen=True)
 class Env:
-    """The facts about the running PyTorch build that choose kernel paths."""
+    """The facts about the running PyTorch build and CPU that choose kernel paths.
 
-    mkldnn: bool = True  # torch.backends.mkldnn.enabled
+    The model reads the flags that decide ATen's choices (``mkldnn``, ``mkldnn_bf16``...); what
+    a backend library then does on this CPU (oneDNN's own reorders) the model leaves unknown, and
+    ``fxlint.kernels.probe`` measures it. ``cpu_capability`` and ``onednn_isa`` say which CPU code
+    runs (part of a probe's cache key)."""
+
+    mkldnn: bool = True  # torch.backends.mkldnn.enabled (and the build has oneDNN)
     mkldnn_bf16: bool = True  # oneDNN bfloat16 kernels usable on this CPU
     mkldnn_fp16: bool = True  # oneDNN float16 kernels usable on this CPU
     mkl: bool = True
     num_threads: int = 2
     mkldnn_fp32_matmul: bool = False  # float32 matmul routed through oneDNN (bf32/tf32 precision)
-    onednn_output_table: bool = True  # the oneDNN output-reorder table was measured on this kind of CPU
+    cpu_capability: str = ""  # ATen's CPU kernels: torch.backends.cpu.get_cpu_capability() (AVX512, AVX2, DEFAULT)
+    onednn_isa: str = ""  # the cap on oneDNN's ISA from ONEDNN_MAX_CPU_ISA/DNNL_MAX_CPU_ISA ("" when not set)
 
     @classmethod
     def current(cls) -> "Env":
         return _current_env(torch.get_num_threads(), bool(torch.backends.mkldnn.enabled))
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-friendly view (``fxlint env``)."""
+        return {"cpu_capability": self.cpu_capability or "unknown", "onednn_max_cpu_isa": self.onednn_isa or None,
+                "mkldnn_enabled": self.mkldnn, "mkldnn_bf16": self.mkldnn_bf16, "mkldnn_fp16": self.mkldnn_fp16,
+                "mkl": self.mkl, "mkldnn_fp32_matmul": self.mkldnn_fp32_matmul, "num_threads": self.num_threads}
 
 
 @lru_cache(maxsize=8)
@@ -43,9 +59,10 @@ def _current_env(num_threads: int, mkldnn_enabled: bool) -> Env:
     except Exception:  # noqa: BLE001 - older builds have no such setting
         prec = "none"
     try:
-        cap = torch.backends.cpu.get_cpu_capability()
+        cap = str(torch.backends.cpu.get_cpu_capability())
     except Exception:  # noqa: BLE001
         cap = ""
+    isa = next((os.environ[v] for v in ONEDNN_ISA_VARS if os.environ.get(v)), "")
     return Env(
         mkldnn=mkldnn_enabled and torch.backends.mkldnn.is_available(),
         mkldnn_bf16=bf16,
@@ -53,6 +70,6 @@ def _current_env(num_threads: int, mkldnn_enabled: bool) -> Env:
         mkl=torch.backends.mkl.is_available(),
         num_threads=num_threads,
         mkldnn_fp32_matmul=prec not in ("none", "ieee", ""),
-        # measured on x86 AVX512 with bf16/fp16 oneDNN support (AMX); elsewhere the output reorder is unknown
-        onednn_output_table=cap == "AVX512" and bf16 and fp16,
+        cpu_capability=cap,
+        onednn_isa=isa.upper(),
     )

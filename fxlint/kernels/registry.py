@@ -100,10 +100,16 @@ class KernelRegistry:
         m = self._models.get(node.op)
         if m is None:
             return None
+        env = env or Env.current()
         try:
-            return m.predict(node, env or Env.current())
+            pred = m.predict(node, env)
         except Undecided:
             return None
+        if pred is not None and pred.probe is not None and pred.machine_dependent:
+            from .probe import resolve  # measures on this machine only where probing is on
+
+            pred = resolve(pred, env)
+        return pred
 
 
 #: the registry the kernel-family modules of this package register into
@@ -153,7 +159,11 @@ def operand_role(op: str, operand: str) -> str:
 
 def predict(node: Any, env: Env | None = None, registry: KernelRegistry | None = None) -> KernelPrediction | None:
     """The prediction for a canonical node (``fxlint.canon.CanonNode``), or None: no model for
-    its op, an operand without shape or strides, a path not modelled, or symbols decide it."""
+    its op, an operand without shape or strides, a path not modelled, or symbols decide it.
+
+    Parts that depend on this CPU (``KernelPrediction.machine_dependent``) are measured by
+    running the op (``fxlint.kernels.probe``) where probing is on (``probe.probing()``,
+    ``fxlint.lint`` by default); elsewhere they stay ``unknown``."""
     return (registry or REGISTRY).predict(node, env)
 
 

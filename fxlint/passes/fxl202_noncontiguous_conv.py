@@ -17,8 +17,11 @@ runtime), and reports:
   `model.to(memory_format=torch.channels_last)`) makes the conv convert a
   contiguous input: expected once at the model's entry.
 * **the output** (info) when oneDNN computes in its own layout and copies
-  the result back (measured: float32 3-d depthwise convs, strided transposed
-  convs, in the contiguous layout).
+  the result back. That is oneDNN's choice for this CPU, not ATen's: fxlint
+  measures it by running the conv once on random tensors of the same
+  geometry (`fxlint lint` does by default; `--no-probe` turns it off, and
+  the part is then reported as unknown in `details["unknown"]`), and says
+  "measured on this machine".
 
 ## Why is this bad?
 The copy is a full read and write of the activation, hidden inside the
@@ -62,6 +65,10 @@ from ..text import bytes_text, shape_text, strides_text
 from ._layout import backward_clause, details, origin, total, where
 
 
+#: the backward copies a hit's "again in backward" clause counts (see ``_hit``)
+_BACKWARD_REASONS = ("conv-input", "conv1d-input", "conv-weight")
+
+
 @rule("FXL202", "noncontiguous-conv", "warning")
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     for node in view.ops(*ops(family="conv")):
@@ -72,7 +79,9 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         for operand in ("input", "weight", "output"):
             copies = [c for c in fwd if c.operand == operand]
             if copies:
-                yield _hit(node, pred, operand, copies, pred.backward(operand) if pred.backward_known else None)
+                # the backward clause counts ATen's own conversions: known even where oneDNN's reorders are not
+                known = pred.knows("backward", operand, reasons=_BACKWARD_REASONS)
+                yield _hit(node, pred, operand, copies, pred.backward(operand) if known else None)
 
 
 def _kernel_name(node: CanonNode, pred: KernelPrediction) -> str:
@@ -90,7 +99,7 @@ def _hit(node: CanonNode, pred: KernelPrediction, operand: str, copies: list[Ker
     fmt = pred.path.rsplit(", ", 1)[-1]
     severity: Severity | None = None
     if backward is not None:
-        backward = [c for c in backward if c.reason in ("conv-input", "conv1d-input", "conv-weight")]
+        backward = [c for c in backward if c.reason in _BACKWARD_REASONS]
     if operand == "input":
         who = f"its input {origin(x, node)} {shape_text(xt)} with strides {strides_text(xt)}"
         contiguous_input = xt is not None and xt.is_contiguous() is True
@@ -116,7 +125,9 @@ def _hit(node: CanonNode, pred: KernelPrediction, operand: str, copies: list[Ker
                "model.to(memory_format=torch.channels_last) and a channels_last input")
     return Hit(node=node, message=message, fix=fix, bytes=nbytes, severity=severity,
                details=details(copies, backward, operand=operand, kernel_path=pred.path, layout=fmt,
-                               dedup=f"{node.name}:{operand}"))
+                               dedup=f"{node.name}:{operand}",
+                               unknown=[f"{u.name}: {u.why}" for u in pred.unknown],
+                               measured=any(c.measured for c in copies)))
 
 
 def _input_fix(node: CanonNode, pred: KernelPrediction, x: CanonNode | None) -> str:
