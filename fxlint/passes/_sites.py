@@ -80,10 +80,11 @@ def _base_of_key(key: tuple, view: GraphView) -> CanonNode | None:
     return view.by_name.get(name) if name else None
 
 
-def count_text(site: Site) -> str:
-    if site.count == 1:
+def count_text(count: int) -> str:
+    """``" (3 copies per call on this line)"``, or ``""`` for one copy."""
+    if count == 1:
         return ""
-    return f" ({site.count} copies per call on this line)"
+    return f" ({count} copies per call on this line)"
 
 
 def numbered(hits: Iterable) -> list:
