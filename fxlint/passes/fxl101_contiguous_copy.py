@@ -103,12 +103,12 @@ class ContiguousCopy(Violation):
     input_layout: InputLayout  # the input's layout and the view op that made it
     verdict: Verdict
     reasons: tuple[str, ...]  # the consumers that decided the verdict, in words
-    needed_by: tuple[str, ...]  # node names of the consumers that need the copy (verdict "needs")
-    copies: tuple[str, ...]  # the copy nodes on this line
+    needed_by: list[str]  # node names of the consumers that need the copy (verdict "needs")
+    copies: list[str]  # the copy nodes on this line
     same_data_copies: int  # the most copies of the same data in the same layout on this line
     source: str  # the node copied
     backward_copied: int | str | None  # bytes backward copies again (0: none)
-    backward_copies: tuple[str, ...]  # the view nodes whose backward copies the gradient
+    backward_copies: list[str]  # the view nodes whose backward copies the gradient
     backward_copy: str | None = None  # the first of them, as written: ".view(2, 2, 4, 4, 4)"
     backward_copy_at: str | None = None  # and where: "line 12"
 
@@ -183,12 +183,12 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             input_layout=InputLayout.of(src),
             verdict=verdict,
             reasons=tuple(need.why),
-            needed_by=tuple(n.name for n in need.consumers) if need.verdict == NEEDS else (),
-            copies=tuple(n.name for n in site.nodes),
+            needed_by=[n.name for n in need.consumers] if need.verdict == NEEDS else [],
+            copies=[n.name for n in site.nodes],
             same_data_copies=site.repeats,
             source=src.name,
             backward_copied=bytes_value(bwd_bytes),
-            backward_copies=tuple(n.name for n, _ in bwd),
+            backward_copies=[n.name for n, _ in bwd],
             backward_copy=call_text(bwd[0][0]) if bwd else None,
             backward_copy_at=line_of(bwd[0][0]) if bwd else None,
         )

@@ -95,7 +95,7 @@ class ReshapeCopy(Violation):
     merge: tuple[int, int] | None  # input dims (d-1, d) it merges although they are not adjacent in memory
     case: Case
     verdict: Literal["avoidable", "needed"]
-    copies: tuple[str, ...]  # the copy nodes on this line
+    copies: list[str]  # the copy nodes on this line
     same_data_copies: int  # the most copies of the same data in the same layout on this line
     source: str  # the node reshaped
 
@@ -166,7 +166,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             merge=chk.merge,
             case=case,
             verdict="needed" if case == "needed" else "avoidable",
-            copies=tuple(n.name for n in site.nodes),
+            copies=[n.name for n in site.nodes],
             same_data_copies=site.repeats,
             source=src.name,
         )
