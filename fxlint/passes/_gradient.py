@@ -205,47 +205,6 @@ def cut_hit(flow: GradFlow, site: Site, violation: type[GradientCut], anchors: t
                anchors=anchors, dedup=",".join(site.params))
 
 
-@dataclass(frozen=True)
-class _Worded(GradientCut):
-    """A cut worded by a ``CutText`` given per site (``site_hit``)."""
-
-    text: CutText | None = None
-    extra: str = ""
-
-    def wording(self) -> CutText:
-        assert self.text is not None
-        return self.text
-
-    def cost(self) -> str:
-        return self.extra.strip()
-
-
-def site_hit(flow: GradFlow, site: Site, text: CutText, anchors: tuple[Location, ...] = (),
-             extra: str = "") -> Hit | None:
-    """Transitional, for a rule without its violation type yet (FXL109): the finding for one cut site as
-    finished text (``extra``: a sentence before the intent), worded by ``GradientCut``."""
-    facts = site_facts(flow, site)
-    if facts is None:
-        return None
-    facts["statement"] = facts["statement"] or text.name
-    v = _Worded(**facts, text=text, extra=extra)
-    return Hit(
-        node=site.first.node,
-        message=v.message(),
-        fix=v.fix_title(),
-        severity=Severity.ERROR if v.lost_parameters else Severity.WARNING,
-        anchors=anchors,
-        details={
-            "kind": site.kind,
-            "cut_parameters": v.cut_parameters,
-            "lost_parameters": v.lost_parameters,
-            "fraction_cut": v.fraction_cut,
-            "cut_nodes": v.cut_nodes,
-            "dedup": ",".join(site.params),
-        },
-    )
-
-
 def cut_hits(program: Program, ctx: RuleContext, kind: str, violation: type[GradientCut],
              anchors_of: Callable[[Site], Iterable[Location]] | None = None,
              fields_of: Callable[[Site, tuple[Location, ...]], dict[str, Any]] | None = None) -> Iterator[Hit]:
