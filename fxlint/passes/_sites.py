@@ -102,7 +102,7 @@ def numbered(hits: Iterable[Hit]) -> list[Hit]:
         key = (loc.file, loc.line, n.module_path if n is not None else None) if loc is not None else (id(h),)
         k = seen.get(key, 0)
         seen[key] = k + 1
-        if k and not (h.dedup or h.details.get("dedup")):
+        if k and not h.dedup:
             h = copy.copy(h)
             h.dedup = str(k)
         out.append(h)
