@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import glob
 import importlib.util
 import io
@@ -25,7 +26,7 @@ import json
 import os
 import sys
 import warnings
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 import torch
 
@@ -45,8 +46,10 @@ def _load(path: str) -> Any:
 def _json(x: Any) -> Any:
     if isinstance(x, (str, int, float, bool)) or x is None:
         return x
-    if isinstance(x, dict):
+    if isinstance(x, Mapping):  # Finding.details is a read-only mapping, not a dict
         return {str(k): _json(v) for k, v in sorted(x.items(), key=lambda kv: str(kv[0]))}
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):  # a violation's structured field
+        return _json({f.name: getattr(x, f.name) for f in dataclasses.fields(x)})
     if isinstance(x, (list, tuple)):
         return [_json(v) for v in x]
     return str(x)

@@ -52,7 +52,18 @@ def bytes_value(n: "Dim | None") -> int | str | None:
     return k if k is not None else str(n)
 
 
-def shape_text(shape: "Sequence[Dim] | TensorInfo | None") -> str:
+def shape_value(shape: "Sequence[Dim]") -> tuple[int | str, ...]:
+    """A shape or strides as a violation field (JSON-friendly): ints, and a formula as its text under
+    dynamic shapes (``shape_text`` shows either the same way)."""
+    return tuple(k if (k := known(d)) is not None else str(d) for d in shape)
+
+
+def torch_name(x: Any) -> str:
+    """A dtype or memory format as people write it after ``torch.``: ``float32``, ``channels_last``."""
+    return str(x).replace("torch.", "")
+
+
+def shape_text(shape: "Sequence[Dim | str] | TensorInfo | None") -> str:
     """A shape (or a tensor's shape) as a Python tuple: ``(2, 3)``, ``(5,)``, ``()``; ``?`` for None."""
     if isinstance(shape, TensorInfo):
         shape = shape.shape
@@ -66,14 +77,19 @@ def strides_text(t: TensorInfo | None) -> str:
     return shape_text(t.stride if t is not None else None)
 
 
-def args_text(shape: Sequence[Dim]) -> str:
+def args_text(shape: "Sequence[Dim | str]") -> str:
     """A shape as call arguments: ``2, 3``."""
     return ", ".join(str(s) for s in shape)
 
 
 def layout_text(t: TensorInfo) -> str:
     """``float32 (2, 3) with strides (3, 1)``."""
-    return f"{str(t.dtype).replace('torch.', '')} {shape_text(t.shape)} with strides {shape_text(t.stride)}"
+    return strided_text(torch_name(t.dtype), t.shape, t.stride)
+
+
+def strided_text(dtype: str, shape: "Sequence[Dim | str]", stride: "Sequence[Dim | str]") -> str:
+    """``layout_text`` from its parts (a violation's fields): ``float32 (2, 3) with strides (3, 1)``."""
+    return f"{dtype} {shape_text(shape)} with strides {shape_text(stride)}"
 
 
 # --------------------------------------------------------------------------- ops
@@ -194,10 +210,14 @@ def line_of(node: "CanonNode | None") -> str:
 
 __all__ = [
     "bytes_text",
+    "bytes_value",
+    "shape_value",
+    "torch_name",
     "shape_text",
     "strides_text",
     "args_text",
     "layout_text",
+    "strided_text",
     "slice_text",
     "permute_text",
     "spelled_name",

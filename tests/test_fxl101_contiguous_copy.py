@@ -132,3 +132,15 @@ def test_decomposed_export_graph_reports_the_clone_contiguous_copy():
     [f] = report.findings
     assert f.code == "FXL101" and f.bytes == 128 and f.line == line_with(Reduced(), "# decomposed: a clone")
     assert f.status == "confirmed" and "decomposed graph" in f.message
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    """Every positive of the fixture reported with its exact text (info where the copy may be needed); no
+    negative reported."""
+    from tests.rule_snapshots import rule_output
+
+    out = rule_output("FXL101")
+    assert out.count("FXL101 warning") == 3 and out.count("FXL101 info") == 6 and "negative" not in out
+    for block in out.strip().split("\n\n"):  # the positives marked info are the ones reported as info
+        assert (" info " in block.splitlines()[0]) == ("positive (info)" in block), block
+    assert out == snapshot

@@ -106,3 +106,15 @@ def test_a_view_that_cannot_work_is_explained_when_the_capture_fails():
     first = str(info.value).splitlines()[0]
     assert "a `.view()` cannot express its new shape" in first and "merge dims 1 and 2" in first
     assert "`.reshape()`" in first
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    """Every positive of the fixture reported with its exact text (info where the element order costs the
+    copy); no negative reported."""
+    from tests.rule_snapshots import rule_output
+
+    out = rule_output("FXL102")
+    assert out.count("FXL102 warning") == 3 and out.count("FXL102 info") == 6 and "negative" not in out
+    for block in out.strip().split("\n\n"):  # the positives marked info are the ones reported as info
+        assert (" info " in block.splitlines()[0]) == ("positive (info)" in block), block
+    assert out == snapshot

@@ -92,3 +92,13 @@ def test_backward_pays_both_conversions_again():
     assert "backward" in f.message
     [g] = findings(fxlint.lint(half_float, (X,), select="FXL103"), "FXL103")
     assert g.details["backward_bytes"] == 0
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    """Every positive of the fixture reported with its exact text (the first half of a trip over two lines
+    on its own line); no negative reported."""
+    from tests.rule_snapshots import rule_output
+
+    out = rule_output("FXL103")
+    assert out.count("FXL103 warning") == 9 and out.count("# positive") == 9 and "negative" not in out
+    assert out == snapshot

@@ -95,3 +95,13 @@ def test_two_repeats_on_one_line_are_two_findings():
     found = findings(report, "FXL104")
     assert [(x.bytes, x.status) for x in found] == [(128, "confirmed"), (128, "confirmed")]
     assert len({x.details.get("dedup", "") for x in found}) == 2
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    """Every positive of the fixture reported with its exact text (two repeats on one line: two findings); no
+    negative reported."""
+    from tests.rule_snapshots import rule_output
+
+    out = rule_output("FXL104")
+    assert out.count("FXL104 warning") == 7 and "negative" not in out
+    assert out == snapshot

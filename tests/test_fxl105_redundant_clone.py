@@ -91,3 +91,15 @@ def test_clone_detach_message_and_details():
     a = fxlint.audit(lambda x: LIN(x).clone().detach(), (X,)).copies
     b = fxlint.audit(lambda x: LIN(x).detach().clone(), (X,)).copies
     assert [c.bytes for c in a if c.op == "aten::clone"] == [c.bytes for c in b if c.op == "aten::clone"] == [128]
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    """Every positive of the fixture reported with its exact text (info for the needed clone().detach());
+    no negative reported."""
+    from tests.rule_snapshots import rule_output
+
+    out = rule_output("FXL105")
+    assert out.count("FXL105 warning") == 3 and out.count("FXL105 info") == 1 and "negative" not in out
+    for block in out.strip().split("\n\n"):  # the positive marked info is the one reported as info
+        assert (" info " in block.splitlines()[0]) == ("positive (info)" in block), block
+    assert out == snapshot

@@ -82,7 +82,8 @@ def test_parameter_moved_in_forward_names_it_and_counts_the_gradient_copy_back()
             return x @ w.t()
 
     [f] = findings(fxlint.lint(Offload(), (META,), select="FXL106"), "FXL106")
-    assert "the parameter `lin.weight`" in f.message and "register_buffer" in f.fix
+    assert "the parameter `lin.weight`" in f.message and "move the model once" in f.fix
+    assert "register_buffer" not in f.fix  # it is registered already: the advice is to move the model
     # backward would copy the weight's gradient back (ToCopyBackward0); meta cannot run it, so the
     # prediction is checked against the rule's own accounting: the parameter's size
     assert f.details["backward_bytes"] == lin.weight.numel() * 4 and "copied back in backward" in f.message
@@ -97,3 +98,13 @@ def test_cpu_and_cuda_spellings_on_an_exported_graph():
     [f] = findings(fxlint.lint(ep, select="FXL106"), "FXL106")
     assert f.details["src_device"] == "meta" and f.details["dst_device"] == "cpu" and f.bytes == 128
     assert "pass the input on cpu" in f.fix
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    """Every positive of the fixture reported with its exact text (a parameter's gradient copied back); no
+    negative reported."""
+    from tests.rule_snapshots import rule_output
+
+    out = rule_output("FXL106")
+    assert out.count("FXL106 warning") == 5 and "negative" not in out
+    assert out == snapshot

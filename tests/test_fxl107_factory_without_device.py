@@ -104,3 +104,13 @@ def test_cpu_index_into_another_device_is_reported_but_meta_cannot_show_the_copy
     # on a GPU the index kernel copies the index host-to-device; a meta kernel copies nothing, so the
     # audit on this machine cannot back the finding
     assert f.status == "refuted"
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    """Every positive of the fixture reported with its exact text (CPU conversions on the way counted, a
+    factory built on one line and moved on another); no negative reported."""
+    from tests.rule_snapshots import rule_output
+
+    out = rule_output("FXL107")
+    assert out.count("FXL107 warning") == 7 and "negative" not in out
+    assert out == snapshot

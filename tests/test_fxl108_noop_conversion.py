@@ -80,3 +80,17 @@ def test_a_zero_byte_claim_is_refuted_when_the_line_copies_that_tensor():
     assert match(claim, audit)[0] == "refuted"
     assert match(claim.with_(tensor_shape=(2, 2)), audit)[0] == "confirmed"
     assert match(claim.with_(line=line + 100), audit)[0] == "not-run"
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    """Every positive of the fixture reported with its exact text, at info level; no negative reported. Each
+    no-copy claim names the tensor it is about (what the runtime cross-check looks for on the line)."""
+    from tests.rule_snapshots import load_fixture, rule_output
+
+    out = rule_output("FXL108")
+    assert out.count("FXL108 info") == 6 and "FXL108 warning" not in out and "negative" not in out
+    assert out == snapshot
+    model, inputs = load_fixture("FXL108").make()
+    found = fxlint.lint(model, inputs, select="FXL108", config=False).findings
+    assert [f.tensor_shape for f in sorted(found, key=lambda f: f.line)] == [(4, 8)] * 4 + [(8, 8), (2, 3, 4, 4)]
+    assert all(f.bytes == 0 and "shape" not in f.to_dict()["details"] for f in found)

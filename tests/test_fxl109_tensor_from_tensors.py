@@ -54,7 +54,9 @@ def test_stack_is_clean():
 def test_inference_keeps_only_the_copy_as_info():
     report = fxlint.lint(Losses().eval(), X)
     [f] = report.by_code("FXL109")
-    assert f.severity == "info" and f.bytes == 12 and "lost_parameters" not in f.details
+    assert f.severity == "info" and f.bytes == 12
+    assert f.details["lost_parameters"] == f.details["cut_parameters"] == []  # no gradient at stake
+    assert f.details["elements"] == 3 and "No trainable parameter's gradient is at stake" in f.message
 
 
 def test_values_from_inputs_only_are_info():
@@ -63,3 +65,17 @@ def test_values_from_inputs_only_are_info():
 
     [finding] = fxlint.lint(f, X).by_code("FXL109")
     assert finding.severity == "info" and finding.bytes == 8
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    """Every positive of the fixture reported with its exact text and the severity its comment names (error:
+    a parameter never learns; warning: some paths cut; info: no parameter behind the values); no negative."""
+    from tests.rule_snapshots import rule_output
+
+    out = rule_output("FXL109")
+    blocks = out.strip().split("\n\n")
+    assert len(blocks) == 3 and "negative" not in out
+    for block in blocks:
+        severity = block.split()[1]
+        assert f"# positive ({severity})" in block, block
+    assert out == snapshot

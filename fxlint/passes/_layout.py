@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from ..canon import CanonNode
 from ..kernels import KernelCopy
 from ..source import source_line
 from ..symbolic import Dim, known, sum_of
-from ..text import bytes_text, call_text, line_of, operand_name, step_text
+from ..text import bytes_text, call_text, line_of, operand_name, shape_value, step_text, strided_text, torch_name
 
 #: view ops a layout travels through unchanged in meaning (what made the strides)
 _VIEW_CHAIN = ("permute", "slice", "expand", "view", "reshape", "detach", "squeeze", "unsqueeze", "narrow",
@@ -99,7 +100,36 @@ def origin_text(node: CanonNode | None) -> str:
     made = layout_origin(node)
     if made is None:
         return ""
-    return f" (made by `{call_text(made)}` at {line_of(made)})"
+    return made_by_text(call_text(made), line_of(made))
+
+
+def made_by_text(call: str | None, at: str | None) -> str:
+    """``" (made by `.permute(0, 3, 1, 2)` at line 14)"`` from its parts, or ``""`` without a call."""
+    return f" (made by `{call}` at {at})" if call is not None else ""
+
+
+@dataclass(frozen=True)
+class InputLayout:
+    """A copy's input as the message shows it: its layout and the view op that made it (a field of
+    the violations of FXL101 and FXL102)."""
+
+    dtype: str  # "float32"
+    shape: tuple[int | str, ...]  # a size is its formula under dynamic shapes
+    strides: tuple[int | str, ...]
+    made_by: str | None = None  # the view op that made it non-contiguous, as written: ".permute(0, 3, 1, 2)"
+    made_at: str | None = None  # where that op is: "line 14" ("node x" in a graph without source lines)
+
+    @classmethod
+    def of(cls, node: CanonNode) -> "InputLayout":
+        t = node.tensor
+        assert t is not None, node
+        made = layout_origin(node)
+        return cls(torch_name(t.dtype), shape_value(t.shape), shape_value(t.stride),
+                   call_text(made) if made is not None else None, line_of(made) if made is not None else None)
+
+    def text(self) -> str:
+        """``float32 (4, 8) with strides (1, 4) (made by `.t()` at line 3)``."""
+        return strided_text(self.dtype, self.shape, self.strides) + made_by_text(self.made_by, self.made_at)
 
 
 def made_by_permute(node: CanonNode | None) -> CanonNode | None:

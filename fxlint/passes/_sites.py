@@ -4,12 +4,14 @@ the passes package)."""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Iterable
 
 from ..alias import is_mutated, view_family
 from ..canon import CanonNode, GraphView
 from .. import symbolic
+from ..registry import Hit
 from ..symbolic import Dim
 
 
@@ -80,16 +82,18 @@ def _base_of_key(key: tuple, view: GraphView) -> CanonNode | None:
     return view.by_name.get(name) if name else None
 
 
-def count_text(site: Site) -> str:
-    if site.count == 1:
+def count_text(count: int) -> str:
+    """``" (3 copies per call on this line)"``, or ``""`` for one copy."""
+    if count == 1:
         return ""
-    return f" ({site.count} copies per call on this line)"
+    return f" ({count} copies per call on this line)"
 
 
-def numbered(hits: Iterable) -> list:
-    """Give every hit after the first on the same line (and module) its own ``details["dedup"]``,
+def numbered(hits: Iterable[Hit]) -> list[Hit]:
+    """The hits, every one after the first on the same line (and module) given its own ``dedup`` key,
     so the engine's de-duplication (one finding per code, line, module and dedup key, across graphs
-    and recompiles) keeps two copies written on one line, e.g. ``a.repeat(2, 1) + b.repeat(2, 1)``."""
+    and recompiles) keeps two copies written on one line, e.g. ``a.repeat(2, 1) + b.repeat(2, 1)``.
+    A hit that has a key keeps it; the hits given are not changed (numbered ones are copies)."""
     out = []
     seen: dict[tuple, int] = {}
     for h in hits:
@@ -98,8 +102,9 @@ def numbered(hits: Iterable) -> list:
         key = (loc.file, loc.line, n.module_path if n is not None else None) if loc is not None else (id(h),)
         k = seen.get(key, 0)
         seen[key] = k + 1
-        if k:
-            h.details.setdefault("dedup", str(k))
+        if k and not h.dedup:
+            h = copy.copy(h)
+            h.dedup = str(k)
         out.append(h)
     return out
 

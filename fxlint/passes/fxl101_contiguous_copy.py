@@ -61,32 +61,94 @@ in one visible place (info findings say so), or when you want the result to
 stop sharing storage with a much larger tensor. Silence one line with
 `# fxlint: ignore[FXL101]`.
 
-`details` keys: `verdict` (`agnostic`, `needs`, `unknown`), `needed_by` (node
-names that need the copy), `memory_format`, `copies` (nodes on the line),
-`repeats` (largest number of copies of the same data), `source` (the tensor
-copied), `backward_bytes`, `backward_copies` (the view nodes whose gradient
-copies).
+`details` (the fields of `ContiguousCopy`): `verdict` (`agnostic`, `needs`,
+`unknown`, `repeated`), `reasons` (the consumers that decided it), `needed_by`
+(node names that need the copy), `memory_format`, `input_layout` (dtype, shape,
+strides and the view op that made them), `copies` (nodes on the line),
+`same_data_copies` (largest number of copies of the same data), `source` (the
+tensor copied), `backward_bytes`, `backward_copies` (the view nodes whose
+gradient copies).
 """
 
 from __future__ import annotations
 
-from typing import Iterator
+from dataclasses import dataclass
+from typing import Iterator, Literal
 
 import torch
 
 from ..canon import GraphView
-from ..findings import Severity
+from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, call_text, layout_text, line_of
+from ..text import bytes_text, bytes_value, call_text, line_of, torch_name
 from ..viewable import contiguous_copy_bytes
 from ._backward import backward_layout_copies
 from ._consumers import AGNOSTIC, NEEDS, consumers_need
-from ._layout import layout_origin, origin_text
+from ._layout import InputLayout
 from ._sites import count_text, sites, source_key
 from ._repeat import repeat_like
 
+#: what the copy buys: nothing (``agnostic``), the layout a consumer needs (``needs``), undecided
+#: (``unknown``); ``repeated``: the same data is copied again on the line (a loop)
+Verdict = Literal["agnostic", "needs", "unknown", "repeated"]
 
-@rule("FXL101", "contiguous-copy", "warning")
+
+@dataclass(frozen=True)
+class ContiguousCopy(Violation):
+    """`.contiguous()` (or the clone a decomposed graph makes of it) that copies its input."""
+
+    call: Literal["contiguous", "clone"]  # `.contiguous()`, or `clone(memory_format=contiguous_format)`
+    memory_format: str  # what it asks for: "contiguous_format", "channels_last", ...
+    copied: int | str | None  # bytes per call on this line (a formula under dynamic shapes)
+    input_layout: InputLayout  # the input's layout and the view op that made it
+    verdict: Verdict
+    reasons: tuple[str, ...]  # the consumers that decided the verdict, in words
+    needed_by: list[str]  # node names of the consumers that need the copy (verdict "needs")
+    copies: list[str]  # the copy nodes on this line
+    same_data_copies: int  # the most copies of the same data in the same layout on this line
+    source: str  # the node copied
+    backward_copied: int | str | None  # bytes backward copies again (0: none)
+    backward_copies: list[str]  # the view nodes whose backward copies the gradient
+    backward_copy: str | None = None  # the first of them, as written: ".view(2, 2, 4, 4, 4)"
+    backward_copy_at: str | None = None  # and where: "line 12"
+
+    def message(self) -> str:
+        spelled = ("`.contiguous()`" if self.call == "contiguous" else
+                   "`.clone(memory_format=torch.contiguous_format)` (a `.contiguous()` or a copying `reshape`, "
+                   "in a decomposed graph)")
+        fmt = "" if self.memory_format == "contiguous_format" else f" ({self.memory_format})"
+        head = (f"{spelled}{fmt} copies {bytes_text(self.copied)} per call{count_text(len(self.copies))}: "
+                f"its input, {self.input_layout.text()}, is not laid out that way")
+        if self.verdict == "repeated":
+            why = (f"; the same tensor is copied {self.same_data_copies} times per call (a loop over the same "
+                   "data); the copies after the first buy nothing")
+        elif self.verdict == AGNOSTIC:
+            why = "; nothing after it needs contiguous memory (elementwise ops and reductions read any strides)"
+        elif self.verdict == NEEDS:
+            why = f"; this is the copy the layout needs: {'; '.join(self.reasons)}"
+        else:
+            why = (f"; it may be needed by {', '.join(self.reasons)} (a kernel that needs contiguous input would "
+                   "otherwise copy it itself)")
+        if self.backward_copy is not None:
+            made = self.input_layout.made_by
+            through = f"`{made}`" if made is not None else "the permute"
+            why += (f"; backward pays it again: the gradient comes back through {through} and "
+                    f"`{self.backward_copy}` at {self.backward_copy_at} must copy it "
+                    f"({bytes_text(self.backward_copied)})")
+        return head + why
+
+    def fix_title(self) -> str:
+        if self.verdict == "repeated":
+            return "make the copy once, before the loop, and reuse it"
+        if self.verdict == AGNOSTIC:
+            return f"drop `.contiguous()`: it costs {bytes_text(self.copied)} per call and changes no result"
+        if self.verdict == NEEDS:
+            return ("keep it: it is the one copy this layout needs; to avoid it, reshape before the permute or "
+                    "keep the data in the order the view expects")
+        return "keep it if the next kernel needs contiguous memory; drop it if that kernel reads any strides"
+
+
+@rule("FXL101", "contiguous-copy", "warning", violation=ContiguousCopy)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     found = []
     for node in view.ops("contiguous", "clone"):
@@ -109,56 +171,28 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         src = node.input
         assert src is not None and src.tensor is not None
         fmt = node.args.get("memory_format")
-        fmt_text = "" if fmt in (None, torch.contiguous_format) else f" ({str(fmt).replace('torch.', '')})"
         need = consumers_need(node, src.tensor, view)
-        spelled = ("`.contiguous()`" if node.op == "contiguous" else
-                   "`.clone(memory_format=torch.contiguous_format)` (a `.contiguous()` or a copying `reshape`, "
-                   "in a decomposed graph)")
-        head = (f"{spelled}{fmt_text} copies {bytes_text(site.nbytes)} per call{count_text(site)}: "
-                f"its input, {layout_text(src.tensor)}{origin_text(src)}, is not laid out that way")
-        if site.repeats > 1:
-            severity = Severity.WARNING
-            why = (f"; the same tensor is copied {site.repeats} times per call (a loop over the same data); "
-                   "the copies after the first buy nothing")
-            fix = "make the copy once, before the loop, and reuse it"
-        elif need.verdict == AGNOSTIC:
-            severity = Severity.WARNING
-            why = "; nothing after it needs contiguous memory (elementwise ops and reductions read any strides)"
-            fix = f"drop `.contiguous()`: it costs {bytes_text(site.nbytes)} per call and changes no result"
-        elif need.verdict == NEEDS:
-            severity = Severity.INFO
-            why = f"; this is the copy the layout needs: {'; '.join(need.why)}"
-            fix = ("keep it: it is the one copy this layout needs; to avoid it, reshape before the permute or "
-                   "keep the data in the order the view expects")
-        else:
-            severity = Severity.INFO
-            why = (f"; it may be needed by {', '.join(need.why)} (a kernel that needs contiguous input would "
-                   "otherwise copy it itself)")
-            fix = "keep it if the next kernel needs contiguous memory; drop it if that kernel reads any strides"
+        verdict = need.verdict if site.repeats == 1 else "repeated"
+        severity = Severity.WARNING if verdict in ("repeated", AGNOSTIC) else Severity.INFO
         bwd = [b for n in site.nodes for b in backward_layout_copies(n)]
         bwd_bytes = sum(b for _, b in bwd) if bwd else 0
-        if bwd:
-            origin = layout_origin(src)
-            through = f"`{call_text(origin)}`" if origin is not None else "the permute"
-            why += (f"; backward pays it again: the gradient comes back through {through} and "
-                    f"`{call_text(bwd[0][0])}` at {line_of(bwd[0][0])} must copy it ({bytes_text(bwd_bytes)})")
-        yield Hit(
-            node=node,
-            message=head + why,
-            fix=fix,
-            bytes=site.nbytes,
-            severity=severity,
-            details={
-                "verdict": need.verdict if site.repeats == 1 else "repeated",
-                "needed_by": [n.name for n in need.consumers] if need.verdict == NEEDS else [],
-                "memory_format": str(fmt).replace("torch.", "") if fmt is not None else "contiguous_format",
-                "copies": [n.name for n in site.nodes],
-                "repeats": site.repeats,
-                "source": src.name,
-                "backward_bytes": bwd_bytes,
-                "backward_copies": [n.name for n, _ in bwd],
-            },
+        violation = ContiguousCopy(
+            call="contiguous" if node.op == "contiguous" else "clone",
+            memory_format=torch_name(fmt) if fmt is not None else "contiguous_format",
+            copied=bytes_value(site.nbytes),
+            input_layout=InputLayout.of(src),
+            verdict=verdict,
+            reasons=tuple(need.why),
+            needed_by=[n.name for n in need.consumers] if need.verdict == NEEDS else [],
+            copies=[n.name for n in site.nodes],
+            same_data_copies=site.repeats,
+            source=src.name,
+            backward_copied=bytes_value(bwd_bytes),
+            backward_copies=[n.name for n, _ in bwd],
+            backward_copy=call_text(bwd[0][0]) if bwd else None,
+            backward_copy_at=line_of(bwd[0][0]) if bwd else None,
         )
+        yield Hit(node, violation, bytes=site.nbytes, backward_bytes=bwd_bytes, severity=severity)
 
 
 def _layout_pessimization(node, fmt) -> bool:

@@ -56,27 +56,78 @@ When you need the elements in the permuted order, the copy is the price; make
 it explicit once where the layout is created (`.contiguous()`), or silence the
 line with `# fxlint: ignore[FXL102]`.
 
-`details` keys: `merge` (input dims `(d-1, d)` the new shape merges although
-they are not adjacent in memory), `shape` (new shape), `verdict` (`avoidable`
-or `needed`), `repeats`, `copies`, `source`, `backward_bytes` (0).
+`details` (the fields of `ReshapeCopy`): `merge` (input dims `(d-1, d)` the
+new shape merges although they are not adjacent in memory), `shape` (new
+shape), `case` (`ravel`, `repeated`, `reduced`, `needed`), `verdict`
+(`avoidable` or `needed`), `input_layout`, `same_data_copies`, `copies`,
+`source`, `backward_bytes` (0).
 """
 
 from __future__ import annotations
 
-from typing import Iterator
+from dataclasses import dataclass
+from typing import Iterator, Literal
 
 from ..canon import GraphView
-from ..findings import Severity
+from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
-from ..text import args_text, bytes_text, call_text, layout_text
+from ..text import args_text, bytes_text, bytes_value, call_text, shape_value
 from ..viewable import check_view, ravel_copy_bytes
 from ._consumers import REDUCTION_OPS
-from ._layout import origin_text
+from ._layout import InputLayout
 from ._sites import count_text, sites, source_key
 from ._util import real_users
 
+#: why the copy is reported: ``ravel`` (`.ravel()` where `.reshape(-1)` is a view), ``repeated`` (the
+#: same data flattened again on the line), ``reduced`` (the result is only reduced as a whole), ``needed``
+#: (the copy is what this element order costs)
+Case = Literal["ravel", "repeated", "reduced", "needed"]
 
-@rule("FXL102", "reshape-copy", "warning")
+
+@dataclass(frozen=True)
+class ReshapeCopy(Violation):
+    """A `reshape`/`flatten`/`ravel` whose input layout cannot be viewed in the new shape, so it copies."""
+
+    call: str  # as written: ".reshape(2, 48)", ".flatten()", ".ravel()", "nn.Flatten()"
+    copied: int | str | None  # bytes per call on this line (a formula under dynamic shapes)
+    input_layout: InputLayout  # the input's layout and the view op that made it
+    shape: tuple[int | str, ...]  # the new shape
+    merge: tuple[int, int] | None  # input dims (d-1, d) it merges although they are not adjacent in memory
+    case: Case
+    verdict: Literal["avoidable", "needed"]
+    copies: list[str]  # the copy nodes on this line
+    same_data_copies: int  # the most copies of the same data in the same layout on this line
+    source: str  # the node reshaped
+
+    def message(self) -> str:
+        if self.case == "ravel":
+            reason = ("`.ravel()` is `.contiguous().view(-1)`: it copies any non-contiguous input, "
+                      "although `.reshape(-1)` is a free view of this one")
+        else:
+            merge = (f"it merges dims {self.merge[0]} and {self.merge[1]} of the input, which are not adjacent "
+                     "in memory" if self.merge is not None else "the new shape cannot be expressed with strides")
+            reason = f"{merge}, so it copies first (`.view()` would raise here)"
+            if self.case == "repeated":
+                reason += (f"; the same tensor is flattened {self.same_data_copies} times per call (a loop over "
+                           "the same data): the copies after the first buy nothing")
+            elif self.case == "reduced":
+                reason += "; the result is only reduced as a whole, which the original layout gives for free"
+        return (f"`{self.call}` copies {bytes_text(self.copied)} per call{count_text(len(self.copies))}: "
+                f"its input is {self.input_layout.text()}; {reason}")
+
+    def fix_title(self) -> str:
+        if self.case == "ravel":
+            return "use `.reshape(-1)` (or `.flatten()`): a view of this layout, no copy"
+        if self.case == "repeated":
+            return "flatten once, before the loop, and reuse the result"
+        if self.case == "reduced":
+            return f"reduce the tensor before `{self.call}` (e.g. `x.sum()` instead of `x.t().reshape(-1).sum()`)"
+        return ("if the element order after the permute matters, this copy is its price: make it explicit "
+                "once where the layout is made (`.contiguous()`); if any order works for what follows, "
+                "reshape before the permute/transpose, where it is a free view")
+
+
+@rule("FXL102", "reshape-copy", "warning", violation=ReshapeCopy)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     found = []
     info: dict[str, tuple] = {}
@@ -98,48 +149,29 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         src = node.input
         assert src is not None and src.tensor is not None and node.tensor is not None
         chk, _ = info[node.name]
-        spelled = _spelled(node)
+        case: Case
         if _is_ravel(node) and chk.viewable:
-            reason = ("`.ravel()` is `.contiguous().view(-1)`: it copies any non-contiguous input, "
-                      "although `.reshape(-1)` is a free view of this one")
-            severity, verdict = Severity.WARNING, "avoidable"
-            fix = "use `.reshape(-1)` (or `.flatten()`): a view of this layout, no copy"
+            case = "ravel"
+        elif site.repeats > 1:
+            case = "repeated"
+        elif _only_reduced(node):
+            case = "reduced"
         else:
-            merge = (f"it merges dims {chk.merge[0]} and {chk.merge[1]} of the input, which are not adjacent "
-                     "in memory" if chk.merge is not None else "the new shape cannot be expressed with strides")
-            reason = f"{merge}, so it copies first (`.view()` would raise here)"
-            if site.repeats > 1:
-                severity, verdict = Severity.WARNING, "avoidable"
-                reason += (f"; the same tensor is flattened {site.repeats} times per call (a loop over the same "
-                           "data): the copies after the first buy nothing")
-                fix = "flatten once, before the loop, and reuse the result"
-            elif _only_reduced(node):
-                severity, verdict = Severity.WARNING, "avoidable"
-                reason += "; the result is only reduced as a whole, which the original layout gives for free"
-                fix = f"reduce the tensor before `{spelled}` (e.g. `x.sum()` instead of `x.t().reshape(-1).sum()`)"
-            else:
-                severity, verdict = Severity.INFO, "needed"
-                fix = ("if the element order after the permute matters, this copy is its price: make it explicit "
-                       "once where the layout is made (`.contiguous()`); if any order works for what follows, "
-                       "reshape before the permute/transpose, where it is a free view")
-        message = (f"`{spelled}` copies {bytes_text(site.nbytes)} per call{count_text(site)}: its input is "
-                   f"{layout_text(src.tensor)}{origin_text(src)}; {reason}")
-        yield Hit(
-            node=node,
-            message=message,
-            fix=fix,
-            bytes=site.nbytes,
-            severity=severity,
-            details={
-                "merge": chk.merge,
-                "shape": tuple(node.tensor.shape),
-                "verdict": verdict,
-                "repeats": site.repeats,
-                "copies": [n.name for n in site.nodes],
-                "source": src.name,
-                "backward_bytes": 0,
-            },
+            case = "needed"
+        violation = ReshapeCopy(
+            call=_spelled(node),
+            copied=bytes_value(site.nbytes),
+            input_layout=InputLayout.of(src),
+            shape=shape_value(node.tensor.shape),
+            merge=chk.merge,
+            case=case,
+            verdict="needed" if case == "needed" else "avoidable",
+            copies=[n.name for n in site.nodes],
+            same_data_copies=site.repeats,
+            source=src.name,
         )
+        severity = Severity.INFO if case == "needed" else Severity.WARNING
+        yield Hit(node, violation, bytes=site.nbytes, backward_bytes=0, severity=severity)
 
 
 def _is_ravel(node) -> bool:
@@ -152,6 +184,8 @@ def _spelled(node) -> str:
         name = node.spelling.split(".")[1]
     if name in ("flatten", "Flatten", "ravel"):
         return f".{name.lower()}()" if name != "Flatten" else "nn.Flatten()"
+    if name == "reshape_as":
+        return ".reshape_as(...)"  # its argument is a tensor, not the shape
     return f".{name}({args_text(node.tensor.shape)})" if node.tensor is not None else call_text(node)
 
 

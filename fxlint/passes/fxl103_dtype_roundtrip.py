@@ -20,7 +20,7 @@ finding with the copy it makes. When the intermediate tensor is also used
 elsewhere, only the copy back is wasted and counted. Backward pays them again when
 gradients flow: each conversion's backward converts the gradient back
 (measured: `ToCopyBackward0`, same element count), counted in
-`details["backward_bytes"]`.
+`backward_bytes`.
 
 ## Why is this bad?
 Each conversion allocates a new tensor and writes every element
@@ -49,29 +49,85 @@ Rounding through a narrower type on purpose (simulating low precision,
 fake quantisation, matching a reference that stored half values): silence the
 line with `# fxlint: ignore[FXL103]` and say why.
 
-`details` keys: `source` (the original tensor's node), `first` and `back`
-(the two conversions' nodes), `dtype_from`, `dtype_via`, `lossless` (True when B holds
-every value of A, so replacing the pair by the source changes no result),
-`intermediate_used_elsewhere`, `backward_bytes`.
+`details` (the fields of `DtypeRoundtrip`): `part` (`round_trip`, or
+`first_half` for the first conversion's own line), `source` (the original
+tensor's node), `first` and `back` (the two conversions' nodes), `dtype_from`,
+`dtype_via`, `lossless` (True when B holds every value of A, so replacing the
+pair by the source changes no result), `lost` (what the trip does to the
+values), `intermediate_used_elsewhere`, the bytes of each copy,
+`backward_bytes`.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Iterator
+from dataclasses import dataclass, replace
+from typing import Iterator, Literal
 
 import torch
 
 from ..canon import CanonNode, GraphView
+from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
 from ..tensorinfo import Dim
-from ..text import bytes_text, line_of
+from ..text import bytes_text, bytes_value, line_of, torch_name
 from ._backward import conversion_backward_bytes
 from ._sites import numbered
 from ._util import real_users, same_device
 
 
-@rule("FXL103", "dtype-roundtrip", "warning")
+@dataclass(frozen=True)
+class DtypeRoundtrip(Violation):
+    """A -> B -> A: a dtype conversion converted straight back, computing nothing in between."""
+
+    part: Literal["round_trip", "first_half"]  # the whole trip (at the conversion back), or the first
+    # conversion when it is on another line than the conversion back (each line gets the copy it makes)
+    dtype_from: str  # A: "float32"
+    dtype_via: str  # B: "float16"
+    lossless: bool  # B holds every value of A, so dropping both conversions changes no result
+    lost: str | None  # what the trip through B does to the values, in words (None when lossless)
+    intermediate_used_elsewhere: bool  # the B tensor has other users: only the copy back is wasted
+    same_line: bool  # both conversions on one line
+    copied: int | str | None  # the bytes this finding counts per call (a formula under dynamic shapes)
+    first_copied: int | str | None  # the copy A -> B
+    back_copied: int | str | None  # the copy B -> A
+    first_at: str  # where the first conversion is: "line 12"
+    back_at: str  # where the conversion back is
+    backward_copied: int | str | None  # what backward converts again for this finding (0: nothing)
+    source: str  # the node of the A tensor
+    first: str  # the node of the first conversion
+    back: str  # the node of the conversion back
+
+    def message(self) -> str:
+        a, b = self.dtype_from, self.dtype_via
+        loss = "nothing is lost on the way" if self.lossless else f"on the way it {self.lost}"
+        if self.part == "first_half":
+            return (f"{a} -> {b} here, converted straight back to {a} at {self.back_at}: this half of the round "
+                    f"trip copies {bytes_text(self.first_copied)} per call; {loss}"
+                    + (f"; backward converts the gradient back ({bytes_text(self.backward_copied)})"
+                       if self.backward_copied else ""))
+        if self.intermediate_used_elsewhere:
+            cost = (f"the conversion back copies {bytes_text(self.back_copied)} per call; {loss}; the {b} tensor "
+                    f"is also used elsewhere, so only the copy back is wasted")
+        elif self.same_line:
+            cost = f"two copies, {bytes_text(self.copied)} per call, that compute nothing; {loss}"
+        else:
+            cost = (f"the conversion back copies {bytes_text(self.back_copied)} per call, and the first one, at "
+                    f"{self.first_at}, {bytes_text(self.first_copied)}: two copies that compute nothing; {loss}")
+        return (f"{a} -> {b} -> {a} round trip: {cost}"
+                + (f"; backward converts the gradient back again ({bytes_text(self.backward_copied)})"
+                   if self.backward_copied else ""))
+
+    def fix_title(self) -> str:
+        a, b = self.dtype_from, self.dtype_via
+        if self.intermediate_used_elsewhere:
+            return f"use the original {a} tensor where {a} is wanted instead of converting the {b} copy back"
+        return (f"drop both conversions and keep the {a} tensor"
+                + ("" if self.lossless else f" (if passing the values through {b} is the point, say so "
+                   "with `# fxlint: ignore[FXL103]`)"))
+
+
+@rule("FXL103", "dtype-roundtrip", "warning", violation=DtypeRoundtrip)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     return iter(numbered(_hits(view)))
 
@@ -95,47 +151,32 @@ def _hits(view: GraphView) -> Iterator[Hit]:
                      and (first.location.file, first.location.line) == (back.location.file, back.location.line))
         first_bytes, back_bytes = b.nbytes, c.nbytes
         nbytes: Dim = back_bytes + first_bytes if same_line and not other_uses else back_bytes
-        name_a, name_b = _name(a.dtype), _name(b.dtype)
-        loss = ("nothing is lost on the way" if lossless
-                else f"on the way it {_what_is_lost(a.dtype, b.dtype)}")
-        if other_uses:
-            cost = (f"the conversion back copies {bytes_text(back_bytes)} per call; {loss}; the {name_b} tensor "
-                    f"is also used elsewhere, so only the copy back is wasted")
-            fix = f"use the original {name_a} tensor where {name_a} is wanted instead of converting the {name_b} copy back"
-        else:
-            if same_line:
-                cost = f"two copies, {bytes_text(first_bytes + back_bytes)} per call, that compute nothing; {loss}"
-            else:
-                cost = (f"the conversion back copies {bytes_text(back_bytes)} per call, and the first one, at "
-                        f"{line_of(first)}, {bytes_text(first_bytes)}: two copies that compute nothing; {loss}")
-            fix = (f"drop both conversions and keep the {name_a} tensor"
-                   + ("" if lossless else f" (if passing the values through {name_b} is the point, say so "
-                      "with `# fxlint: ignore[FXL103]`)"))
         split = not same_line and not other_uses  # each line gets the copy it makes
         bwd_back, bwd_first = conversion_backward_bytes(back), conversion_backward_bytes(first)
         bwd = bwd_back + (bwd_first if not other_uses and not split else 0)
-        message = (f"{name_a} -> {name_b} -> {name_a} round trip: {cost}"
-                   + (f"; backward converts the gradient back again ({bytes_text(bwd)})" if bwd else ""))
-        details = {
-            "source": src.name,
-            "first": first.name,
-            "back": back.name,
-            "dtype_from": name_a,
-            "dtype_via": name_b,
-            "lossless": lossless,
-            "intermediate_used_elsewhere": bool(other_uses),
-        }
-        yield Hit(node=back, message=message, fix=fix, bytes=nbytes, details={**details, "backward_bytes": bwd})
+        trip = DtypeRoundtrip(
+            part="round_trip",
+            dtype_from=_name(a.dtype),
+            dtype_via=_name(b.dtype),
+            lossless=lossless,
+            lost=None if lossless else _what_is_lost(a.dtype, b.dtype),
+            intermediate_used_elsewhere=bool(other_uses),
+            same_line=same_line,
+            copied=bytes_value(nbytes),
+            first_copied=bytes_value(first_bytes),
+            back_copied=bytes_value(back_bytes),
+            first_at=line_of(first),
+            back_at=line_of(back),
+            backward_copied=bytes_value(bwd),
+            source=src.name,
+            first=first.name,
+            back=back.name,
+        )
+        yield Hit(back, trip, bytes=nbytes, backward_bytes=bwd)
         if split:
-            yield Hit(
-                node=first,
-                message=(f"{name_a} -> {name_b} here, converted straight back to {name_a} at {line_of(back)}: "
-                         f"this half of the round trip copies {bytes_text(first_bytes)} per call; {loss}"
-                         + (f"; backward converts the gradient back ({bytes_text(bwd_first)})" if bwd_first else "")),
-                fix=fix,
-                bytes=first_bytes,
-                details={**details, "backward_bytes": bwd_first},
-            )
+            half = replace(trip, part="first_half", copied=bytes_value(first_bytes),
+                           backward_copied=bytes_value(bwd_first))
+            yield Hit(first, half, bytes=first_bytes, backward_bytes=bwd_first)
 
 
 def _previous_conversion(node: CanonNode) -> tuple[CanonNode | None, list[CanonNode]]:
@@ -153,7 +194,7 @@ def _previous_conversion(node: CanonNode) -> tuple[CanonNode | None, list[CanonN
 
 
 def _name(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
+    return torch_name(dtype)
 
 
 def _bits(dtype: torch.dtype) -> tuple[str, int, float]:

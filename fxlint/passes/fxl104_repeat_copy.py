@@ -44,26 +44,67 @@ while the source changes), `repeat` is right; this rule then does not fire
 (in-place writes and escaping results are excluded). Silence a line with
 `# fxlint: ignore[FXL104]`.
 
-`details` keys (for a rewrite): `source` (node name of the un-replicated
-tensor), `source_shape` (its shape left-padded with 1s), `expand_shape` (the
-repeated shape; `source.expand(*expand_shape)` is the zero-copy equivalent),
-`dims` (replicated dims), `broadcast_consumers` (node names of the
-elementwise consumers), `drop` (True when every consumer gives the same result
-on the source as is), `backward_bytes` (0).
+`details` (the fields of `RepeatCopy`): `source` (node name of the
+un-replicated tensor), `input_shape` (its shape), `source_shape` (the same,
+left-padded with 1s), `expand_shape` (the repeated shape;
+`source.expand(*expand_shape)` is the zero-copy equivalent), `dims`
+(replicated dims), `broadcast_consumers` (node names of the elementwise
+consumers), `drop` (True when every consumer gives the same result on the
+source as is), `backward_bytes` (0).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 from ..canon import GraphView
+from ..findings import Violation
 from ..registry import FixSpec, Hit, RuleContext, rule
-from ..text import args_text, bytes_text, line_of, shape_text
+from ..text import args_text, bytes_text, bytes_value, line_of, shape_text, shape_value
 from ._sites import numbered
 from ._repeat import repeat_like
 
 
-@rule("FXL104", "repeat-copy", "warning", fix=FixSpec.rewrite_of(
+@dataclass(frozen=True)
+class RepeatCopy(Violation):
+    """A materialised repeat of size-1 dims whose consumers broadcast anyway."""
+
+    call: str  # as written: ".repeat(4, 1)", ".tile((2, 1))", ".expand(4, 6).contiguous()"
+    copied: int | str | None  # bytes per call (a formula under dynamic shapes)
+    input_shape: tuple[int | str, ...]  # the tensor replicated, as it is
+    source_shape: tuple[int | str, ...]  # the same, left-padded with 1s to the result's rank
+    expand_shape: tuple[int | str, ...]  # the result's shape: what `.expand(...)` would give as a view
+    dims: tuple[int, ...]  # the result's dims that were replicated
+    consumed_by: tuple[str, ...]  # each consumer in words: "`add` at line 12"
+    broadcast_consumers: list[str]  # their node names
+    drop: bool  # every consumer gets the same result from the source as it is (no expand needed)
+    via_contiguous: bool  # spelled `.expand(...).contiguous()`: the copy is the `.contiguous()`
+    source: str  # the node of the replicated tensor
+
+    def message(self) -> str:
+        dims = ", ".join(map(str, self.dims))
+        return (f"`{self.call}` copies {bytes_text(self.copied)} per call to replicate a "
+                f"{shape_text(self.input_shape)} tensor into {shape_text(self.expand_shape)} "
+                f"(dim{'s' if len(self.dims) > 1 else ''} {dims}); its only consumers "
+                f"({', '.join(self.consumed_by)}) broadcast size-1 dims anyway, and `{self._expand}` "
+                "is a zero-copy view")
+
+    def fix_title(self) -> str:
+        who = "its consumers broadcast" if len(self.broadcast_consumers) > 1 else "the consumer broadcasts"
+        drop = f"drop `{self.call}`: {who} the {shape_text(self.input_shape)} tensor by itself"
+        if self.via_contiguous:
+            return "drop `.contiguous()` (the `.expand(...)` is a free view)" if not self.drop else drop
+        if self.drop:
+            return f"{drop} (or use `{self._expand}`, a zero-copy view, where the shape is needed)"
+        return f"use `{self._expand}` instead of `{self.call}`: a view with stride 0 on the replicated dims, no copy"
+
+    @property
+    def _expand(self) -> str:
+        return f".expand({args_text(self.expand_shape)})"
+
+
+@rule("FXL104", "repeat-copy", "warning", violation=RepeatCopy, fix=FixSpec.rewrite_of(
     "repeat-to-expand", safe=False,
     why="the result becomes an expanded view (stride 0 on the repeated dims): not contiguous, and an "
         "in-place write into it raises (the rewrite is not applied where the graph writes into it)"))
@@ -79,34 +120,18 @@ def _hits(view: GraphView) -> Iterator[Hit]:
         if rep is None or node.tensor is None:
             continue
         nbytes = node.tensor.nbytes
-        users = ", ".join(f"`{u.op}` at {line_of(u)}" for u in rep.consumers)
-        expand = f".expand({args_text(rep.out_shape)})"
         src_shape = rep.source.tensor.shape if rep.source.tensor is not None else rep.source_shape
-        who = "its consumers broadcast" if len(rep.consumers) > 1 else "the consumer broadcasts"
-        if node.op == "contiguous":
-            fix = (f"drop `.contiguous()` (the `.expand(...)` is a free view)" if not rep.drop else
-                   f"drop `{rep.spelled}`: {who} the {shape_text(src_shape)} tensor by itself")
-        elif rep.drop:
-            fix = (f"drop `{rep.spelled}`: {who} the {shape_text(src_shape)} tensor by itself "
-                   f"(or use `{expand}`, a zero-copy view, where the shape is needed)")
-        else:
-            fix = f"use `{expand}` instead of `{rep.spelled}`: a view with stride 0 on the replicated dims, no copy"
-        dims = ", ".join(map(str, rep.dims))
-        message = (f"`{rep.spelled}` copies {bytes_text(nbytes)} per call to replicate a {shape_text(src_shape)} "
-                   f"tensor into {shape_text(rep.out_shape)} (dim{'s' if len(rep.dims) > 1 else ''} {dims}); "
-                   f"its only consumers ({users}) broadcast size-1 dims anyway, and `{expand}` is a zero-copy view")
-        yield Hit(
-            node=node,
-            message=message,
-            fix=fix,
-            bytes=nbytes,
-            details={
-                "source": rep.source.name,
-                "source_shape": rep.source_shape,
-                "expand_shape": rep.out_shape,
-                "dims": rep.dims,
-                "broadcast_consumers": [u.name for u in rep.consumers],
-                "drop": rep.drop,
-                "backward_bytes": 0,
-            },
+        violation = RepeatCopy(
+            call=rep.spelled,
+            copied=bytes_value(nbytes),
+            input_shape=shape_value(src_shape),
+            source_shape=shape_value(rep.source_shape),
+            expand_shape=shape_value(rep.out_shape),
+            dims=tuple(rep.dims),
+            consumed_by=tuple(f"`{u.op}` at {line_of(u)}" for u in rep.consumers),
+            broadcast_consumers=[u.name for u in rep.consumers],
+            drop=rep.drop,
+            via_contiguous=node.op == "contiguous",
+            source=rep.source.name,
         )
+        yield Hit(node, violation, bytes=nbytes, backward_bytes=0)

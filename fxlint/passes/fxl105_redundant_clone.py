@@ -45,28 +45,62 @@ that writes in place, an in-place write in code after a graph break on a
 tensor that is not returned, or storage you want released. Silence one line
 with `# fxlint: ignore[FXL105]`.
 
-`details` keys (for a rewrite): `source` (node the clone copies; replacing the
-clone by it is safe exactly when `redundant` is True), `redundant`,
-`clone_then_detach` (True for `clone().detach()` on a tensor that requires
-grad), `detach` (that detach node's name), `backward_bytes` (0).
+`details` (the fields of `RedundantClone`): `source` (node the clone copies;
+replacing the clone by it is safe exactly when `redundant` is True),
+`redundant`, `clone_then_detach` (True for `clone().detach()` on a tensor that
+requires grad), `detach` (that detach node's name), `copied` (bytes the clone
+copies), `backward_bytes` (0).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 import torch
 
 from ..canon import CanonNode, GraphView
-from ..findings import Severity
+from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
 from ..alias import escapes, mutated_after, view_base, view_family
-from ..text import bytes_text
+from ..text import bytes_text, bytes_value
 from ._sites import numbered
 from ._util import real_users
 
 
-@rule("FXL105", "redundant-clone", "warning")
+@dataclass(frozen=True)
+class RedundantClone(Violation):
+    """A `.clone()` that protects nothing, or a `.clone().detach()` that records an autograd node for nothing."""
+
+    redundant: bool  # nothing writes the clone or its source, and no caller could alias them: replacing the
+    # clone by its source is safe
+    clone_then_detach: bool  # `.clone().detach()` on a tensor that requires grad
+    copied: int | str | None  # bytes the clone copies per call (a formula under dynamic shapes)
+    source: str  # the node the clone copies
+    detach: str | None  # the `.detach()` node after it, if any
+
+    def message(self) -> str:
+        if not self.redundant:
+            return ("`.clone().detach()` records an autograd node (CloneBackward0) for a tensor that requires "
+                    "grad, and the `.detach()` cuts it off at once; the copy itself is needed here (the clone is "
+                    "written later)")
+        message = (f"`.clone()` copies {bytes_text(self.copied)} per call, but neither the clone nor its source "
+                   "is written in place afterwards and the clone does not stand between the caller and a tensor "
+                   "it could alias, so the copy protects nothing")
+        if self.clone_then_detach:
+            message += "; `.clone().detach()` also records an autograd node that the detach cuts off at once"
+        return message
+
+    def fix_title(self) -> str:
+        if not self.redundant:
+            return "write `.detach().clone()`: the same copy, no autograd node"
+        fix = "use the tensor itself instead of `.clone()`"
+        if self.clone_then_detach:
+            fix += " (if you need a copy, `.detach().clone()` records no autograd node)"
+        return fix
+
+
+@rule("FXL105", "redundant-clone", "warning", violation=RedundantClone)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     return iter(numbered(_hits(view)))
 
@@ -84,36 +118,16 @@ def _hits(view: GraphView) -> Iterator[Hit]:
         order = detach is not None and bool(src.tensor.requires_grad) and node.grad_enabled
         if not redundant and not order:
             continue
-        nbytes = out.nbytes
-        if redundant:
-            message = (f"`.clone()` copies {bytes_text(nbytes)} per call, but neither the clone nor its source is "
-                       "written in place afterwards and the clone does not stand between the caller and a tensor it "
-                       "could alias, so the copy protects nothing")
-            fix = "use the tensor itself instead of `.clone()`"
-            if order:
-                message += "; `.clone().detach()` also records an autograd node that the detach cuts off at once"
-                fix += " (if you need a copy, `.detach().clone()` records no autograd node)"
-            severity, cost = Severity.WARNING, nbytes
-        else:
-            message = ("`.clone().detach()` records an autograd node (CloneBackward0) for a tensor that requires "
-                       "grad, and the `.detach()` cuts it off at once; the copy itself is needed here (the clone is "
-                       "written later)")
-            fix = "write `.detach().clone()`: the same copy, no autograd node"
-            severity, cost = Severity.INFO, None
-        yield Hit(
-            node=node,
-            message=message,
-            fix=fix,
-            bytes=cost,
-            severity=severity,
-            details={
-                "source": src.name,
-                "redundant": redundant,
-                "clone_then_detach": order,
-                "detach": detach.name if detach is not None else None,
-                "backward_bytes": 0,
-            },
+        violation = RedundantClone(
+            redundant=redundant,
+            clone_then_detach=order,
+            copied=bytes_value(out.nbytes),
+            source=src.name,
+            detach=detach.name if detach is not None else None,
         )
+        # only a redundant clone's copy is avoidable; the other finding is about the autograd node
+        severity, cost = (Severity.WARNING, out.nbytes) if redundant else (Severity.INFO, None)
+        yield Hit(node, violation, bytes=cost, backward_bytes=0, severity=severity)
 
 
 def _redundant(node: CanonNode, src: CanonNode, view: GraphView) -> bool:

@@ -13,7 +13,7 @@ build it on the device); this rule leaves it alone.
 
 Bytes are the moved tensor's size. When gradients flow through the move,
 backward copies the gradient back to the source device (`ToCopyBackward0`):
-counted in `details["backward_bytes"]`.
+counted in `backward_bytes`.
 
 ## Why is this bad?
 A host/device copy crosses PCIe (or the chip interconnect) on every call, is
@@ -46,25 +46,65 @@ On a machine without an accelerator the tests use the `meta` device as the
 "other" device: a CPU tensor moved to `meta` is recorded by the profiler as a
 device copy exactly as a host-to-GPU copy would be.
 
-`details` keys: `src_device`, `dst_device`, `source` (node name), `source_kind`
-(`input`, `parameter`, `buffer`, `op`...), `backward_bytes`.
+`details` (the fields of `DeviceTransfer`): `src_device`, `dst_device`,
+`source` (node name), `source_kind` (`input`, `parameter`, `buffer`, `op`...),
+`source_name` (a parameter's or buffer's name), `copied`, `backward_bytes`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 from ..canon import GraphView
+from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
 from ..alias import view_base
-from ..text import bytes_text
+from ..text import bytes_text, bytes_value
 from ._backward import conversion_backward_bytes
 from ._sites import numbered
 from ._util import same_device
 from ._factory import from_cpu_factory
 
 
-@rule("FXL106", "device-transfer", "warning")
+@dataclass(frozen=True)
+class DeviceTransfer(Violation):
+    """A tensor moved to another device inside the model, on every call."""
+
+    src_device: str  # "cpu"
+    dst_device: str  # "cuda:0"
+    source_kind: str  # what the moved tensor is, at its base: "parameter", "buffer", "constant", "input", "op"
+    source_name: str | None  # a parameter's or buffer's dotted name: "lin.weight"
+    copied: int | str | None  # bytes per call (a formula under dynamic shapes)
+    backward_copied: int | str | None  # bytes backward copies the gradient back (0: no gradient flows)
+    source: str  # the node moved
+
+    def message(self) -> str:
+        what = {"parameter": f"the parameter `{self.source_name}`", "buffer": f"the buffer `{self.source_name}`",
+                "constant": "a constant", "input": "an input"}.get(self.source_kind, "a tensor")
+        return (f"moves {what} from {self.src_device} to {self.dst_device} on every call: "
+                f"{bytes_text(self.copied)} copied per call"
+                + (f", and its gradient copied back in backward ({bytes_text(self.backward_copied)})"
+                   if self.backward_copied else ""))
+
+    def fix_title(self) -> str:
+        a, b = self.src_device, self.dst_device
+        if self.source_kind in ("parameter", "buffer"):  # registered already: the model's move takes it along
+            return (f"keep it on {b}: move the model once (`model.to(device)` moves its parameters and buffers) "
+                    "instead of moving it in forward")
+        if self.source_kind == "constant":
+            return (f"keep it on {b}: register it with `register_buffer`/as a parameter so `model.to(device)` "
+                    "moves it once, instead of moving it in forward")
+        if self.source_kind == "input":
+            return (f"pass the input on {b} already: move it once before calling the model (DataLoader "
+                    "`pin_memory=True`, `.to(device, non_blocking=True)`)")
+        if b.partition(":")[0] == "cpu":
+            return (f"keep the result on {a} and copy it to the host only where host data is needed, outside the "
+                    "model, once")
+        return f"compute it on {b} in the first place (build its inputs there)"
+
+
+@rule("FXL106", "device-transfer", "warning", violation=DeviceTransfer)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     return iter(numbered(_hits(view)))
 
@@ -79,29 +119,15 @@ def _hits(view: GraphView) -> Iterator[Hit]:
         if from_cpu_factory(src) is not None:
             continue  # FXL107
         base = view_base(src)
-        a, b = str(src.tensor.device), str(out.device)
         nbytes = out.nbytes
         bwd = conversion_backward_bytes(node)
-        what = {"parameter": f"the parameter `{base.param_name}`", "buffer": f"the buffer `{base.param_name}`",
-                "constant": "a constant", "input": "an input"}.get(base.kind, "a tensor")
-        message = (f"moves {what} from {a} to {b} on every call: {bytes_text(nbytes)} copied per call"
-                   + (f", and its gradient copied back in backward ({bytes_text(bwd)})" if bwd else ""))
-        if base.kind in ("parameter", "buffer", "constant"):
-            fix = (f"keep it on {b}: register it with `register_buffer`/as a parameter so `model.to(device)` "
-                   "moves it once, instead of moving it in forward")
-        elif base.kind == "input":
-            fix = (f"pass the input on {b} already: move it once before calling the model (DataLoader "
-                   "`pin_memory=True`, `.to(device, non_blocking=True)`)")
-        elif out.device.type == "cpu":
-            fix = (f"keep the result on {a} and copy it to the host only where host data is needed, outside the "
-                   "model, once")
-        else:
-            fix = f"compute it on {b} in the first place (build its inputs there)"
-        yield Hit(
-            node=node,
-            message=message,
-            fix=fix,
-            bytes=nbytes,
-            details={"src_device": a, "dst_device": b, "source": src.name, "source_kind": base.kind,
-                     "backward_bytes": bwd},
+        violation = DeviceTransfer(
+            src_device=str(src.tensor.device),
+            dst_device=str(out.device),
+            source_kind=base.kind,
+            source_name=base.param_name if base.kind in ("parameter", "buffer") else None,
+            copied=bytes_value(nbytes),
+            backward_copied=bytes_value(bwd),
+            source=src.name,
         )
+        yield Hit(node, violation, bytes=nbytes, backward_bytes=bwd)

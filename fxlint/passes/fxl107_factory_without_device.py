@@ -55,26 +55,66 @@ A dtype conversion between the factory and the move
 the message counts it, and `Finding.bytes` includes it when it is on the
 line of the move; the fix then adds `dtype=` to the factory too.
 
-`details` keys (for a rewrite): `factory` (node name; add `device=` there),
-`kind` (`arange`, `zeros`...), `factory_line`, `move` (node name of the
-transfer or consuming op), `target_device` (the consumer's device: build the
-factory there), `via` (`to` or the op that mixes devices), `conversions`
-(node names of CPU dtype conversions on the way; add their dtype to the
-factory), `backward_bytes` (0).
+`details` (the fields of `FactoryWithoutDevice`): `factory` (node name; add
+`device=` there), `kind` (`arange`, `zeros`...), `factory_line`, `move` (node
+name of the transfer or consuming op), `target_device` (the consumer's device:
+build the factory there), `via` (`to` or the op that mixes devices),
+`conversions` (node names of CPU dtype conversions on the way; add their dtype
+to the factory), `converted_to`, the bytes moved and converted,
+`backward_bytes` (0).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 from ..canon import GraphView
+from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, line_of
+from ..text import bytes_text, bytes_value, line_of, torch_name
 from ._sites import numbered
 from ._factory import moves
 
 
-@rule("FXL107", "factory-without-device", "warning")
+@dataclass(frozen=True)
+class FactoryWithoutDevice(Violation):
+    """A tensor built on the CPU by a factory (no `device=`) and moved to another device on every call."""
+
+    kind: str  # the factory: "arange", "zeros", "tensor", ...
+    target_device: str  # where it goes (build it there): "cuda:0"
+    via: str  # "to" (moved explicitly), or the op that mixes devices and copies it over ("index", ...)
+    moved: int | str | None  # bytes moved host-to-device per call (a formula under dynamic shapes)
+    converted_to: str | None  # the dtype CPU conversions on the way give it ("float32"), if any
+    converted: int | str | None  # the bytes those conversions copy (0: none)
+    copied: int | str | None  # the bytes this finding counts: the move, and the conversions on its line
+    same_line: bool  # built and moved on one line
+    factory_at: str  # where it is built: "line 12"
+    move_at: str  # where it is moved
+    factory: str  # the factory's node (add `device=` there)
+    factory_line: int | None
+    move: str  # the node of the transfer or of the op that mixes devices
+    conversions: list[str]  # the nodes of the CPU dtype conversions on the way (add their dtype to the factory)
+
+    def message(self) -> str:
+        via = (f"copied to {self.target_device}" if self.via == "to"
+               else f"handed to `{self.via}` on {self.target_device}, which copies it over")
+        where = "here" if self.same_line else f"at {self.move_at}"
+        built = "" if self.same_line else f" at {self.factory_at}"
+        message = (f"`torch.{self.kind}(...)`{built} is built on the CPU (no `device=`) and {via} {where} on every "
+                   f"call: {bytes_text(self.moved)} host-to-device per call")
+        if self.converted_to is not None:
+            message += (f"; on the way it is converted to {self.converted_to} on the CPU, "
+                        f"another {bytes_text(self.converted)} copied")
+        return message
+
+    def fix_title(self) -> str:
+        dtype_kw = f", dtype=torch.{self.converted_to}" if self.converted_to is not None else ""
+        return (f"build it on the device: `torch.{self.kind}(..., device=x.device{dtype_kw})` with `x` any tensor "
+                f"already on {self.target_device} (or register a constant once as a buffer)")
+
+
+@rule("FXL107", "factory-without-device", "warning", violation=FactoryWithoutDevice)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     return iter(numbered(_hits(view)))
 
@@ -87,41 +127,28 @@ def _hits(view: GraphView) -> Iterator[Hit]:
         kind = factory.args.get("kind", "tensor")
         for mv in moves(factory):
             moved = mv.tensor.tensor
-            nbytes = mv.move.tensor.nbytes if mv.move.op == "to" else (moved.nbytes if moved is not None else None)
-            where = "here" if _same_line(factory, mv.move) else f"at {line_of(mv.move)}"
-            via = ("copied to " + mv.target if mv.move.op == "to"
-                   else f"handed to `{mv.move.op}` on {mv.target}, which copies it over")
-            built = "" if _same_line(factory, mv.move) else f" at {line_of(factory)}"
-            message = (f"`torch.{kind}(...)`{built} is built on the CPU (no `device=`) and {via} {where} on every call: "
-                       f"{bytes_text(nbytes)} host-to-device per call")
-            dtype_kw = ""
-            if mv.conversions:
-                conv_bytes = sum(c.tensor.nbytes for c in mv.conversions)
-                last = mv.conversions[-1].tensor.dtype
-                dtype_kw = f", dtype={last}"
-                message += (f"; on the way it is converted to {str(last).replace('torch.', '')} on the CPU, "
-                            f"another {bytes_text(conv_bytes)} copied")
-                if nbytes is not None and all(_same_line(c, mv.move) for c in mv.conversions):
-                    nbytes = nbytes + conv_bytes  # the same line pays both
-            fix = (f"build it on the device: `torch.{kind}(..., device=x.device{dtype_kw})` with `x` any tensor "
-                   f"already on {mv.target} (or register a constant once as a buffer)")
-            node = mv.move
-            yield Hit(
-                node=node,
-                message=message,
-                fix=fix,
-                bytes=nbytes,
-                details={
-                    "factory": factory.name,
-                    "kind": kind,
-                    "factory_line": factory.location.line if factory.location is not None else None,
-                    "move": mv.move.name,
-                    "target_device": mv.target,
-                    "via": "to" if mv.move.op == "to" else mv.move.op,
-                    "conversions": [c.name for c in mv.conversions],
-                    "backward_bytes": 0,
-                },
+            move_bytes = mv.move.tensor.nbytes if mv.move.op == "to" else (moved.nbytes if moved is not None else None)
+            nbytes = move_bytes
+            conv_bytes = sum(c.tensor.nbytes for c in mv.conversions) if mv.conversions else 0
+            if mv.conversions and nbytes is not None and all(_same_line(c, mv.move) for c in mv.conversions):
+                nbytes = nbytes + conv_bytes  # the same line pays both
+            violation = FactoryWithoutDevice(
+                kind=kind,
+                target_device=mv.target,
+                via="to" if mv.move.op == "to" else mv.move.op,
+                moved=bytes_value(move_bytes),
+                converted_to=torch_name(mv.conversions[-1].tensor.dtype) if mv.conversions else None,
+                converted=bytes_value(conv_bytes),
+                copied=bytes_value(nbytes),
+                same_line=_same_line(factory, mv.move),
+                factory_at=line_of(factory),
+                move_at=line_of(mv.move),
+                factory=factory.name,
+                factory_line=factory.location.line if factory.location is not None else None,
+                move=mv.move.name,
+                conversions=[c.name for c in mv.conversions],
             )
+            yield Hit(mv.move, violation, bytes=nbytes, backward_bytes=0)
 
 
 def _same_line(a, b) -> bool:

@@ -39,25 +39,53 @@ nothing. That is why this rule is info level; silence it per line with
 `# fxlint: ignore[FXL108]`.
 
 `Finding.bytes` is 0 (no copy); `fxlint.lint(..., confirm=True)` confirms the
-finding when no copy of that tensor runs on the line. `details` keys: `what`
-(`dtype`, `memory_format`, `contiguous`), `source` (node name; the conversion
-can be replaced by it), `shape` (the tensor's shape).
+finding when no copy of that tensor runs on the line. `details` (the fields of
+`NoopConversion`): `what` (`dtype`, `memory_format`, `contiguous`), `call`,
+`dtype` or `memory_format` (what the tensor is already), `source` (node name;
+the conversion can be replaced by it); the finding's `tensor_shape` is the
+tensor's shape.
 """
 
 from __future__ import annotations
 
-from typing import Iterator
+from dataclasses import dataclass
+from typing import Iterator, Literal
 
 import torch
 
 from ..canon import CanonNode, GraphView
+from ..findings import Violation
 from ..registry import FixSpec, Hit, RuleContext, rule
+from ..text import torch_name
 from ..viewable import is_contiguous_as
 from ._sites import numbered
 from ._util import same_device
 
 
-@rule("FXL108", "noop-conversion", "info", fix=FixSpec.rewrite_of(
+@dataclass(frozen=True)
+class NoopConversion(Violation):
+    """A dtype or layout conversion that returns its input itself: nothing to convert, nothing copied."""
+
+    what: Literal["dtype", "memory_format", "contiguous"]  # what it was asked to change
+    call: str  # as written: ".float()", ".to(torch.float32)", ".type_as(...)", ".contiguous()"
+    dtype: str | None  # the dtype the tensor has already ("dtype")
+    memory_format: str | None  # the memory format asked ("memory_format"; "contiguous": None for the default)
+    input_from: str | None  # "contiguous": what made its input ("cat output", "an input")
+    source: str  # the node converted (the conversion can be replaced by it)
+
+    def message(self) -> str:
+        if self.what == "contiguous":
+            fmt = f" ({self.memory_format})" if self.memory_format is not None else ""
+            return (f"`.contiguous()`{fmt} changes nothing: its input ({self.input_from}) is contiguous already, "
+                    "so no copy is made")
+        already = self.dtype if self.what == "dtype" else self.memory_format
+        return f"`{self.call}` changes nothing: the tensor is {already} already, so no copy is made"
+
+    def fix_title(self) -> str:
+        return f"drop `{self.call}`"
+
+
+@rule("FXL108", "noop-conversion", "info", violation=NoopConversion, fix=FixSpec.rewrite_of(
     "remove-noop-conversion", safe=True,
     why="the conversion returned its input itself, so the program reads the same tensor either way"))
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
@@ -89,16 +117,16 @@ def _noop_to(node: CanonNode) -> Hit | None:
         return None
     if asked_format and is_contiguous_as(src.tensor, a["memory_format"]) is not True:
         return None
-    dtype = str(out.dtype).replace("torch.", "")
-    spelled = _spelled(node)
-    what = "memory_format" if asked_format and not asked_dtype else "dtype"
-    if what == "dtype":
-        message = f"`{spelled}` changes nothing: the tensor is {dtype} already, so no copy is made"
-    else:
-        fmt = str(a["memory_format"]).replace("torch.", "")
-        message = f"`{spelled}` changes nothing: the tensor is {fmt} already, so no copy is made"
-    return Hit(node=node, message=message, fix=f"drop `{spelled}`", bytes=0,
-               details={"what": what, "source": src.name, "shape": tuple(out.shape)})
+    what: Literal["dtype", "memory_format"] = "memory_format" if asked_format and not asked_dtype else "dtype"
+    violation = NoopConversion(
+        what=what,
+        call=_spelled(node),
+        dtype=torch_name(out.dtype) if what == "dtype" else None,
+        memory_format=torch_name(a["memory_format"]) if what == "memory_format" else None,
+        input_from=None,
+        source=src.name,
+    )
+    return Hit(node, violation, bytes=0, tensor_shape=tuple(out.shape))
 
 
 def _noop_contiguous(node: CanonNode) -> Hit | None:
@@ -108,13 +136,15 @@ def _noop_contiguous(node: CanonNode) -> Hit | None:
     fmt = node.args.get("memory_format")
     if is_contiguous_as(src.tensor, fmt) is not True:
         return None
-    where = f"{src.op} output" if src.kind == "op" else ("an input" if src.kind == "input" else src.kind)
-    fmt_text = "" if fmt in (None, torch.contiguous_format) else f" ({str(fmt).replace('torch.', '')})"
-    return Hit(node=node,
-               message=f"`.contiguous()`{fmt_text} changes nothing: its input ({where}) is contiguous already, "
-                       "so no copy is made",
-               fix="drop `.contiguous()`", bytes=0,
-               details={"what": "contiguous", "source": src.name, "shape": tuple(src.tensor.shape)})
+    violation = NoopConversion(
+        what="contiguous",
+        call=".contiguous()",
+        dtype=None,
+        memory_format=None if fmt in (None, torch.contiguous_format) else torch_name(fmt),
+        input_from=f"{src.op} output" if src.kind == "op" else ("an input" if src.kind == "input" else src.kind),
+        source=src.name,
+    )
+    return Hit(node, violation, bytes=0, tensor_shape=tuple(src.tensor.shape))
 
 
 def _device_spelled(node: CanonNode) -> bool:

@@ -38,70 +38,92 @@ Building a constant from values you mean to freeze: write
 silence the line with `# fxlint: ignore[FXL109]`.
 
 The fraction of paths cut is counted as in FXL301 (`fxlint explain FXL301`).
+`details` (the fields of `TensorFromTensors`): those of FXL301's (`cut_parameters`,
+`lost_parameters`, `fraction_cut`, ...; empty lists when no trainable
+parameter is at stake), `elements` (host reads per call) and `copied` (bytes
+written per call).
 """
 
 from __future__ import annotations
 
-from typing import Iterator
+from dataclasses import dataclass
+from typing import ClassVar, Iterator
 
+from ..canon import CanonNode
 from ..findings import Severity
 from ..gradflow import analyse, cut_kind, tensor_operands
 from ..program import Program
 from ..registry import Hit, RuleContext, rule
-from ..tensorinfo import known
-from ..text import bytes_text
-from ._gradient import CutText, quote, site_hit
-
-TEXT = CutText(
-    code="FXL109",
-    name="`torch.tensor([...])`",
-    what="`torch.tensor` of tensors reads every element back as a Python number and builds a new tensor "
-         "without autograd history",
-    intent="`torch.stack` keeps the graph.",
-    fix="use `torch.stack([...])` (or `torch.cat`) instead of `torch.tensor([...])`",
-)
+from ..tensorinfo import Dim
+from ..text import bytes_text, bytes_value
+from ._gradient import CutText, GradientCut, cut_hit, quote
 
 
-@rule("FXL109", "tensor-from-tensors", "warning", scope="program")
+@dataclass(frozen=True)
+class TensorFromTensors(GradientCut):
+    """`torch.tensor([...])` of tensors: a copy through Python numbers, and a gradient cut when trainable
+    parameters are behind the values (``cut_parameters`` empty: none is, and the finding is about the copy)."""
+
+    TEXT: ClassVar[CutText] = CutText(
+        code="FXL109",
+        name="`torch.tensor([...])`",
+        what="`torch.tensor` of tensors reads every element back as a Python number and builds a new tensor "
+             "without autograd history",
+        intent="`torch.stack` keeps the graph.",
+        fix="use `torch.stack([...])` (or `torch.cat`) instead of `torch.tensor([...])`",
+    )
+
+    elements: int = 0  # the tensors read back, one host read (`aten::item`) each
+    copied: int | str | None = None  # bytes of the new tensor written per call (a formula under dynamic shapes)
+
+    def cost(self) -> str:
+        n = self.elements
+        size = bytes_text(self.copied) if isinstance(self.copied, int) else "a new tensor"
+        return (f"Per call: {n} host read{'s' if n != 1 else ''} (`aten::item`, a device sync each on a GPU) "
+                f"and {size} written.")
+
+    def message(self) -> str:
+        if self.cut_parameters:
+            return super().message()
+        return (f"{self.statement}: {self.headline()}. {self.cost()} No trainable parameter's gradient is at "
+                "stake here, but `torch.stack` does the same without leaving the device.")
+
+
+@rule("FXL109", "tensor-from-tensors", "warning", scope="program", violation=TensorFromTensors)
 def check(program: Program, ctx: RuleContext) -> Iterator[Hit]:
     flow = analyse(program) if ctx.training else None
     reported: set[str] = set()
     if flow is not None:
         for site in flow.sites("tensor_from_tensors"):
-            hit = site_hit(flow, site, TEXT, extra=_cost(site.first.node) + " ")
+            node = site.first.node
+            hit = cut_hit(flow, site, TensorFromTensors, elements=_elements(node), copied=bytes_value(_nbytes(node)))
             if hit is not None:
-                hit.bytes = _nbytes(site.first.node)
+                hit.bytes = _nbytes(node)
                 reported.update(c.node.name for c in site.cuts)
                 yield hit
     for view in program.views:
         for node in view.ops("factory"):
             if node.name in reported or cut_kind(node) != "tensor_from_tensors":
                 continue
-            nbytes = _nbytes(node)
-            yield Hit(
-                node=node,
-                message=(f"{quote(node.source, TEXT.name)}: {TEXT.what}. {_cost(node)} "
-                         "No trainable parameter's gradient is at stake here, but `torch.stack` "
-                         "does the same without leaving the device."),
-                fix=TEXT.fix,
-                bytes=nbytes,
-                severity=Severity.INFO,
-                details={"kind": "tensor_from_tensors", "elements": _elements(node)},
+            violation = TensorFromTensors(
+                kind="tensor_from_tensors",
+                statement=quote(node.source, TensorFromTensors.TEXT.name),
+                line=node.location.line if node.location is not None else None,
+                cut_parameters=[],
+                lost_parameters=[],
+                fraction_cut={},
+                cut_by={},
+                cut_nodes=[],
+                elements=_elements(node),
+                copied=bytes_value(_nbytes(node)),
             )
+            yield Hit(node, violation, bytes=_nbytes(node), severity=Severity.INFO)
 
 
-def _elements(node) -> int:
+def _elements(node: CanonNode) -> int:
     return len(tensor_operands(node))
 
 
-def _nbytes(node):
+def _nbytes(node: CanonNode) -> Dim | None:
     t = node.tensor
     return t.nbytes if t is not None else None
-
-
-def _cost(node) -> str:
-    n = _elements(node)
-    nbytes = _nbytes(node)
-    size = bytes_text(nbytes) if nbytes is not None and known(nbytes) is not None else "a new tensor"
-    return (f"Per call: {n} host read{'s' if n != 1 else ''} (`aten::item`, a device sync each on a GPU) "
-            f"and {size} written.")
