@@ -52,6 +52,14 @@ def bytes_value(n: "Dim | None") -> int | str | None:
     return k if k is not None else str(n)
 
 
+def dims_value(dims: "Sequence[Dim] | None") -> tuple[int | str, ...] | None:
+    """A shape or strides as a violation field (JSON-friendly): ints, and a symbolic size as its
+    formula; ``shape_text`` shows it as the tensor's own shape would be shown."""
+    if dims is None:
+        return None
+    return tuple(k if (k := known(d)) is not None else str(d) for d in dims)
+
+
 def shape_text(shape: "Sequence[Dim] | TensorInfo | None") -> str:
     """A shape (or a tensor's shape) as a Python tuple: ``(2, 3)``, ``(5,)``, ``()``; ``?`` for None."""
     if isinstance(shape, TensorInfo):
@@ -194,6 +202,8 @@ def line_of(node: "CanonNode | None") -> str:
 
 __all__ = [
     "bytes_text",
+    "bytes_value",
+    "dims_value",
     "shape_text",
     "strides_text",
     "args_text",

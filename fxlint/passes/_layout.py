@@ -1,18 +1,19 @@
 """Helpers shared by the layout rules (FXL1xx/FXL2xx): how a layout came about (the view ops that
-made it, in the user's names), where, and how to turn a kernel prediction's copies into hit details.
+made it, in the user's names), where, and what a kernel prediction's copies come to on a hit (bytes per
+event, backward bytes, reasons).
 Text goes through ``fxlint.text``."""
 
 from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from ..canon import CanonNode
 from ..kernels import KernelCopy
 from ..source import source_line
 from ..symbolic import Dim, known, sum_of
-from ..text import bytes_text, call_text, line_of, operand_name, step_text
+from ..text import bytes_text, bytes_value, call_text, line_of, operand_name, step_text
 
 #: view ops a layout travels through unchanged in meaning (what made the strides)
 _VIEW_CHAIN = ("permute", "slice", "expand", "view", "reshape", "detach", "squeeze", "unsqueeze", "narrow",
@@ -130,19 +131,25 @@ def where(node: CanonNode | None, consumer: CanonNode | None = None) -> str | No
     return f"{path}:{node.location.line}"
 
 
-def details(copies: Sequence[KernelCopy], backward: Sequence[KernelCopy] | None, **extra: Any) -> dict[str, Any]:
-    """Hit details: the size of each predicted copy event (for the runtime cross-check), the
-    backward bytes (None when the backward is not modelled for this path)."""
-    out: dict[str, Any] = {
-        "copy_sizes": copy_sizes(copies),
-        "backward_bytes": None if backward is None else (known(total(backward)) if backward else 0),
-        "reasons": sorted({c.reason for c in copies}),
-    }
-    out.update(extra)
-    return out
+def backward_bytes(backward: Sequence[KernelCopy] | None) -> Dim | None:
+    """A hit's ``backward_bytes``: None when the backward is not modelled for this path, else the
+    bytes of ``backward`` (0: none)."""
+    return None if backward is None else (total(backward) if backward else 0)
 
 
-def backward_clause(backward: Sequence[KernelCopy] | None) -> str:
-    if not backward:
+def backward_copied(backward: Sequence[KernelCopy] | None) -> int | str | None:
+    """The bytes a violation's "again in backward" clause shows: None when there is no backward copy
+    (or it is not modelled), else the total (a formula under dynamic shapes)."""
+    return bytes_value(total(backward)) if backward else None
+
+
+def reasons(copies: Iterable[KernelCopy]) -> list[str]:
+    """The kernel's reason codes for ``copies``, sorted (``batch-fold``, ``blas-layout``, ...)."""
+    return sorted({c.reason for c in copies})
+
+
+def backward_clause(copied: int | str | None) -> str:
+    """``, and again in backward (6.3 MB more per training step)``, or ``""`` for no backward copy."""
+    if copied is None:
         return ""
-    return f", and again in backward ({bytes_text(total(backward))} more per training step)"
+    return f", and again in backward ({bytes_text(copied)} more per training step)"

@@ -54,19 +54,74 @@ with `# fxlint: ignore[FXL201]`.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Iterator
 
 from ..canon import CanonNode, GraphView
+from ..findings import Violation
 from ..kernels import KernelCopy, operand_role, ops, predict
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, permute_text, shape_text, strides_text
-from ._layout import backward_clause, details, made_by_permute, origin, total, where
+from ..text import bytes_text, bytes_value, dims_value, permute_text, shape_text
+from ._layout import (backward_bytes, backward_clause, backward_copied, copy_sizes, made_by_permute, origin,
+                      reasons, total, where)
 
 #: the kernel family this rule checks: its ops and operand roles come from the kernel registry
 FAMILY = "matmul"
 
 
-@rule("FXL201", "noncontiguous-matmul", "warning")
+@dataclass(frozen=True)
+class NoncontiguousMatmul(Violation):
+    """An operand the matrix kernel copies before multiplying, because of its strides."""
+
+    kernel: str  # the call as the user knows it: "@", "F.linear", "torch.bmm"
+    operand: str  # the kernel's argument: a, b, input, weight, ...
+    role: str  # what it is to the kernel: "left operand", "input", ...
+    origin: str | None  # how the operand was made, in the user's names: "k.transpose(-2, -1)" (None: no node)
+    shape: tuple[int | str, ...] | None  # the operand's shape and strides (a formula for a dynamic size)
+    strides: tuple[int | str, ...] | None
+    copied: int | str | None  # bytes copied per call (a formula under dynamic shapes)
+    copies_result: bool  # the kernel also copies the result back to its layout (2-D @ N-D)
+    backward_copied: int | str | None  # bytes copied again in backward (None: none, or not modelled)
+    why: str  # the kernel model's reason for the main copy, one sentence
+    reason: str  # its code: fold-grad, batch-fold, broadcast, onednn-layout, blas-layout, ...
+    reasons: list[str]  # the codes of every copy of this operand
+    kernel_path: str  # the implementation path the kernel model followed
+    made_at: str | None  # file:line of the user's line that made the operand
+    permute: tuple[int, ...] | None  # the dims of the permute (through other views) that made it, if any
+    attention: bool  # both operands are 4-D: (B, H, S, D) attention
+
+    def message(self) -> str:
+        who = f"its {self.role} {self.origin}" if self.origin is not None else f"its {self.role}"
+        extra = " (and copies the result back to its layout)" if self.copies_result else ""
+        return (f"{self.kernel} copies {who} {shape_text(self.shape)} with strides {shape_text(self.strides)}: "
+                f"{bytes_text(self.copied)} per call{extra}{backward_clause(self.backward_copied)}; {self.why}")
+
+    def fix_title(self) -> str:
+        at = f" (it is made at {self.made_at})" if self.made_at else ""
+        if self.reason == "fold-grad":
+            dims = self.permute
+            if dims and dims[-1] == len(dims) - 1:
+                return ("apply the matmul before the permute: it acts on the last dim, so "
+                        f"`{'linear' if self.kernel == 'F.linear' else 'matmul'}(x){permute_text(dims)}` gives the "
+                        "same result without the copy")
+            return f"give this operand a layout whose leading dims merge (contiguous in all but the last dim){at}"
+        if self.reason == "batch-fold":
+            hint = (" For attention, torch.nn.functional.scaled_dot_product_attention takes strided q/k/v "
+                    "without copying." if self.attention else "")
+            return (f"lay the operand out with its batch dims outermost and in order where it is created{at}, "
+                    f"e.g. project straight into (B, H, S, D); matmul then folds the batch for free.{hint}")
+        if self.reason == "broadcast":
+            return ("the broadcast operand is materialised for the whole batch; if it is shared across the batch, "
+                    "fold the batch into the rows of the other operand (e.g. (B*S, D) @ (D, N)) so one mm needs no "
+                    "copy, or give it the full batch only if it really differs per batch")
+        if self.reason == "onednn-layout":
+            return (f"pass each batch contiguous or as a transpose of the last two dims of a contiguous tensor{at}; "
+                    "oneDNN copies any other layout")
+        return (f"keep a unit stride in one of the last two dims: slice or expand after the multiplication, "
+                f"or store the operand row- or column-major{at}")
+
+
+@rule("FXL201", "noncontiguous-matmul", "warning", violation=NoncontiguousMatmul)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     for node in view.ops(*ops(family=FAMILY)):
         pred = predict(node)
@@ -95,45 +150,27 @@ def _hit(node: CanonNode, operand: str, copies: list[KernelCopy], backward: list
     kernel = "F.linear" if node.op == "linear" else ("@" if node.op == "matmul" else f"torch.{node.op}")
     op_node = _operand(node, operand)
     t = op_node.tensor if op_node is not None else (node.args.get("weight_info") if operand == "weight" else None)
-    role = operand_role(node.op, operand)
-    who = f"its {role} {origin(op_node, node)}" if op_node is not None else f"its {role}"
     nbytes = total(copies)
     main = next((c for c in copies if c.operand != "output"), copies[0])
-    extra = ""
-    if any(c.operand == "output" for c in copies):
-        extra = " (and copies the result back to its layout)"
-    message = (f"{kernel} copies {who} {shape_text(t)} with strides {strides_text(t)}: "
-               f"{bytes_text(nbytes)} per call{extra}{backward_clause(backward)}; {main.why}")
-    fix = _fix(node, operand, op_node, main.reason)
-    return Hit(node=node, message=message, fix=fix, bytes=nbytes,
-               details=details(copies, backward, operand=operand, role=role, kernel_path=path,
-                               dedup=f"{node.name}:{operand}"))
-
-
-def _fix(node: CanonNode, operand: str, op_node: CanonNode | None, reason: str) -> str:
-    made = where(op_node, node)
-    at = f" (it is made at {made})" if made else ""
-    if reason == "fold-grad":
-        perm = made_by_permute(op_node)
-        dims = perm.args.get("dims") if perm is not None else None
-        if dims and dims[-1] == len(dims) - 1:
-            return ("apply the matmul before the permute: it acts on the last dim, so "
-                    f"`{'linear' if node.op == 'linear' else 'matmul'}(x){permute_text(dims)}` gives the same "
-                    "result without the copy")
-        return f"give this operand a layout whose leading dims merge (contiguous in all but the last dim){at}"
-    if reason == "batch-fold":
-        a, b = _operand(node, "a"), _operand(node, "b")
-        attention = all(x is not None and x.tensor is not None and x.tensor.ndim == 4 for x in (a, b))
-        hint = (" For attention, torch.nn.functional.scaled_dot_product_attention takes strided q/k/v "
-                "without copying." if attention else "")
-        return (f"lay the operand out with its batch dims outermost and in order where it is created{at}, "
-                f"e.g. project straight into (B, H, S, D); matmul then folds the batch for free.{hint}")
-    if reason == "broadcast":
-        return ("the broadcast operand is materialised for the whole batch; if it is shared across the batch, "
-                "fold the batch into the rows of the other operand (e.g. (B*S, D) @ (D, N)) so one mm needs no "
-                "copy, or give it the full batch only if it really differs per batch")
-    if reason == "onednn-layout":
-        return (f"pass each batch contiguous or as a transpose of the last two dims of a contiguous tensor{at}; "
-                "oneDNN copies any other layout")
-    return (f"keep a unit stride in one of the last two dims: slice or expand after the multiplication, "
-            f"or store the operand row- or column-major{at}")
+    perm = made_by_permute(op_node)
+    a, b = _operand(node, "a"), _operand(node, "b")
+    violation = NoncontiguousMatmul(
+        kernel=kernel,
+        operand=operand,
+        role=operand_role(node.op, operand),
+        origin=origin(op_node, node) if op_node is not None else None,
+        shape=dims_value(t.shape) if t is not None else None,
+        strides=dims_value(t.stride) if t is not None else None,
+        copied=bytes_value(nbytes),
+        copies_result=any(c.operand == "output" for c in copies),
+        backward_copied=backward_copied(backward),
+        why=main.why,
+        reason=main.reason,
+        reasons=reasons(copies),
+        kernel_path=path,
+        made_at=where(op_node, node),
+        permute=tuple(perm.args["dims"]) if perm is not None and perm.args.get("dims") else None,
+        attention=all(x is not None and x.tensor is not None and x.tensor.ndim == 4 for x in (a, b)),
+    )
+    return Hit(node, violation, bytes=nbytes, copy_sizes=copy_sizes(copies), backward_bytes=backward_bytes(backward),
+               dedup=f"{node.name}:{operand}")

@@ -45,19 +45,72 @@ A one-off normalisation of a strided view. Silence the line with
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 from ..canon import CanonNode, GraphView
-from ..kernels import KernelPrediction, ops, predict
+from ..findings import Violation
+from ..kernels import ops, predict
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, permute_text, shape_text, strides_text
-from ._layout import backward_clause, details, made_by_permute, origin, total, where
+from ..text import bytes_text, bytes_value, dims_value, permute_text, shape_text
+from ._layout import (backward_bytes, backward_clause, backward_copied, copy_sizes, made_by_permute, origin,
+                      reasons, total, where)
 
 #: the kernel families this rule checks (their ops come from the kernel registry)
 FAMILIES = ("norm", "softmax")
 
 
-@rule("FXL203", "noncontiguous-norm", "warning")
+@dataclass(frozen=True)
+class NoncontiguousNorm(Violation):
+    """A normalisation or softmax input the kernel copies because of its layout."""
+
+    op: str  # layer_norm, rms_norm, group_norm, instance_norm, batch_norm, softmax, log_softmax
+    origin: str  # how the input was made, in the user's names: "x.permute(0, 2, 3, 1)"
+    shape: tuple[int | str, ...] | None  # the input's shape and strides
+    strides: tuple[int | str, ...] | None
+    copied: int | str | None  # bytes per call (a formula under dynamic shapes)
+    backward_copied: int | str | None  # bytes copied again in backward (None: none, or not modelled)
+    why: str  # the kernel model's reason, one sentence
+    reasons: list[str]  # the kernel model's codes for the copies
+    kernel_path: str  # the implementation path the kernel model followed
+    made_at: str | None  # file:line of the user's line that made the input
+    permute: tuple[int, ...] | None  # the dims of the permute (through other views) that made the input
+    permuted: str | None  # the tensor that permute was applied to, in the user's names
+    permuted_contiguous: bool  # ... and it is contiguous: the op can run on it before the permute
+    permute_is_input: bool  # the permute's result is the input itself (no other view in between)
+    dim: int | None  # softmax/log_softmax: the dim, non-negative
+
+    def message(self) -> str:
+        return (f"{self.op} copies its input {self.origin} {shape_text(self.shape)} with strides "
+                f"{shape_text(self.strides)}: {bytes_text(self.copied)} per call"
+                f"{backward_clause(self.backward_copied)}; {self.why}")
+
+    def fix_title(self) -> str:
+        op, dims, base = self.op, self.permute, self.permuted
+        at = f" ({self.made_at})" if self.made_at else ""
+        if op in ("softmax", "log_softmax") and dims and self.permute_is_input and self.permuted_contiguous \
+                and self.dim is not None:
+            return (f"apply {op} before the permute, with the dim mapped: "
+                    f"{base}.{op}(dim={dims[self.dim]}){permute_text(dims)} gives the same result on the "
+                    "contiguous tensor and the permute stays a view")
+        if op in ("layer_norm", "rms_norm") and dims:
+            if dims[-1] == len(dims) - 1 and self.permuted_contiguous:
+                return (f"normalise before the permute: the normalised dim stays last, so "
+                        f"{op}({base}){permute_text(dims)} gives the same result without the copy")
+            if len(dims) == 4 and tuple(dims) == (0, 2, 3, 1):
+                return ("run the conv part of the model in channels_last (model.to(memory_format=torch.channels_last) "
+                        f"and a channels_last input): {base}{permute_text(dims)} is then contiguous and the norm "
+                        "reads it in place")
+        if op == "group_norm":
+            return f"give group_norm a contiguous or channels_last input where it is created{at}"
+        if op == "batch_norm":
+            return (f"give the reduced-precision batch_norm a contiguous or channels_last input where it is "
+                    f"created{at}")
+        return (f"give {op} a contiguous input where it is created{at}, or make the copy explicit once with "
+                ".contiguous() there")
+
+
+@rule("FXL203", "noncontiguous-norm", "warning", violation=NoncontiguousNorm)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     for node in view.ops(*ops(family=FAMILIES)):
         pred = predict(node)
@@ -70,39 +123,26 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         x = node.args.get("input") if isinstance(node.args.get("input"), CanonNode) else None
         xt = x.tensor if x is not None else None
         nbytes = total(copies)
-        main = copies[0]
-        message = (f"{node.op} copies its input {origin(x, node)} {shape_text(xt)} with strides {strides_text(xt)}: "
-                   f"{bytes_text(nbytes)} per call{backward_clause(backward)}; {main.why}")
-        yield Hit(node=node, message=message, fix=_fix(node, pred, x), bytes=nbytes,
-                  details=details(copies, backward, kernel_path=pred.path, dedup=node.name))
-
-
-def _fix(node: CanonNode, pred: KernelPrediction, x: CanonNode | None) -> str:
-    made = where(x, node)
-    at = f" ({made})" if made else ""
-    perm = made_by_permute(x)
-    dims = perm.args.get("dims") if perm is not None else None
-    base = perm.input if perm is not None else None
-    base_contig = base is not None and base.tensor is not None and base.tensor.is_contiguous() is True
-    if node.op in ("softmax", "log_softmax") and dims and perm is x and base_contig:
+        perm = made_by_permute(x)
+        dims = perm.args.get("dims") if perm is not None else None
+        base = perm.input if perm is not None else None
         d = node.args.get("dim")
-        if isinstance(d, int):
-            d = d % len(dims)
-            return (f"apply {node.op} before the permute, with the dim mapped: "
-                    f"{origin(base, node)}.{node.op}(dim={dims[d]}){permute_text(dims)} gives the same result on the "
-                    "contiguous tensor and the permute stays a view")
-    if node.op in ("layer_norm", "rms_norm") and dims:
-        if dims[-1] == len(dims) - 1 and base_contig:
-            return (f"normalise before the permute: the normalised dim stays last, so "
-                    f"{node.op}({origin(base, node)}){permute_text(dims)} gives the same result without the copy")
-        if len(dims) == 4 and tuple(dims) == (0, 2, 3, 1):
-            return ("run the conv part of the model in channels_last (model.to(memory_format=torch.channels_last) "
-                    f"and a channels_last input): {origin(base, node)}{permute_text(dims)} is then contiguous and the norm "
-                    "reads it in place")
-    if node.op == "group_norm":
-        return f"give group_norm a contiguous or channels_last input where it is created{at}"
-    if node.op == "batch_norm":
-        return (f"give the reduced-precision batch_norm a contiguous or channels_last input where it is "
-                f"created{at}")
-    return (f"give {node.op} a contiguous input where it is created{at}, or make the copy explicit once with "
-            ".contiguous() there")
+        violation = NoncontiguousNorm(
+            op=node.op,
+            origin=origin(x, node),
+            shape=dims_value(xt.shape) if xt is not None else None,
+            strides=dims_value(xt.stride) if xt is not None else None,
+            copied=bytes_value(nbytes),
+            backward_copied=backward_copied(backward),
+            why=copies[0].why,
+            reasons=reasons(copies),
+            kernel_path=pred.path,
+            made_at=where(x, node),
+            permute=tuple(dims) if dims else None,
+            permuted=origin(base, node) if perm is not None else None,
+            permuted_contiguous=base is not None and base.tensor is not None and base.tensor.is_contiguous() is True,
+            permute_is_input=perm is not None and perm is x,
+            dim=d % len(dims) if isinstance(d, int) and dims else None,
+        )
+        yield Hit(node, violation, bytes=nbytes, copy_sizes=copy_sizes(copies),
+                  backward_bytes=backward_bytes(backward), dedup=node.name)
