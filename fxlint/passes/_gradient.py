@@ -1,6 +1,10 @@
 """What the gradient rules (FXL301-304, FXL109) share: turning a cut site of
 ``fxlint.gradflow`` into a finding that names the parameters, says how much of
-their gradient is cut, and gives the usual intent and the fix."""
+their gradient is cut, and gives the usual intent and the fix.
+
+``GradientCut`` is the violation type they share: its fields are the site's
+facts, its ``message()`` the one wording; each rule subclasses it with its
+``CutText`` (what the cut is, the usual intent, the fix)."""
 
 from __future__ import annotations
 
@@ -8,9 +12,9 @@ import io
 import tokenize
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterator, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Sequence
 
-from ..findings import Severity
+from ..findings import Severity, Violation
 from ..gradflow import GradFlow, ParamFlow, Site, analyse
 from ..program import Program
 from ..registry import Hit, RuleContext
@@ -50,7 +54,7 @@ def names_text(names: Sequence[str]) -> str:
     return f"{len(names)} parameters{root} ({', '.join(grouped[:3])}, ... {grouped[-1]})"
 
 
-def percent(f: Fraction) -> str:
+def percent(f: Fraction | float) -> str:
     p = float(f) * 100
     if 0 < p < 1:
         return "<1%"
@@ -94,67 +98,159 @@ def effect(flow: GradFlow, params: Sequence[str]) -> tuple[list[ParamFlow], list
     return lost, partial
 
 
-def _others(pfs: Sequence[ParamFlow]) -> str:
-    """``, by this and 2 other cuts`` when other cut sites stop the same parameters."""
-    n = max((pf.cut_by for pf in pfs), default=1) - 1
+def _others(cut_by: int) -> str:
+    """``, by this and 2 other cuts`` when other cut sites stop the same parameters (``cut_by``: the most
+    cut sites that stop one of them, this one included)."""
+    n = cut_by - 1
     return f", by this and {n} other cut{'s' if n != 1 else ''}" if n > 0 else ""
 
 
-def partial_text(partial: list[ParamFlow]) -> str:
+def partial_text(partial: Sequence[str], fraction_cut: Mapping[str, float], cut_by: Mapping[str, int]) -> str:
     """``a, b (40% of their gradient paths to the output cut); c (10% ...)``: grouped by fraction."""
-    groups: dict[str, list[ParamFlow]] = {}
-    for pf in partial:
-        groups.setdefault(percent(pf.fraction_cut), []).append(pf)
+    groups: dict[str, list[str]] = {}
+    for name in partial:
+        groups.setdefault(percent(fraction_cut[name]), []).append(name)
     parts = []
-    for pct, pfs in groups.items():
-        whose = "its" if len(pfs) == 1 else "their"
-        parts.append(f"{names_text([p.name for p in pfs])} ({pct} of {whose} gradient paths to the output cut"
-                     f"{_others(pfs)})")
+    for pct, names in groups.items():
+        whose = "its" if len(names) == 1 else "their"
+        parts.append(f"{names_text(names)} ({pct} of {whose} gradient paths to the output cut"
+                     f"{_others(max(cut_by.get(n, 1) for n in names))})")
     return "; ".join(parts)
 
 
-def site_hit(flow: GradFlow, site: Site, text: CutText, anchors: tuple[Location, ...] = (),
-             extra: str = "") -> Hit | None:
-    """The finding for one cut site, or None when it stops no parameter's gradient."""
+@dataclass(frozen=True)
+class GradientCut(Violation):
+    """Trainable parameters whose gradient one cut site stops: the wording FXL301-FXL304 (and FXL109)
+    share. A rule subclasses it and sets ``TEXT``, how it speaks about its kind of cut."""
+
+    TEXT: ClassVar[CutText]
+
+    kind: str  # the cut: detach, data, no_grad, host_sync, tensor_from_tensors
+    statement: str  # the user's code at the cut, in backticks (the cut's name when the source is unknown)
+    line: int | None  # its line
+    cut_parameters: list[str]  # the trainable parameters whose paths to the output pass through the cut
+    lost_parameters: list[str]  # those that lose every path: they never receive a gradient
+    fraction_cut: dict[str, float]  # per parameter that loses some paths: the share of its paths cut
+    cut_by: dict[str, int]  # per such parameter: how many cut sites stop its paths, this one included
+    cut_nodes: list[str]  # the graph nodes of the cut
+
+    @property
+    def partial_parameters(self) -> list[str]:
+        """The parameters that lose some paths and keep others, in ``cut_parameters`` order."""
+        return [p for p in self.cut_parameters if p in self.fraction_cut and p not in self.lost_parameters]
+
+    def wording(self) -> CutText:
+        return type(self).TEXT
+
+    def headline(self) -> str:
+        """What the cut does (the rule's ``what``)."""
+        return self.wording().what
+
+    def cost(self) -> str:
+        """A sentence on what the site costs besides the gradient (FXL109's host reads), or ``""``."""
+        return ""
+
+    def message(self) -> str:
+        where = self.statement + (f" (line {self.line})" if self.line is not None else "")
+        lost, partial = self.lost_parameters, self.partial_parameters
+        parts = []
+        if lost:
+            one = len(lost) == 1
+            parts.append(
+                f"{names_text(lost)} never receive{'s' if one else ''} a gradient: "
+                f"every path from {'it' if one else 'them'} to the output is cut"
+                f"{_others(max(self.cut_by.get(n, 1) for n in lost))}, "
+                f"so training never updates {'it' if one else 'them'}"
+            )
+        if partial:
+            parts.append(partial_text(partial, self.fraction_cut, self.cut_by) + ": "
+                         + ("it learns" if len(partial) == 1 else "they learn") + " from the remaining paths only")
+        cost = self.cost()
+        return (f"{where}: {self.headline()}. " + "; ".join(parts) + ". "
+                + (cost + " " if cost else "") + self.wording().intent)
+
+    def fix_title(self) -> str:
+        return self.wording().fix
+
+
+def site_facts(flow: GradFlow, site: Site) -> dict[str, Any] | None:
+    """A ``GradientCut``'s fields for one cut site, or None when it stops no parameter's gradient."""
     lost, partial = effect(flow, site.params)
     if not lost and not partial:
         return None
     node = site.first.node
-    line = node.location.line if node.location is not None else None
-    where = quote(node.source, text.name) + (f" (line {line})" if line is not None else "")
-    parts = []
-    if lost:
-        one = len(lost) == 1
-        parts.append(
-            f"{names_text([p.name for p in lost])} never receive{'s' if one else ''} a gradient: "
-            f"every path from {'it' if one else 'them'} to the output is cut{_others(lost)}, "
-            f"so training never updates {'it' if one else 'them'}"
-        )
-    if partial:
-        parts.append(partial_text(partial) + ": "
-                     + ("it learns" if len(partial) == 1 else "they learn") + " from the remaining paths only")
-    message = f"{where}: {text.what}. " + "; ".join(parts) + f". {extra}{text.intent}"
-    severity = Severity.ERROR if lost else Severity.WARNING
+    return {
+        "kind": site.kind,
+        "statement": quote(node.source, ""),
+        "line": node.location.line if node.location is not None else None,
+        "cut_parameters": list(site.params),
+        "lost_parameters": [p.name for p in lost],
+        "fraction_cut": {p.name: float(p.fraction_cut) for p in lost + partial},
+        "cut_by": {p.name: p.cut_by for p in lost + partial},
+        "cut_nodes": [c.node.name for c in site.cuts],
+    }
+
+
+def cut_hit(flow: GradFlow, site: Site, violation: type[GradientCut], anchors: tuple[Location, ...] = (),
+            **fields: Any) -> Hit | None:
+    """The finding for one cut site (a ``violation``, with ``fields`` besides the site's facts), or None
+    when it stops no parameter's gradient. Error when a parameter never trains, else warning."""
+    facts = site_facts(flow, site)
+    if facts is None:
+        return None
+    if not facts["statement"]:
+        facts["statement"] = violation.TEXT.name
+    v = violation(**facts, **fields)
+    return Hit(site.first.node, v, severity=Severity.ERROR if v.lost_parameters else Severity.WARNING,
+               anchors=anchors, dedup=",".join(site.params))
+
+
+@dataclass(frozen=True)
+class _Worded(GradientCut):
+    """A cut worded by a ``CutText`` given per site (``site_hit``)."""
+
+    text: CutText | None = None
+    extra: str = ""
+
+    def wording(self) -> CutText:
+        assert self.text is not None
+        return self.text
+
+    def cost(self) -> str:
+        return self.extra.strip()
+
+
+def site_hit(flow: GradFlow, site: Site, text: CutText, anchors: tuple[Location, ...] = (),
+             extra: str = "") -> Hit | None:
+    """Transitional, for a rule without its violation type yet (FXL109): the finding for one cut site as
+    finished text (``extra``: a sentence before the intent), worded by ``GradientCut``."""
+    facts = site_facts(flow, site)
+    if facts is None:
+        return None
+    facts["statement"] = facts["statement"] or text.name
+    v = _Worded(**facts, text=text, extra=extra)
     return Hit(
-        node=node,
-        message=message,
-        fix=text.fix,
-        severity=severity,
+        node=site.first.node,
+        message=v.message(),
+        fix=v.fix_title(),
+        severity=Severity.ERROR if v.lost_parameters else Severity.WARNING,
         anchors=anchors,
         details={
             "kind": site.kind,
-            "cut_parameters": list(site.params),
-            "lost_parameters": [p.name for p in lost],
-            "fraction_cut": {p.name: float(p.fraction_cut) for p in lost + partial},
-            "cut_nodes": [c.node.name for c in site.cuts],
+            "cut_parameters": v.cut_parameters,
+            "lost_parameters": v.lost_parameters,
+            "fraction_cut": v.fraction_cut,
+            "cut_nodes": v.cut_nodes,
             "dedup": ",".join(site.params),
         },
     )
 
 
-def cut_hits(program: Program, ctx: RuleContext, kind: str, text: CutText,
-             anchors_of=None) -> Iterator[Hit]:
-    """One hit per site of ``kind`` that stops a trainable parameter's gradient.
+def cut_hits(program: Program, ctx: RuleContext, kind: str, violation: type[GradientCut],
+             anchors_of: Callable[[Site], Iterable[Location]] | None = None,
+             fields_of: Callable[[Site, tuple[Location, ...]], dict[str, Any]] | None = None) -> Iterator[Hit]:
+    """One hit per site of ``kind`` that stops a trainable parameter's gradient: a ``violation`` with
+    the site's facts and what ``fields_of(site, anchors)`` adds (a rule's own fields).
 
     Gradient rules speak only about training: an ``eval()`` model, or a
     capture with autograd off, gets nothing from them.
@@ -164,6 +260,7 @@ def cut_hits(program: Program, ctx: RuleContext, kind: str, text: CutText,
     flow = analyse(program)
     for site in flow.sites(kind):
         anchors = tuple(anchors_of(site)) if anchors_of is not None else ()
-        hit = site_hit(flow, site, text, anchors)
+        fields = fields_of(site, anchors) if fields_of is not None else {}
+        hit = cut_hit(flow, site, violation, anchors, **fields)
         if hit is not None:
             yield hit

@@ -61,22 +61,28 @@ returned values reach is never called "never trains".
 
 from __future__ import annotations
 
-from typing import Iterator
+from dataclasses import dataclass
+from typing import ClassVar, Iterator
 
 from ..program import Program
 from ..registry import Hit, RuleContext, rule
-from ._gradient import CutText, cut_hits
-
-TEXT = CutText(
-    code="FXL301",
-    name="`.detach()`",
-    what="`.detach()` stops the gradient here",
-    intent="Truncated BPTT, a GAN discriminator step or a stop-gradient target? "
-           "Say so with `# fxlint: ignore[FXL301]` on this line.",
-    fix="remove the `.detach()` if these parameters should learn through this value",
-)
+from ._gradient import CutText, GradientCut, cut_hits
 
 
-@rule("FXL301", "detach-break", "warning", scope="program")
+@dataclass(frozen=True)
+class DetachBreak(GradientCut):
+    """A `.detach()` that stops trainable parameters' gradient."""
+
+    TEXT: ClassVar[CutText] = CutText(
+        code="FXL301",
+        name="`.detach()`",
+        what="`.detach()` stops the gradient here",
+        intent="Truncated BPTT, a GAN discriminator step or a stop-gradient target? "
+               "Say so with `# fxlint: ignore[FXL301]` on this line.",
+        fix="remove the `.detach()` if these parameters should learn through this value",
+    )
+
+
+@rule("FXL301", "detach-break", "warning", scope="program", violation=DetachBreak)
 def check(program: Program, ctx: RuleContext) -> Iterator[Hit]:
-    yield from cut_hits(program, ctx, "detach", TEXT)
+    yield from cut_hits(program, ctx, "detach", DetachBreak)

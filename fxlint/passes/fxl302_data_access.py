@@ -35,22 +35,28 @@ The fraction of paths cut is counted as in FXL301 (`fxlint explain FXL301`).
 
 from __future__ import annotations
 
-from typing import Iterator
+from dataclasses import dataclass
+from typing import ClassVar, Iterator
 
 from ..program import Program
 from ..registry import Hit, RuleContext, rule
-from ._gradient import CutText, cut_hits
-
-TEXT = CutText(
-    code="FXL302",
-    name="`.data`",
-    what="`.data` leaves autograd: no gradient flows through it",
-    intent="If the cut is meant, write `.detach()` instead (autograd keeps checking in-place writes) "
-           "and say so with `# fxlint: ignore[FXL301]`.",
-    fix="use the tensor itself instead of `.data` (or `.detach()` for an intended cut)",
-)
+from ._gradient import CutText, GradientCut, cut_hits
 
 
-@rule("FXL302", "data-access", "warning", scope="program")
+@dataclass(frozen=True)
+class DataAccess(GradientCut):
+    """An `x.data` read that stops trainable parameters' gradient outside autograd."""
+
+    TEXT: ClassVar[CutText] = CutText(
+        code="FXL302",
+        name="`.data`",
+        what="`.data` leaves autograd: no gradient flows through it",
+        intent="If the cut is meant, write `.detach()` instead (autograd keeps checking in-place writes) "
+               "and say so with `# fxlint: ignore[FXL301]`.",
+        fix="use the tensor itself instead of `.data` (or `.detach()` for an intended cut)",
+    )
+
+
+@rule("FXL302", "data-access", "warning", scope="program", violation=DataAccess)
 def check(program: Program, ctx: RuleContext) -> Iterator[Hit]:
-    yield from cut_hits(program, ctx, "data", TEXT)
+    yield from cut_hits(program, ctx, "data", DataAccess)

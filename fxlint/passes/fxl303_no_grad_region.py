@@ -48,23 +48,36 @@ The fraction of paths cut is counted as in FXL301 (`fxlint explain FXL301`).
 
 from __future__ import annotations
 
-from typing import Iterator
+from dataclasses import dataclass
+from typing import ClassVar, Iterator
 
 from ..program import Program
 from ..registry import Hit, RuleContext, rule
 from ..source import Location, grad_off_block_lines, source_line
-from ._gradient import CutText, cut_hits
+from ._gradient import CutText, GradientCut, cut_hits
 
-TEXT = CutText(
-    code="FXL303",
-    name="a grad-disabled block",
-    what="this runs with autograd off (`no_grad`, `set_grad_enabled(False)` or `inference_mode`): "
-         "no gradient flows back through it",
-    intent="A frozen backbone or target network? Freeze it with `.requires_grad_(False)` (fxlint then "
-           "stays quiet) or say so with `# fxlint: ignore[FXL303]` on the `with` line.",
-    fix="compute these parameters' part outside the grad-disabled block, "
-        "or freeze them with `.requires_grad_(False)` if they are not meant to train",
-)
+
+@dataclass(frozen=True)
+class NoGradRegion(GradientCut):
+    """A block run with autograd off that uses trainable parameters on their way to the output."""
+
+    TEXT: ClassVar[CutText] = CutText(
+        code="FXL303",
+        name="a grad-disabled block",
+        what="this runs with autograd off (`no_grad`, `set_grad_enabled(False)` or `inference_mode`): "
+             "no gradient flows back through it",
+        intent="A frozen backbone or target network? Freeze it with `.requires_grad_(False)` (fxlint then "
+               "stays quiet) or say so with `# fxlint: ignore[FXL303]` on the `with` line.",
+        fix="compute these parameters' part outside the grad-disabled block, "
+            "or freeze them with `.requires_grad_(False)` if they are not meant to train",
+    )
+
+    block: str | None = None  # the block's opening line: "`with torch.no_grad():` at line 37" (None: not found)
+
+    def headline(self) -> str:
+        if self.block is None:
+            return super().headline()
+        return f"inside {self.block}, autograd is off: no gradient flows back through it"
 
 
 def _anchors(site) -> list[Location]:
@@ -81,13 +94,15 @@ def _anchors(site) -> list[Location]:
     return out
 
 
-@rule("FXL303", "no-grad-region", "warning", scope="program")
+def _block(site, anchors: tuple[Location, ...]) -> dict[str, str]:
+    """Which block, by its opening line (the reported line is the first one inside it)."""
+    if not anchors:
+        return {}
+    first = anchors[0]
+    code = source_line(first.file, first.line)
+    return {"block": f"`{code}` at line {first.line}" if code else f"the block at line {first.line}"}
+
+
+@rule("FXL303", "no-grad-region", "warning", scope="program", violation=NoGradRegion)
 def check(program: Program, ctx: RuleContext) -> Iterator[Hit]:
-    for hit in cut_hits(program, ctx, "no_grad", TEXT, anchors_of=_anchors):
-        if hit.anchors:  # say which block: the reported line is the first one inside it
-            first = hit.anchors[0]
-            code = source_line(first.file, first.line)
-            block = f"`{code}` at line {first.line}" if code else f"the block at line {first.line}"
-            hit.message = hit.message.replace(
-                TEXT.what, f"inside {block}, autograd is off: no gradient flows back through it", 1)
-        yield hit
+    yield from cut_hits(program, ctx, "no_grad", NoGradRegion, anchors_of=_anchors, fields_of=_block)

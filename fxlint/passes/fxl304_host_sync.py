@@ -60,35 +60,71 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterator
+from typing import ClassVar, Iterator
 
 from ..canon import CanonNode, GraphView
 from ..findings import Severity
 from ..gradflow import analyse
 from ..program import GraphBreak, Program
 from ..registry import Hit, RuleContext, rule
-from ._gradient import CutText, cut_hits, names_text, percent, quote
+from ._gradient import CutText, GradientCut, cut_hits, names_text, percent, quote
 
 _HOST_SYNC = re.compile(r"Tensor\.(item|tolist|numpy)\(\)|capture_scalar_outputs|generic_jump|data[- ]dependent",
                         re.I)
 
-TEXT = CutText(
-    code="FXL304",
-    name="`.item()`",
-    what="`.item()` turns the tensor into a Python number (a host sync): no gradient flows through it",
-    intent="Only for logging or a Python decision? Move it out of the model, or say so with "
-           "`# fxlint: ignore[FXL304]`.",
-    fix="keep the value as a tensor (e.g. `y * s` with `s = t.mean()`, not `t.mean().item()`); "
-        "call `.item()` only to log, outside the compiled model",
-)
+
+@dataclass(frozen=True)
+class HostSync(GradientCut):
+    """A value computed from trainable parameters that becomes a Python number: inside a graph
+    (``capture_scalar_outputs``), worded as any cut, or at a graph break (``reason`` set)."""
+
+    TEXT: ClassVar[CutText] = CutText(
+        code="FXL304",
+        name="`.item()`",
+        what="`.item()` turns the tensor into a Python number (a host sync): no gradient flows through it",
+        intent="Only for logging or a Python decision? Move it out of the model, or say so with "
+               "`# fxlint: ignore[FXL304]`.",
+        fix="keep the value as a tensor (e.g. `y * s` with `s = t.mean()`, not `t.mean().item()`); "
+            "call `.item()` only to log, outside the compiled model",
+    )
+
+    reason: str | None = None  # the graph break Dynamo reported, its first line (None: the sync stays in a graph)
+    ran: bool | None = None  # at a graph break: the model ran (fxlint.lint), so autograd settled who never trains
+
+    def message(self) -> str:
+        if self.reason is None:
+            return super().message()
+        where = self.statement + (f" (line {self.line})" if self.line is not None else "")
+        head = (f"{where}: the value becomes a Python number here (a host sync and a graph break); "
+                "no gradient flows through a Python number.")
+        lost, partial = self.lost_parameters, self.partial_parameters
+        parts = []
+        if lost:
+            parts.append(f"{names_text(lost)} never receive{'s' if len(lost) == 1 else ''} a gradient: "
+                         f"{'its' if len(lost) == 1 else 'their'} only way to the output is through this number "
+                         "(autograd confirms it on the run)")
+        if partial:
+            groups: dict[str, list[str]] = {}
+            for p in partial:
+                groups.setdefault(percent(self.fraction_cut[p]), []).append(p)
+            shares = "; ".join(f"{names_text(ns)} ({pct} of {'its' if len(ns) == 1 else 'their'} gradient paths)"
+                               for pct, ns in groups.items())
+            if self.ran:
+                parts.append(f"{shares} lose the paths through this number and learn from the others only")
+            else:
+                parts.append(f"{shares}: their gradient cannot flow through this number; if it feeds the loss "
+                             "(a scale, a normalisation, a loss term) those paths are cut "
+                             "(`fxlint.lint` runs the model and tells)")
+        return head + " " + "; ".join(parts) + ". " + self.TEXT.intent
 
 
-@rule("FXL304", "host-sync", "warning", scope="program")
+@rule("FXL304", "host-sync", "warning", scope="program", violation=HostSync)
 def check(program: Program, ctx: RuleContext) -> Iterator[Hit]:
     if not ctx.training:
         return
-    yield from cut_hits(program, ctx, "host_sync", TEXT)  # syncs kept inside a graph
+    yield from cut_hits(program, ctx, "host_sync", HostSync)  # syncs kept inside a graph
     flow = analyse(program)
     for b in program.breaks:
         if b.graph is None or not _HOST_SYNC.search(b.reason):
@@ -173,45 +209,18 @@ def _break_hit(program: Program, flow, view: GraphView, synced: CanonNode, param
     for p in params:
         total = flow.params[p].paths if p in flow.params else 0
         share[p] = Fraction(min(through.get(p, 0), total), total) if total else Fraction(1)
-    if reach is not None:
-        lost = [p for p in params if reach.lost(p)]
-    else:
-        lost = []
-    partial = [p for p in params if p not in lost]
-    where = quote(b.location.code if b.location else None, TEXT.name)
-    line = f" (line {b.location.line})" if b.location is not None else ""
-    head = (f"{where}{line}: the value becomes a Python number here (a host sync and a graph break); "
-            "no gradient flows through a Python number.")
-    parts = []
-    if lost:
-        parts.append(f"{names_text(lost)} never receive{'s' if len(lost) == 1 else ''} a gradient: "
-                     f"{'its' if len(lost) == 1 else 'their'} only way to the output is through this number "
-                     "(autograd confirms it on the run)")
-    if partial:
-        groups: dict[str, list[str]] = {}
-        for p in partial:
-            groups.setdefault(percent(share[p]), []).append(p)
-        shares = "; ".join(f"{names_text(ns)} ({pct} of {'its' if len(ns) == 1 else 'their'} gradient paths)"
-                           for pct, ns in groups.items())
-        if reach is not None:
-            parts.append(f"{shares} lose the paths through this number and learn from the others only")
-        else:
-            parts.append(f"{shares}: their gradient cannot flow through this number; if it feeds the loss "
-                         "(a scale, a normalisation, a loss term) those paths are cut "
-                         "(`fxlint.lint` runs the model and tells)")
-    message = head + " " + "; ".join(parts) + ". " + TEXT.intent
-    return Hit(
-        node=synced,
-        location=b.location,
-        message=message,
-        fix=TEXT.fix,
-        severity=Severity.ERROR if lost else Severity.WARNING,
-        details={
-            "kind": "host_sync",
-            "reason": b.headline,
-            "cut_parameters": list(params),
-            "lost_parameters": lost,
-            "fraction_cut": {p: float(share[p]) for p in params},
-            "dedup": ",".join(params),
-        },
+    lost = [p for p in params if reach.lost(p)] if reach is not None else []
+    violation = HostSync(
+        kind="host_sync",
+        statement=quote(b.location.code if b.location else None, HostSync.TEXT.name),
+        line=b.location.line if b.location is not None else None,
+        cut_parameters=list(params),
+        lost_parameters=lost,
+        fraction_cut={p: float(share[p]) for p in params},
+        cut_by={},  # a graph break is not one of the in-graph cut sites gradflow counts
+        cut_nodes=[synced.name],
+        reason=b.headline,
+        ran=reach is not None,
     )
+    return Hit(synced, violation, location=b.location, severity=Severity.ERROR if lost else Severity.WARNING,
+               dedup=",".join(params))
