@@ -98,6 +98,10 @@ class NoncontiguousMatmul(Violation):
 
     def fix_title(self) -> str:
         at = f" (it is made at {self.made_at})" if self.made_at else ""
+        if self.copies_result:  # 2-D @ N-D: matmul computes (x.mT @ W.mT).mT, whatever x's layout
+            return ("keep the activations as (..., N, K) and write `x @ W.t()` (or `F.linear(x, W)`) instead of "
+                    "`W @ x` on (..., K, N): the batch dims then fold into the rows of one mm, and neither the "
+                    "operand nor the result is copied")
         if self.reason == "fold-grad":
             dims = self.permute
             if dims and dims[-1] == len(dims) - 1:
