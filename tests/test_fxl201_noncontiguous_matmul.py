@@ -256,7 +256,7 @@ def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
     from tests.rule_snapshots import marked_lines, reported_lines, rule_output
 
     out = rule_output("FXL201")
-    assert reported_lines(out, "FXL201") == set(marked_lines("FXL201", "positive")) and "negative" not in out
+    assert reported_lines(out, "FXL201") == set(marked_lines("FXL201", "positive")) and "# negative" not in out
     assert out.count("FXL201 ") == 8
     assert out == snapshot
 

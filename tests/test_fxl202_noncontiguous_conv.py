@@ -163,7 +163,7 @@ def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
     from tests.rule_snapshots import marked_lines, reported_lines, rule_output
 
     out = rule_output("FXL202")
-    assert reported_lines(out, "FXL202") == set(marked_lines("FXL202", "positive")) and "negative" not in out
+    assert reported_lines(out, "FXL202") == set(marked_lines("FXL202", "positive")) and "# negative" not in out
     assert out.count("FXL202 ") == 6
     assert out == snapshot
 

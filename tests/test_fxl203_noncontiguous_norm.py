@@ -143,7 +143,7 @@ def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
     from tests.rule_snapshots import marked_lines, reported_lines, rule_output
 
     out = rule_output("FXL203")
-    assert reported_lines(out, "FXL203") == set(marked_lines("FXL203", "positive")) and "negative" not in out
+    assert reported_lines(out, "FXL203") == set(marked_lines("FXL203", "positive")) and "# negative" not in out
     assert out.count("FXL203 ") == 6
     assert out == snapshot
 

@@ -92,7 +92,7 @@ def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
     from tests.rule_snapshots import marked_lines, reported_lines, rule_output
 
     out = rule_output("FXL204")
-    assert reported_lines(out, "FXL204") == set(marked_lines("FXL204", "positive")) and "negative" not in out
+    assert reported_lines(out, "FXL204") == set(marked_lines("FXL204", "positive")) and "# negative" not in out
     assert out.count("FXL204 ") == 3
     assert out == snapshot
 

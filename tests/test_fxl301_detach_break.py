@@ -219,7 +219,7 @@ def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
     from tests.rule_snapshots import marked_lines, reported_lines, rule_output
 
     out = rule_output("FXL301")
-    assert reported_lines(out, "FXL301") == set(marked_lines("FXL301", "positive")) and "negative" not in out
+    assert reported_lines(out, "FXL301") == set(marked_lines("FXL301", "positive")) and "# negative" not in out
     assert out.count("FXL301 error") == 1 and out.count("FXL301 warning") == 2
     assert out == snapshot
 

@@ -78,7 +78,7 @@ def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
     from tests.rule_snapshots import marked_lines, reported_lines, rule_output
 
     out = rule_output("FXL302")
-    assert reported_lines(out, "FXL302") == set(marked_lines("FXL302", "positive")) and "negative" not in out
+    assert reported_lines(out, "FXL302") == set(marked_lines("FXL302", "positive")) and "# negative" not in out
     assert out.count("FXL302 error") == 1 and out.count("FXL302 warning") == 1
     assert out == snapshot
 

@@ -153,7 +153,7 @@ def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
     from tests.rule_snapshots import marked_lines, reported_lines, rule_output
 
     out = rule_output("FXL303")
-    assert reported_lines(out, "FXL303") == set(marked_lines("FXL303", "positive")) and "negative" not in out
+    assert reported_lines(out, "FXL303") == set(marked_lines("FXL303", "positive")) and "# negative" not in out
     assert out.count("FXL303 error") == 1 and out.count("FXL303 warning") == 1
     assert out == snapshot
 

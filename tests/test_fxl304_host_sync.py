@@ -162,7 +162,7 @@ def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
     from tests.rule_snapshots import marked_lines, reported_lines, rule_output
 
     out = rule_output("FXL304")
-    assert reported_lines(out, "FXL304") == set(marked_lines("FXL304", "positive")) and "negative" not in out
+    assert reported_lines(out, "FXL304") == set(marked_lines("FXL304", "positive")) and "# negative" not in out
     assert out.count("FXL304 error") == 1 and out.count("FXL304 warning") == 1
     assert out == snapshot
 
