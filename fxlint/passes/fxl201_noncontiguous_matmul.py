@@ -58,43 +58,31 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ..canon import CanonNode, GraphView
-from ..findings import Violation
 from ..kernels import KernelCopy, operand_role, ops, predict
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, bytes_value, dims_value, permute_text, shape_text
-from ._layout import (backward_bytes, backward_clause, backward_copied, copy_sizes, made_by_permute, origin,
-                      reasons, total, where)
+from ..text import permute_text
+from ._layout import OperandCopy, backward_bytes, copy_sizes, made_by_permute, operand_copy, total
 
 #: the kernel family this rule checks: its ops and operand roles come from the kernel registry
 FAMILY = "matmul"
 
 
 @dataclass(frozen=True)
-class NoncontiguousMatmul(Violation):
+class NoncontiguousMatmul(OperandCopy):
     """An operand the matrix kernel copies before multiplying, because of its strides."""
 
     kernel: str  # the call as the user knows it: "@", "F.linear", "torch.bmm"
     operand: str  # the kernel's argument: a, b, input, weight, ...
     role: str  # what it is to the kernel: "left operand", "input", ...
-    origin: str | None  # how the operand was made, in the user's names: "k.transpose(-2, -1)" (None: no node)
-    shape: tuple[int | str, ...] | None  # the operand's shape and strides (a formula for a dynamic size)
-    strides: tuple[int | str, ...] | None
-    copied: int | str | None  # bytes copied per call (a formula under dynamic shapes)
     copies_result: bool  # the kernel also copies the result back to its layout (2-D @ N-D)
-    backward_copied: int | str | None  # bytes copied again in backward (None: none, or not modelled)
-    why: str  # the kernel model's reason for the main copy, one sentence
-    reason: str  # its code: fold-grad, batch-fold, broadcast, onednn-layout, blas-layout, ...
-    reasons: list[str]  # the codes of every copy of this operand
-    kernel_path: str  # the implementation path the kernel model followed
-    made_at: str | None  # file:line of the user's line that made the operand
-    permute: tuple[int, ...] | None  # the dims of the permute (through other views) that made it, if any
+    reason: str  # the code of the main copy: fold-grad, batch-fold, broadcast, onednn-layout, blas-layout, ...
+    permute: tuple[int, ...] | None  # the dims of the permute (through other views) that made the operand, if any
     attention: bool  # both operands are 4-D: (B, H, S, D) attention
 
     def message(self) -> str:
         who = f"its {self.role} {self.origin}" if self.origin is not None else f"its {self.role}"
         extra = " (and copies the result back to its layout)" if self.copies_result else ""
-        return (f"{self.kernel} copies {who} {shape_text(self.shape)} with strides {shape_text(self.strides)}: "
-                f"{bytes_text(self.copied)} per call{extra}{backward_clause(self.backward_copied)}; {self.why}")
+        return self.copy_text(f"{self.kernel} copies {who}", extra)
 
     def fix_title(self) -> str:
         at = f" (it is made at {self.made_at})" if self.made_at else ""
@@ -154,27 +142,18 @@ def _hit(node: CanonNode, operand: str, copies: list[KernelCopy], backward: list
     kernel = "F.linear" if node.op == "linear" else ("@" if node.op == "matmul" else f"torch.{node.op}")
     op_node = _operand(node, operand)
     t = op_node.tensor if op_node is not None else (node.args.get("weight_info") if operand == "weight" else None)
-    nbytes = total(copies)
     main = next((c for c in copies if c.operand != "output"), copies[0])
     perm = made_by_permute(op_node)
     a, b = _operand(node, "a"), _operand(node, "b")
     violation = NoncontiguousMatmul(
+        **operand_copy(op_node, t, node, copies, backward, path),
         kernel=kernel,
         operand=operand,
         role=operand_role(node.op, operand),
-        origin=origin(op_node, node) if op_node is not None else None,
-        shape=dims_value(t.shape) if t is not None else None,
-        strides=dims_value(t.stride) if t is not None else None,
-        copied=bytes_value(nbytes),
         copies_result=any(c.operand == "output" for c in copies),
-        backward_copied=backward_copied(backward),
-        why=main.why,
         reason=main.reason,
-        reasons=reasons(copies),
-        kernel_path=path,
-        made_at=where(op_node, node),
         permute=tuple(perm.args["dims"]) if perm is not None and perm.args.get("dims") else None,
         attention=all(x is not None and x.tensor is not None and x.tensor.ndim == 4 for x in (a, b)),
     )
-    return Hit(node, violation, bytes=nbytes, copy_sizes=copy_sizes(copies), backward_bytes=backward_bytes(backward),
-               dedup=f"{node.name}:{operand}")
+    return Hit(node, violation, bytes=total(copies), copy_sizes=copy_sizes(copies),
+               backward_bytes=backward_bytes(backward), dedup=f"{node.name}:{operand}")

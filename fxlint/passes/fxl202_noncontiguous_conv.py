@@ -55,42 +55,32 @@ from dataclasses import dataclass
 from typing import Iterator, Literal
 
 from ..canon import CanonNode, GraphView
-from ..findings import Severity, Violation
+from ..findings import Severity
 from ..kernels import KernelCopy, KernelPrediction, ops, predict
 from ..layout import CONTIGUOUS
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, bytes_value, dims_value, shape_text
-from ._layout import backward_bytes, backward_clause, backward_copied, copy_sizes, origin, reasons, total, where
+from ..text import bytes_text, dims_value, shape_text
+from ._layout import OperandCopy, backward_bytes, backward_clause, copy_sizes, operand_copy, total
 
 
 @dataclass(frozen=True)
-class NoncontiguousConv(Violation):
+class NoncontiguousConv(OperandCopy):
     """What a convolution converts before computing: its input, its weight, or its output back."""
 
     kernel: str  # conv2d, conv_transpose3d, ...
-    operand: Literal["input", "weight", "output"]
+    operand: Literal["input", "weight", "output"]  # what is copied (origin and made_at are the input's)
     layout: str  # the memory format the conv runs in: contiguous, channels_last, channels_last_3d
-    origin: str  # how the input was made, in the user's names: "clips.permute(0, 2, 1, 3, 4)"
-    shape: tuple[int | str, ...] | None  # the copied operand's shape and strides
-    strides: tuple[int | str, ...] | None
     to_weight_layout: bool  # a contiguous input converted to the layout of a channels_last weight
-    copied: int | str | None  # bytes per call (a formula under dynamic shapes)
-    backward_copied: int | str | None  # bytes copied again in backward (None: none, or not modelled)
-    why: str  # the kernel model's reason, one sentence
-    reasons: list[str]  # the kernel model's codes for the copies
-    kernel_path: str  # the implementation path the kernel model followed
-    made_at: str | None  # file:line of the user's line that made the input
     input_ndim: int  # the input's rank (0: unknown)
     linear_equivalent: bool  # a kernel_size-1 Conv1d: an nn.Linear over the channels
 
     def message(self) -> str:
         fmt, again = self.layout, backward_clause(self.backward_copied)
         if self.operand == "input" and self.to_weight_layout:
-            return (f"{self.kernel} converts its contiguous input {self.origin} {shape_text(self.shape)} to {fmt}: "
-                    f"{bytes_text(self.copied)} per call{again}; the weight is {fmt}, so the conv runs in {fmt}")
+            return (f"{self.kernel} converts its contiguous input {self.operand_text} {shape_text(self.shape)} to "
+                    f"{fmt}: {bytes_text(self.copied)} per call{again}; the weight is {fmt}, so the conv runs in {fmt}")
         if self.operand == "input":
-            return (f"{self.kernel} copies its input {self.origin} {shape_text(self.shape)} with strides "
-                    f"{shape_text(self.strides)}: {bytes_text(self.copied)} per call{again}; {self.why}")
+            return self.copy_text(f"{self.kernel} copies its input {self.operand_text}")
         if self.operand == "weight":
             return (f"{self.kernel} converts its weight {shape_text(self.shape)} to {fmt} on every call: "
                     f"{bytes_text(self.copied)}{again}; {self.why}")
@@ -149,22 +139,18 @@ def _hit(node: CanonNode, pred: KernelPrediction, operand: str, copies: list[Ker
     fmt = pred.path.rsplit(", ", 1)[-1]
     if backward is not None:
         backward = [c for c in backward if c.reason in ("conv-input", "conv1d-input", "conv-weight")]
-    t = {"input": xt, "weight": w, "output": node.tensor}[operand]
+    facts = operand_copy(x, xt, node, copies, backward, pred.path)
+    if operand != "input":  # the shape and strides are the copied operand's; origin and made_at the input's
+        t = w if operand == "weight" else node.tensor
+        facts.update(shape=dims_value(t.shape) if t is not None else None,
+                     strides=dims_value(t.stride) if t is not None else None)
     to_weight_layout = operand == "input" and xt is not None and xt.is_contiguous() is True and fmt != CONTIGUOUS
     violation = NoncontiguousConv(
+        **facts,
         kernel=kernel,
         operand=operand,  # type: ignore[arg-type]  # input, weight or output: check() asks for no other
         layout=fmt,
-        origin=origin(x, node),
-        shape=dims_value(t.shape) if t is not None else None,
-        strides=dims_value(t.stride) if t is not None else None,
         to_weight_layout=to_weight_layout,
-        copied=bytes_value(nbytes),
-        backward_copied=backward_copied(backward),
-        why=copies[0].why,
-        reasons=reasons(copies),
-        kernel_path=pred.path,
-        made_at=where(x, node),
         input_ndim=xt.ndim if xt is not None else 0,
         linear_equivalent=_linear_equivalent(node, pred),
     )

@@ -49,31 +49,20 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ..canon import CanonNode, GraphView
-from ..findings import Violation
 from ..kernels import ops, predict
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, bytes_value, dims_value, permute_text, shape_text
-from ._layout import (backward_bytes, backward_clause, backward_copied, copy_sizes, made_by_permute, origin,
-                      reasons, total, where)
+from ..text import permute_text
+from ._layout import OperandCopy, backward_bytes, copy_sizes, made_by_permute, operand_copy, origin, total
 
 #: the kernel families this rule checks (their ops come from the kernel registry)
 FAMILIES = ("norm", "softmax")
 
 
 @dataclass(frozen=True)
-class NoncontiguousNorm(Violation):
+class NoncontiguousNorm(OperandCopy):
     """A normalisation or softmax input the kernel copies because of its layout."""
 
     op: str  # layer_norm, rms_norm, group_norm, instance_norm, batch_norm, softmax, log_softmax
-    origin: str  # how the input was made, in the user's names: "x.permute(0, 2, 3, 1)"
-    shape: tuple[int | str, ...] | None  # the input's shape and strides
-    strides: tuple[int | str, ...] | None
-    copied: int | str | None  # bytes per call (a formula under dynamic shapes)
-    backward_copied: int | str | None  # bytes copied again in backward (None: none, or not modelled)
-    why: str  # the kernel model's reason, one sentence
-    reasons: list[str]  # the kernel model's codes for the copies
-    kernel_path: str  # the implementation path the kernel model followed
-    made_at: str | None  # file:line of the user's line that made the input
     permute: tuple[int, ...] | None  # the dims of the permute (through other views) that made the input
     permuted: str | None  # the tensor that permute was applied to, in the user's names
     permuted_contiguous: bool  # ... and it is contiguous: the op can run on it before the permute
@@ -81,9 +70,7 @@ class NoncontiguousNorm(Violation):
     dim: int | None  # softmax/log_softmax: the dim, non-negative
 
     def message(self) -> str:
-        return (f"{self.op} copies its input {self.origin} {shape_text(self.shape)} with strides "
-                f"{shape_text(self.strides)}: {bytes_text(self.copied)} per call"
-                f"{backward_clause(self.backward_copied)}; {self.why}")
+        return self.copy_text(f"{self.op} copies its input {self.operand_text}")
 
     def fix_title(self) -> str:
         op, dims, base = self.op, self.permute, self.permuted
@@ -121,28 +108,18 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             continue
         backward = [c for c in pred.backward() if c.operand in ("input", "stats")] if pred.backward_known else None
         x = node.args.get("input") if isinstance(node.args.get("input"), CanonNode) else None
-        xt = x.tensor if x is not None else None
-        nbytes = total(copies)
         perm = made_by_permute(x)
         dims = perm.args.get("dims") if perm is not None else None
         base = perm.input if perm is not None else None
         d = node.args.get("dim")
         violation = NoncontiguousNorm(
+            **operand_copy(x, x.tensor if x is not None else None, node, copies, backward, pred.path),
             op=node.op,
-            origin=origin(x, node),
-            shape=dims_value(xt.shape) if xt is not None else None,
-            strides=dims_value(xt.stride) if xt is not None else None,
-            copied=bytes_value(nbytes),
-            backward_copied=backward_copied(backward),
-            why=copies[0].why,
-            reasons=reasons(copies),
-            kernel_path=pred.path,
-            made_at=where(x, node),
             permute=tuple(dims) if dims else None,
             permuted=origin(base, node) if perm is not None else None,
             permuted_contiguous=base is not None and base.tensor is not None and base.tensor.is_contiguous() is True,
             permute_is_input=perm is not None and perm is x,
             dim=d % len(dims) if isinstance(d, int) and dims else None,
         )
-        yield Hit(node, violation, bytes=nbytes, copy_sizes=copy_sizes(copies),
+        yield Hit(node, violation, bytes=total(copies), copy_sizes=copy_sizes(copies),
                   backward_bytes=backward_bytes(backward), dedup=node.name)
