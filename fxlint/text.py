@@ -63,6 +63,14 @@ def torch_name(x: Any) -> str:
     return str(x).replace("torch.", "")
 
 
+def dims_value(dims: "Sequence[Dim] | None") -> tuple[int | str, ...] | None:
+    """A shape or strides as a violation field (JSON-friendly): ints, and a symbolic size as its
+    formula; ``shape_text`` shows it as the tensor's own shape would be shown."""
+    if dims is None:
+        return None
+    return tuple(k if (k := known(d)) is not None else str(d) for d in dims)
+
+
 def shape_text(shape: "Sequence[Dim | str] | TensorInfo | None") -> str:
     """A shape (or a tensor's shape) as a Python tuple: ``(2, 3)``, ``(5,)``, ``()``; ``?`` for None."""
     if isinstance(shape, TensorInfo):
@@ -213,6 +221,7 @@ __all__ = [
     "bytes_value",
     "shape_value",
     "torch_name",
+    "dims_value",
     "shape_text",
     "strides_text",
     "args_text",

@@ -64,3 +64,16 @@ def rule_output(code: str, *, make: str = "make", train: bool = True) -> str:
     name = f"{code.lower()}.py"
     text = "\n\n".join(_block(f, name) for f in found) or "(no findings)"
     return text + "\n"
+
+
+def marked_lines(code: str, mark: str) -> list[int]:
+    """The fixture's lines commented ``# positive: ...`` (``mark="positive"``) or ``# negative: ...``."""
+    text = (FIXTURES / f"{code.lower()}.py").read_text(encoding="utf-8")
+    return [i for i, line in enumerate(text.splitlines(), 1) if f"# {mark}:" in line]
+
+
+def reported_lines(output: str, code: str) -> set[int]:
+    """The fixture lines ``rule_output`` reports a finding on."""
+    name = f"{code.lower()}.py:"
+    return {int(word.split(":")[1]) for line in output.splitlines() if line.startswith(code)
+            for word in line.split() if word.startswith(name)}

@@ -249,3 +249,23 @@ def test_bfloat16_attention_copies_the_same_operands():
     assert sorted(f.bytes for f in _fxl201(result.report)) == [q.numel() * 2] * 2
     result.assert_all_confirmed()
     result.assert_no_unexplained()
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    """Every positive of the fixture reported with its exact text, no negative reported."""
+    from tests.rule_snapshots import marked_lines, reported_lines, rule_output
+
+    out = rule_output("FXL201")
+    assert reported_lines(out, "FXL201") == set(marked_lines("FXL201", "positive")) and "# negative" not in out
+    assert out.count("FXL201 ") == 8
+    assert out == snapshot
+
+
+def test_fixture_copies_are_confirmed_by_the_runtime():
+    """What the snapshot claims is what the profiler sees: every finding confirmed, no copy unexplained."""
+    from tests.rule_snapshots import load_fixture
+
+    model, inputs = load_fixture("FXL201").make()
+    report = fxlint.lint(model, inputs, select="FXL201", config=False, confirm=True)
+    assert report.findings and all(f.status == "confirmed" for f in report.findings), report
+    assert report.unexplained == []

@@ -156,3 +156,23 @@ def test_export_and_symbolic_trace():
     assert (f.line, f.bytes) == (_line("# conv2d on spatially transposed input"), x.numel() * 4)
     [g] = _fxl202(fxlint.lint(torch.fx.symbolic_trace(m), (x,)), "warning")
     assert g.bytes == x.numel() * 4 and g.location.startswith("<graph>")
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    """Every positive of the fixture reported with its exact text, no negative reported."""
+    from tests.rule_snapshots import marked_lines, reported_lines, rule_output
+
+    out = rule_output("FXL202")
+    assert reported_lines(out, "FXL202") == set(marked_lines("FXL202", "positive")) and "# negative" not in out
+    assert out.count("FXL202 ") == 6
+    assert out == snapshot
+
+
+def test_fixture_copies_are_confirmed_by_the_runtime():
+    """What the snapshot claims is what the profiler sees: every finding confirmed, no copy unexplained."""
+    from tests.rule_snapshots import load_fixture
+
+    model, inputs = load_fixture("FXL202").make()
+    report = fxlint.lint(model, inputs, select="FXL202", config=False, confirm=True)
+    assert report.findings and all(f.status == "confirmed" for f in report.findings), report
+    assert report.unexplained == []

@@ -136,3 +136,23 @@ def test_module_spelling_and_export():
     for target in (Block(), torch.export.export(Block(), (x,))):
         [f] = _fxl203(fxlint.lint(target, (x,)))
         assert (f.line, f.bytes) == (_line("# LayerNorm module on a permute"), x.numel() * 4)
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    """Every positive of the fixture reported with its exact text, no negative reported."""
+    from tests.rule_snapshots import marked_lines, reported_lines, rule_output
+
+    out = rule_output("FXL203")
+    assert reported_lines(out, "FXL203") == set(marked_lines("FXL203", "positive")) and "# negative" not in out
+    assert out.count("FXL203 ") == 6
+    assert out == snapshot
+
+
+def test_fixture_copies_are_confirmed_by_the_runtime():
+    """What the snapshot claims is what the profiler sees: every finding confirmed, no copy unexplained."""
+    from tests.rule_snapshots import load_fixture
+
+    model, inputs = load_fixture("FXL203").make()
+    report = fxlint.lint(model, inputs, select="FXL203", config=False, confirm=True)
+    assert report.findings and all(f.status == "confirmed" for f in report.findings), report
+    assert report.unexplained == []

@@ -212,3 +212,23 @@ def test_rule_documentation_has_every_section(code):
     for section in ("## What it does", "## Why is this bad?", "## Example", "## Use instead",
                     "## When it is intentional"):
         assert section in doc, (code, section)
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    """Every positive of the fixture reported with its exact text, no negative reported; the error is the parameters that never train."""
+    from tests.rule_snapshots import marked_lines, reported_lines, rule_output
+
+    out = rule_output("FXL301")
+    assert reported_lines(out, "FXL301") == set(marked_lines("FXL301", "positive")) and "# negative" not in out
+    assert out.count("FXL301 error") == 1 and out.count("FXL301 warning") == 2
+    assert out == snapshot
+
+
+def test_fixture_verdicts_agree_with_autograd():
+    """Who never trains and who still learns, on the fixture, as autograd sees it."""
+    from tests.rule_snapshots import load_fixture
+
+    model, inputs = load_fixture("FXL301").make()
+    report = fxlint.lint(model, inputs, select="FXL301", config=False)
+    grads = check_verdicts(report, model, inputs)
+    assert grads["frozen.weight"] == "none" and grads["enc.weight"] == "nonzero"

@@ -71,3 +71,23 @@ def test_data_of_an_input_and_eval_mode_are_quiet():
 def test_symbolic_trace_data_read():
     [f] = fxlint.lint(torch.fx.symbolic_trace(DataRead()), X).by_code("FXL302")
     assert f.details["lost_parameters"] == ["proj.weight"]
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    """Every positive of the fixture reported with its exact text, no negative reported; the error is the parameter that never trains."""
+    from tests.rule_snapshots import marked_lines, reported_lines, rule_output
+
+    out = rule_output("FXL302")
+    assert reported_lines(out, "FXL302") == set(marked_lines("FXL302", "positive")) and "# negative" not in out
+    assert out.count("FXL302 error") == 1 and out.count("FXL302 warning") == 1
+    assert out == snapshot
+
+
+def test_fixture_verdicts_agree_with_autograd():
+    """Who never trains and who still learns, on the fixture, as autograd sees it."""
+    from tests.rule_snapshots import load_fixture
+
+    model, inputs = load_fixture("FXL302").make()
+    report = fxlint.lint(model, inputs, select="FXL302", config=False)
+    grads = check_verdicts(report, model, inputs)
+    assert grads["proj.weight"] == "none" and grads["enc.weight"] == "nonzero"

@@ -146,3 +146,23 @@ def test_exported_program_region():
     ep = torch.export.export(Frozen(), (X,))
     [f] = fxlint.lint(ep).by_code("FXL303")
     assert f.details["lost_parameters"] == BACKBONE and f.line == line_of(__file__, "# BACKBONE-NO-GRAD")
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    """Every positive of the fixture reported with its exact text, no negative reported, each at the first line inside its block."""
+    from tests.rule_snapshots import marked_lines, reported_lines, rule_output
+
+    out = rule_output("FXL303")
+    assert reported_lines(out, "FXL303") == set(marked_lines("FXL303", "positive")) and "# negative" not in out
+    assert out.count("FXL303 error") == 1 and out.count("FXL303 warning") == 1
+    assert out == snapshot
+
+
+def test_fixture_verdicts_agree_with_autograd():
+    """Who never trains and who still learns, on the fixture, as autograd sees it."""
+    from tests.rule_snapshots import load_fixture
+
+    model, inputs = load_fixture("FXL303").make()
+    report = fxlint.lint(model, inputs, select="FXL303", config=False)
+    grads = check_verdicts(report, model, inputs)
+    assert grads["backbone.0.weight"] == "none" and grads["shared.weight"] == "nonzero"

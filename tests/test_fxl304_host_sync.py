@@ -155,3 +155,23 @@ def test_receiver_of_the_sync(expression, receiver):
     from fxlint.passes.fxl304_host_sync import _receiver
 
     assert _receiver(expression) == receiver
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    """Every positive of the fixture reported with its exact text, no negative reported; autograd settles which parameters never train."""
+    from tests.rule_snapshots import marked_lines, reported_lines, rule_output
+
+    out = rule_output("FXL304")
+    assert reported_lines(out, "FXL304") == set(marked_lines("FXL304", "positive")) and "# negative" not in out
+    assert out.count("FXL304 error") == 1 and out.count("FXL304 warning") == 1
+    assert out == snapshot
+
+
+def test_fixture_verdicts_agree_with_autograd():
+    """Who never trains and who still learns, on the fixture, as autograd sees it."""
+    from tests.rule_snapshots import load_fixture
+
+    model, inputs = load_fixture("FXL304").make()
+    report = fxlint.lint(model, inputs, select="FXL304", config=False)
+    grads = check_verdicts(report, model, inputs)
+    assert grads["gate.weight"] == "none" and grads["net.weight"] == "nonzero"

@@ -63,3 +63,13 @@ def test_dim_0_with_a_gradient_is_not_claimed_but_dim_1_is():
     assert _fxl402(fxlint.lint(lambda x, c, r: w[r] * 2, (X, COLS, ROWS))) == []
     [f] = _fxl402(fxlint.lint(lambda x, c, r: w.view(4, 4, 8)[:, r % 4] * 2, (X, COLS, ROWS)))
     assert "forward+backward" in f.message
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    """Every positive of the fixture reported with its exact text, no negative reported."""
+    from tests.rule_snapshots import marked_lines, reported_lines, rule_output
+
+    out = rule_output("FXL402")
+    assert reported_lines(out, "FXL402") == set(marked_lines("FXL402", "positive")) and "# negative" not in out
+    assert out.count("FXL402 info") == 3
+    assert out == snapshot

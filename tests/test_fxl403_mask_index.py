@@ -105,3 +105,18 @@ def test_suppression():
 
     report = fxlint.lint(f, (X,))
     assert _fxl403(report) == [] and [s.code for s in report.suppressed] == ["FXL403"]
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    """Every positive of the fixture reported with its exact text, as torch.compile sees it (at Dynamo's
+    graph breaks) and as torch.export does (in the graph); no negative reported."""
+    from tests.rule_snapshots import marked_lines, reported_lines, rule_output
+
+    compiled = rule_output("FXL403")
+    exported = rule_output("FXL403", make="make_exported")
+    positives = set(marked_lines("FXL403", "positive"))
+    assert reported_lines(compiled, "FXL403") == positives == reported_lines(exported, "FXL403")
+    assert "# negative" not in compiled + exported and "it is only summed" in exported
+    assert rule_output("FXL403", make="make_explicit") == "(no findings)\n"
+    assert compiled == snapshot
+    assert exported == snapshot

@@ -90,3 +90,16 @@ def f(x):
     spec.loader.exec_module(mod)
     report = fxlint.lint(mod.f, X)
     assert report.by_code("FXL501") == [] and [s.code for s in report.suppressed] == ["FXL501"]
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    """Every positive of the fixture reported with its exact text (the breaks, and the function Dynamo
+    gives up on, at its def line); no negative reported."""
+    from tests.rule_snapshots import marked_lines, reported_lines, rule_output
+
+    out = rule_output("FXL501")
+    looped = rule_output("FXL501", make="make_looped")
+    assert reported_lines(out, "FXL501") | reported_lines(looped, "FXL501") == set(marked_lines("FXL501", "positive"))
+    assert "# negative" not in out + looped and "gave up on `forward`" in looped
+    assert out == snapshot
+    assert looped == snapshot

@@ -1,6 +1,7 @@
 """Helpers shared by the layout rules (FXL1xx/FXL2xx): how a layout came about (the view ops that
-made it, in the user's names), where, and how to turn a kernel prediction's copies into hit details.
-Text goes through ``fxlint.text``."""
+made it, in the user's names), where, and what a kernel prediction's copies come to on a hit (bytes per
+event, backward bytes, reasons); ``OperandCopy``, the facts and the wording FXL201-FXL203 share about an
+operand a kernel copies. Text goes through ``fxlint.text``."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from ..canon import CanonNode
+from ..findings import Violation
 from ..kernels import KernelCopy
 from ..source import source_line
 from ..symbolic import Dim, known, sum_of
-from ..text import bytes_text, call_text, line_of, operand_name, shape_value, step_text, strided_text, torch_name
+from ..tensorinfo import TensorInfo
+from ..text import (bytes_text, bytes_value, call_text, dims_value, line_of, operand_name, shape_text, shape_value,
+                    step_text, strided_text, torch_name)
 
 #: view ops a layout travels through unchanged in meaning (what made the strides)
 _VIEW_CHAIN = ("permute", "slice", "expand", "view", "reshape", "detach", "squeeze", "unsqueeze", "narrow",
@@ -160,19 +164,69 @@ def where(node: CanonNode | None, consumer: CanonNode | None = None) -> str | No
     return f"{path}:{node.location.line}"
 
 
-def details(copies: Sequence[KernelCopy], backward: Sequence[KernelCopy] | None, **extra: Any) -> dict[str, Any]:
-    """Hit details: the size of each predicted copy event (for the runtime cross-check), the
-    backward bytes (None when the backward is not modelled for this path)."""
-    out: dict[str, Any] = {
-        "copy_sizes": copy_sizes(copies),
-        "backward_bytes": None if backward is None else (known(total(backward)) if backward else 0),
-        "reasons": sorted({c.reason for c in copies}),
-    }
-    out.update(extra)
-    return out
+def backward_bytes(backward: Sequence[KernelCopy] | None) -> Dim | None:
+    """A hit's ``backward_bytes``: None when the backward is not modelled for this path, else the
+    bytes of ``backward`` (0: none)."""
+    return None if backward is None else (total(backward) if backward else 0)
 
 
-def backward_clause(backward: Sequence[KernelCopy] | None) -> str:
-    if not backward:
+def backward_copied(backward: Sequence[KernelCopy] | None) -> int | str | None:
+    """The bytes a violation's "again in backward" clause shows: None when there is no backward copy
+    (or it is not modelled), else the total (a formula under dynamic shapes)."""
+    return bytes_value(total(backward)) if backward else None
+
+
+def reasons(copies: Iterable[KernelCopy]) -> list[str]:
+    """The kernel's reason codes for ``copies``, sorted (``batch-fold``, ``blas-layout``, ...)."""
+    return sorted({c.reason for c in copies})
+
+
+def backward_clause(copied: int | str | None) -> str:
+    """``, and again in backward (6.3 MB more per training step)``, or ``""`` for no backward copy."""
+    if copied is None:
         return ""
-    return f", and again in backward ({bytes_text(total(backward))} more per training step)"
+    return f", and again in backward ({bytes_text(copied)} more per training step)"
+
+
+@dataclass(frozen=True)
+class OperandCopy(Violation):
+    """What FXL201-FXL203 say about an operand a kernel copies: the fields and the wording they share
+    (each rule's violation type extends it with its own)."""
+
+    origin: str | None  # how the operand was made, in the user's names: "k.transpose(-2, -1)" (None: no node)
+    shape: tuple[int | str, ...] | None  # its shape and strides (a formula for a dynamic size)
+    strides: tuple[int | str, ...] | None
+    copied: int | str | None  # bytes copied per call (a formula under dynamic shapes)
+    backward_copied: int | str | None  # bytes copied again in backward (None: none, or not modelled)
+    why: str  # the kernel model's reason for the copy, one sentence
+    reasons: list[str]  # the kernel model's codes for the copies
+    kernel_path: str  # the implementation path the kernel model followed
+    made_at: str | None  # file:line of the user's line that made the operand
+
+    @property
+    def operand_text(self) -> str:
+        return self.origin if self.origin is not None else "the operand"
+
+    def copy_text(self, what: str, extra: str = "") -> str:
+        """``{what} (2, 16) with strides (1, 2): 128 B per call{extra}, and again in backward (...); {why}``."""
+        return (f"{what} {shape_text(self.shape)} with strides {shape_text(self.strides)}: "
+                f"{bytes_text(self.copied)} per call{extra}{backward_clause(self.backward_copied)}; {self.why}")
+
+
+def operand_copy(operand: CanonNode | None, tensor: TensorInfo | None, consumer: CanonNode,
+                 copies: Sequence[KernelCopy], backward: Sequence[KernelCopy] | None, path: str) -> dict[str, Any]:
+    """The ``OperandCopy`` fields for ``copies`` of ``operand`` (its ``tensor``) by the kernel ``consumer``
+    (``backward``: the copies paid again in backward, None when not modelled; ``path``: the kernel
+    model's path). The reason is the first copy's that is not the result's."""
+    main = next((c for c in copies if c.operand != "output"), copies[0])
+    return {
+        "origin": origin(operand, consumer) if operand is not None else None,
+        "shape": dims_value(tensor.shape) if tensor is not None else None,
+        "strides": dims_value(tensor.stride) if tensor is not None else None,
+        "copied": bytes_value(total(copies)),
+        "backward_copied": backward_copied(backward),
+        "why": main.why,
+        "reasons": reasons(copies),
+        "kernel_path": path,
+        "made_at": where(operand, consumer),
+    }

@@ -54,19 +54,66 @@ with `# fxlint: ignore[FXL201]`.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Iterator
 
 from ..canon import CanonNode, GraphView
 from ..kernels import KernelCopy, operand_role, ops, predict
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, permute_text, shape_text, strides_text
-from ._layout import backward_clause, details, made_by_permute, origin, total, where
+from ..text import permute_text
+from ._layout import OperandCopy, backward_bytes, copy_sizes, made_by_permute, operand_copy, total
 
 #: the kernel family this rule checks: its ops and operand roles come from the kernel registry
 FAMILY = "matmul"
 
 
-@rule("FXL201", "noncontiguous-matmul", "warning")
+@dataclass(frozen=True)
+class NoncontiguousMatmul(OperandCopy):
+    """An operand the matrix kernel copies before multiplying, because of its strides."""
+
+    kernel: str  # the call as the user knows it: "@", "F.linear", "torch.bmm"
+    operand: str  # the kernel's argument: a, b, input, weight, ...
+    role: str  # what it is to the kernel: "left operand", "input", ...
+    copies_result: bool  # the kernel also copies the result back to its layout (2-D @ N-D)
+    reason: str  # the code of the main copy: fold-grad, batch-fold, broadcast, onednn-layout, blas-layout, ...
+    permute: tuple[int, ...] | None  # the dims of the permute (through other views) that made the operand, if any
+    attention: bool  # both operands are 4-D: (B, H, S, D) attention
+
+    def message(self) -> str:
+        who = f"its {self.role} {self.origin}" if self.origin is not None else f"its {self.role}"
+        extra = " (and copies the result back to its layout)" if self.copies_result else ""
+        return self.copy_text(f"{self.kernel} copies {who}", extra)
+
+    def fix_title(self) -> str:
+        at = f" (it is made at {self.made_at})" if self.made_at else ""
+        if self.copies_result:  # 2-D @ N-D: matmul computes (x.mT @ W.mT).mT, whatever x's layout
+            return ("keep the activations as (..., N, K) and write `x @ W.t()` (or `F.linear(x, W)`) instead of "
+                    "`W @ x` on (..., K, N): the batch dims then fold into the rows of one mm, and neither the "
+                    "operand nor the result is copied")
+        if self.reason == "fold-grad":
+            dims = self.permute
+            if dims and dims[-1] == len(dims) - 1:
+                return ("apply the matmul before the permute: it acts on the last dim, so "
+                        f"`{'linear' if self.kernel == 'F.linear' else 'matmul'}(x){permute_text(dims)}` gives the "
+                        "same result without the copy")
+            return f"give this operand a layout whose leading dims merge (contiguous in all but the last dim){at}"
+        if self.reason == "batch-fold":
+            hint = (" For attention, torch.nn.functional.scaled_dot_product_attention takes strided q/k/v "
+                    "without copying." if self.attention else "")
+            return (f"lay the operand out with its batch dims outermost and in order where it is created{at}, "
+                    f"e.g. project straight into (B, H, S, D); matmul then folds the batch for free.{hint}")
+        if self.reason == "broadcast":
+            return ("the broadcast operand is materialised for the whole batch; if it is shared across the batch, "
+                    "fold the batch into the rows of the other operand (e.g. (B*S, D) @ (D, N)) so one mm needs no "
+                    "copy, or give it the full batch only if it really differs per batch")
+        if self.reason == "onednn-layout":
+            return (f"pass each batch contiguous or as a transpose of the last two dims of a contiguous tensor{at}; "
+                    "oneDNN copies any other layout")
+        return (f"keep a unit stride in one of the last two dims: slice or expand after the multiplication, "
+                f"or store the operand row- or column-major{at}")
+
+
+@rule("FXL201", "noncontiguous-matmul", "warning", violation=NoncontiguousMatmul)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     for node in view.ops(*ops(family=FAMILY)):
         pred = predict(node)
@@ -95,45 +142,18 @@ def _hit(node: CanonNode, operand: str, copies: list[KernelCopy], backward: list
     kernel = "F.linear" if node.op == "linear" else ("@" if node.op == "matmul" else f"torch.{node.op}")
     op_node = _operand(node, operand)
     t = op_node.tensor if op_node is not None else (node.args.get("weight_info") if operand == "weight" else None)
-    role = operand_role(node.op, operand)
-    who = f"its {role} {origin(op_node, node)}" if op_node is not None else f"its {role}"
-    nbytes = total(copies)
     main = next((c for c in copies if c.operand != "output"), copies[0])
-    extra = ""
-    if any(c.operand == "output" for c in copies):
-        extra = " (and copies the result back to its layout)"
-    message = (f"{kernel} copies {who} {shape_text(t)} with strides {strides_text(t)}: "
-               f"{bytes_text(nbytes)} per call{extra}{backward_clause(backward)}; {main.why}")
-    fix = _fix(node, operand, op_node, main.reason)
-    return Hit(node=node, message=message, fix=fix, bytes=nbytes,
-               details=details(copies, backward, operand=operand, role=role, kernel_path=path,
-                               dedup=f"{node.name}:{operand}"))
-
-
-def _fix(node: CanonNode, operand: str, op_node: CanonNode | None, reason: str) -> str:
-    made = where(op_node, node)
-    at = f" (it is made at {made})" if made else ""
-    if reason == "fold-grad":
-        perm = made_by_permute(op_node)
-        dims = perm.args.get("dims") if perm is not None else None
-        if dims and dims[-1] == len(dims) - 1:
-            return ("apply the matmul before the permute: it acts on the last dim, so "
-                    f"`{'linear' if node.op == 'linear' else 'matmul'}(x){permute_text(dims)}` gives the same "
-                    "result without the copy")
-        return f"give this operand a layout whose leading dims merge (contiguous in all but the last dim){at}"
-    if reason == "batch-fold":
-        a, b = _operand(node, "a"), _operand(node, "b")
-        attention = all(x is not None and x.tensor is not None and x.tensor.ndim == 4 for x in (a, b))
-        hint = (" For attention, torch.nn.functional.scaled_dot_product_attention takes strided q/k/v "
-                "without copying." if attention else "")
-        return (f"lay the operand out with its batch dims outermost and in order where it is created{at}, "
-                f"e.g. project straight into (B, H, S, D); matmul then folds the batch for free.{hint}")
-    if reason == "broadcast":
-        return ("the broadcast operand is materialised for the whole batch; if it is shared across the batch, "
-                "fold the batch into the rows of the other operand (e.g. (B*S, D) @ (D, N)) so one mm needs no "
-                "copy, or give it the full batch only if it really differs per batch")
-    if reason == "onednn-layout":
-        return (f"pass each batch contiguous or as a transpose of the last two dims of a contiguous tensor{at}; "
-                "oneDNN copies any other layout")
-    return (f"keep a unit stride in one of the last two dims: slice or expand after the multiplication, "
-            f"or store the operand row- or column-major{at}")
+    perm = made_by_permute(op_node)
+    a, b = _operand(node, "a"), _operand(node, "b")
+    violation = NoncontiguousMatmul(
+        **operand_copy(op_node, t, node, copies, backward, path),
+        kernel=kernel,
+        operand=operand,
+        role=operand_role(node.op, operand),
+        copies_result=any(c.operand == "output" for c in copies),
+        reason=main.reason,
+        permute=tuple(perm.args["dims"]) if perm is not None and perm.args.get("dims") else None,
+        attention=all(x is not None and x.tensor is not None and x.tensor.ndim == 4 for x in (a, b)),
+    )
+    return Hit(node, violation, bytes=total(copies), copy_sizes=copy_sizes(copies),
+               backward_bytes=backward_bytes(backward), dedup=f"{node.name}:{operand}")

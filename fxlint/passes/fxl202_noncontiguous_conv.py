@@ -54,22 +54,74 @@ worth it. Silence the line with `# fxlint: ignore[FXL202]`.
 
 from __future__ import annotations
 
-from typing import Iterator
+from dataclasses import dataclass
+from typing import Iterator, Literal
 
 from ..canon import CanonNode, GraphView
 from ..findings import Severity
 from ..kernels import KernelCopy, KernelPrediction, ops, predict
 from ..layout import CONTIGUOUS
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, shape_text, strides_text
-from ._layout import backward_clause, details, origin, total, where
+from ..text import bytes_text, dims_value, shape_text
+from ._layout import OperandCopy, backward_bytes, backward_clause, copy_sizes, operand_copy, total
+
+
+@dataclass(frozen=True)
+class NoncontiguousConv(OperandCopy):
+    """What a convolution converts before computing: its input, its weight, or its output back."""
+
+    kernel: str  # conv2d, conv_transpose3d, ...
+    operand: Literal["input", "weight", "output"]  # what is copied (origin and made_at are the input's)
+    layout: str  # the memory format the conv runs in: contiguous, channels_last, channels_last_3d
+    to_weight_layout: bool  # a contiguous input converted to the layout of a channels_last weight
+    input_ndim: int  # the input's rank (0: unknown)
+    linear_equivalent: bool  # a kernel_size-1 Conv1d: an nn.Linear over the channels
+    unknown: list[str]  # the parts of this conv's copies the kernel model does not know ("name: why")
+    measured: bool  # a copy here was measured on this machine (the probe), not predicted
+
+    def message(self) -> str:
+        fmt, again = self.layout, backward_clause(self.backward_copied)
+        if self.operand == "input" and self.to_weight_layout:
+            return (f"{self.kernel} converts its contiguous input {self.operand_text} {shape_text(self.shape)} to "
+                    f"{fmt}: {bytes_text(self.copied)} per call{again}; the weight is {fmt}, so the conv runs in {fmt}")
+        if self.operand == "input":
+            return self.copy_text(f"{self.kernel} copies its input {self.operand_text}")
+        if self.operand == "weight":
+            return (f"{self.kernel} converts its weight {shape_text(self.shape)} to {fmt} on every call: "
+                    f"{bytes_text(self.copied)}{again}; {self.why}")
+        return f"{self.kernel} copies its output back: {bytes_text(self.copied)} per call; {self.why}"
+
+    def fix_title(self) -> str:
+        fmt = self.layout
+        if self.operand == "input" and self.to_weight_layout:
+            return (f"expected once where a {fmt} model meets an NCHW input; deeper in the network it means an op "
+                    f"before this conv returned NCHW: keep the activations {fmt} (x.to(memory_format=torch.{fmt}))")
+        if self.operand == "weight":
+            return f"convert the model once with model.to(memory_format=torch.{fmt}) so the weight is stored {fmt}"
+        if self.operand == "output":
+            return ("running this conv in channels_last (input and weight) avoids the copy: "
+                    "model.to(memory_format=torch.channels_last) and a channels_last input")
+        at = f" ({self.made_at})" if self.made_at else ""
+        if self.kernel.endswith("1d"):
+            hint = (" A kernel_size-1 Conv1d on (N, L, C) features is an nn.Linear over C: apply the Linear to the "
+                    "(N, L, C) tensor directly." if self.linear_equivalent else "")
+            return (f"conv1d takes only contiguous (N, C, L) input: produce it in that layout where it is "
+                    f"created{at}, or make the copy explicit once with .contiguous() there (the backward then "
+                    f"reuses it).{hint}")
+        if self.input_ndim == 5:
+            return (f"feed the Conv3d (B, C, T, H, W)-contiguous or channels_last_3d input: produce it in that layout "
+                    f"where it is created{at}, or make the copy explicit once with .contiguous() there (the backward "
+                    "then reuses it instead of copying again)")
+        return (f"give the conv a contiguous (N, C, H, W) or channels_last input: produce it in that layout where it "
+                f"is created{at}, or make the copy explicit once with .contiguous() there (the backward then reuses "
+                "it)")
 
 
 #: the backward copies a hit's "again in backward" clause counts (see ``_hit``)
 _BACKWARD_REASONS = ("conv-input", "conv1d-input", "conv-weight")
 
 
-@rule("FXL202", "noncontiguous-conv", "warning")
+@rule("FXL202", "noncontiguous-conv", "warning", violation=NoncontiguousConv)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     for node in view.ops(*ops(family="conv")):
         pred = predict(node)
@@ -95,59 +147,36 @@ def _hit(node: CanonNode, pred: KernelPrediction, operand: str, copies: list[Ker
     xt = x.tensor if x is not None else None
     w = node.args.get("weight_info")
     nbytes = total(copies)
-    why = copies[0].why
     fmt = pred.path.rsplit(", ", 1)[-1]
-    severity: Severity | None = None
     if backward is not None:
         backward = [c for c in backward if c.reason in _BACKWARD_REASONS]
-    if operand == "input":
-        who = f"its input {origin(x, node)} {shape_text(xt)} with strides {strides_text(xt)}"
-        contiguous_input = xt is not None and xt.is_contiguous() is True
-        if contiguous_input and fmt != CONTIGUOUS:
-            severity = Severity.INFO
-            message = (f"{kernel} converts its contiguous input {origin(x, node)} {shape_text(xt)} to {fmt}: "
-                       f"{bytes_text(nbytes)} per call{backward_clause(backward)}; the weight is {fmt}, so the "
-                       f"conv runs in {fmt}")
-            fix = (f"expected once where a {fmt} model meets an NCHW input; deeper in the network it means an op "
-                   f"before this conv returned NCHW: keep the activations {fmt} (x.to(memory_format=torch.{fmt}))")
-        else:
-            message = (f"{kernel} copies {who}: {bytes_text(nbytes)} per call{backward_clause(backward)}; {why}")
-            fix = _input_fix(node, pred, x)
-    elif operand == "weight":
-        severity = Severity.INFO
-        message = (f"{kernel} converts its weight {shape_text(w)} to {fmt} on every call: "
-                   f"{bytes_text(nbytes)}{backward_clause(backward)}; {why}")
-        fix = (f"convert the model once with model.to(memory_format=torch.{fmt}) so the weight is stored {fmt}")
-    else:
-        severity = Severity.INFO
-        message = f"{kernel} copies its output back: {bytes_text(nbytes)} per call; {why}"
-        fix = ("running this conv in channels_last (input and weight) avoids the copy: "
-               "model.to(memory_format=torch.channels_last) and a channels_last input")
-    return Hit(node=node, message=message, fix=fix, bytes=nbytes, severity=severity,
-               details=details(copies, backward, operand=operand, kernel_path=pred.path, layout=fmt,
-                               dedup=f"{node.name}:{operand}",
-                               unknown=[f"{u.name}: {u.why}" for u in pred.unknown],
-                               measured=any(c.measured for c in copies)))
+    facts = operand_copy(x, xt, node, copies, backward, pred.path)
+    if operand != "input":  # the shape and strides are the copied operand's; origin and made_at the input's
+        t = w if operand == "weight" else node.tensor
+        facts.update(shape=dims_value(t.shape) if t is not None else None,
+                     strides=dims_value(t.stride) if t is not None else None)
+    to_weight_layout = operand == "input" and xt is not None and xt.is_contiguous() is True and fmt != CONTIGUOUS
+    violation = NoncontiguousConv(
+        **facts,
+        kernel=kernel,
+        operand=operand,  # type: ignore[arg-type]  # input, weight or output: check() asks for no other
+        layout=fmt,
+        to_weight_layout=to_weight_layout,
+        input_ndim=xt.ndim if xt is not None else 0,
+        linear_equivalent=_linear_equivalent(node, pred),
+        unknown=[f"{u.name}: {u.why}" for u in pred.unknown],
+        measured=any(c.measured for c in copies),
+    )
+    # an input copy of a strided view is the warning; the conversions the layouts imply are infos
+    severity = None if operand == "input" and not to_weight_layout else Severity.INFO
+    return Hit(node, violation, bytes=nbytes, copy_sizes=copy_sizes(copies), backward_bytes=backward_bytes(backward),
+               severity=severity, dedup=f"{node.name}:{operand}")
 
 
-def _input_fix(node: CanonNode, pred: KernelPrediction, x: CanonNode | None) -> str:
-    made = where(x, node)
-    at = f" ({made})" if made else ""
-    xt = x.tensor if x is not None else None
-    nd = xt.ndim if xt is not None else 0
-    if pred.kernel.endswith("1d"):
-        groups = node.args.get("groups", 1)
-        w = node.args.get("weight_info")
-        one = w is not None and w.ndim == 3 and w.shape[-1] == 1 and groups == 1 and \
-            all(v == 1 for v in (node.args.get("stride") or (1,))) and not node.args.get("transposed")
-        hint = (" A kernel_size-1 Conv1d on (N, L, C) features is an nn.Linear over C: apply the Linear to the "
-                "(N, L, C) tensor directly." if one else "")
-        return (f"conv1d takes only contiguous (N, C, L) input: produce it in that layout where it is "
-                f"created{at}, or make the copy explicit once with .contiguous() there (the backward then reuses "
-                f"it).{hint}")
-    if nd == 5:
-        return (f"feed the Conv3d (B, C, T, H, W)-contiguous or channels_last_3d input: produce it in that layout "
-                f"where it is created{at}, or make the copy explicit once with .contiguous() there (the backward "
-                "then reuses it instead of copying again)")
-    return (f"give the conv a contiguous (N, C, H, W) or channels_last input: produce it in that layout where it is "
-            f"created{at}, or make the copy explicit once with .contiguous() there (the backward then reuses it)")
+def _linear_equivalent(node: CanonNode, pred: KernelPrediction) -> bool:
+    """A kernel_size-1, stride-1, ungrouped Conv1d: an nn.Linear over the channels."""
+    if not pred.kernel.endswith("1d"):
+        return False
+    w = node.args.get("weight_info")
+    return (w is not None and w.ndim == 3 and w.shape[-1] == 1 and node.args.get("groups", 1) == 1
+            and all(v == 1 for v in (node.args.get("stride") or (1,))) and not node.args.get("transposed"))

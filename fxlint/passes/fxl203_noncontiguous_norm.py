@@ -45,19 +45,59 @@ A one-off normalisation of a strided view. Silence the line with
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 from ..canon import CanonNode, GraphView
-from ..kernels import KernelPrediction, ops, predict
+from ..kernels import ops, predict
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, permute_text, shape_text, strides_text
-from ._layout import backward_clause, details, made_by_permute, origin, total, where
+from ..text import permute_text
+from ._layout import OperandCopy, backward_bytes, copy_sizes, made_by_permute, operand_copy, origin, total
 
 #: the kernel families this rule checks (their ops come from the kernel registry)
 FAMILIES = ("norm", "softmax")
 
 
-@rule("FXL203", "noncontiguous-norm", "warning")
+@dataclass(frozen=True)
+class NoncontiguousNorm(OperandCopy):
+    """A normalisation or softmax input the kernel copies because of its layout."""
+
+    op: str  # layer_norm, rms_norm, group_norm, instance_norm, batch_norm, softmax, log_softmax
+    permute: tuple[int, ...] | None  # the dims of the permute (through other views) that made the input
+    permuted: str | None  # the tensor that permute was applied to, in the user's names
+    permuted_contiguous: bool  # ... and it is contiguous: the op can run on it before the permute
+    permute_is_input: bool  # the permute's result is the input itself (no other view in between)
+    dim: int | None  # softmax/log_softmax: the dim, non-negative
+
+    def message(self) -> str:
+        return self.copy_text(f"{self.op} copies its input {self.operand_text}")
+
+    def fix_title(self) -> str:
+        op, dims, base = self.op, self.permute, self.permuted
+        at = f" ({self.made_at})" if self.made_at else ""
+        if op in ("softmax", "log_softmax") and dims and self.permute_is_input and self.permuted_contiguous \
+                and self.dim is not None:
+            return (f"apply {op} before the permute, with the dim mapped: "
+                    f"{base}.{op}(dim={dims[self.dim]}){permute_text(dims)} gives the same result on the "
+                    "contiguous tensor and the permute stays a view")
+        if op in ("layer_norm", "rms_norm") and dims:
+            if dims[-1] == len(dims) - 1 and self.permuted_contiguous:
+                return (f"normalise before the permute: the normalised dim stays last, so "
+                        f"{op}({base}){permute_text(dims)} gives the same result without the copy")
+            if len(dims) == 4 and tuple(dims) == (0, 2, 3, 1):
+                return ("run the conv part of the model in channels_last (model.to(memory_format=torch.channels_last) "
+                        f"and a channels_last input): {base}{permute_text(dims)} is then contiguous and the norm "
+                        "reads it in place")
+        if op == "group_norm":
+            return f"give group_norm a contiguous or channels_last input where it is created{at}"
+        if op == "batch_norm":
+            return (f"give the reduced-precision batch_norm a contiguous or channels_last input where it is "
+                    f"created{at}")
+        return (f"give {op} a contiguous input where it is created{at}, or make the copy explicit once with "
+                ".contiguous() there")
+
+
+@rule("FXL203", "noncontiguous-norm", "warning", violation=NoncontiguousNorm)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     for node in view.ops(*ops(family=FAMILIES)):
         pred = predict(node)
@@ -68,41 +108,18 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             continue
         backward = [c for c in pred.backward() if c.operand in ("input", "stats")] if pred.backward_known else None
         x = node.args.get("input") if isinstance(node.args.get("input"), CanonNode) else None
-        xt = x.tensor if x is not None else None
-        nbytes = total(copies)
-        main = copies[0]
-        message = (f"{node.op} copies its input {origin(x, node)} {shape_text(xt)} with strides {strides_text(xt)}: "
-                   f"{bytes_text(nbytes)} per call{backward_clause(backward)}; {main.why}")
-        yield Hit(node=node, message=message, fix=_fix(node, pred, x), bytes=nbytes,
-                  details=details(copies, backward, kernel_path=pred.path, dedup=node.name))
-
-
-def _fix(node: CanonNode, pred: KernelPrediction, x: CanonNode | None) -> str:
-    made = where(x, node)
-    at = f" ({made})" if made else ""
-    perm = made_by_permute(x)
-    dims = perm.args.get("dims") if perm is not None else None
-    base = perm.input if perm is not None else None
-    base_contig = base is not None and base.tensor is not None and base.tensor.is_contiguous() is True
-    if node.op in ("softmax", "log_softmax") and dims and perm is x and base_contig:
+        perm = made_by_permute(x)
+        dims = perm.args.get("dims") if perm is not None else None
+        base = perm.input if perm is not None else None
         d = node.args.get("dim")
-        if isinstance(d, int):
-            d = d % len(dims)
-            return (f"apply {node.op} before the permute, with the dim mapped: "
-                    f"{origin(base, node)}.{node.op}(dim={dims[d]}){permute_text(dims)} gives the same result on the "
-                    "contiguous tensor and the permute stays a view")
-    if node.op in ("layer_norm", "rms_norm") and dims:
-        if dims[-1] == len(dims) - 1 and base_contig:
-            return (f"normalise before the permute: the normalised dim stays last, so "
-                    f"{node.op}({origin(base, node)}){permute_text(dims)} gives the same result without the copy")
-        if len(dims) == 4 and tuple(dims) == (0, 2, 3, 1):
-            return ("run the conv part of the model in channels_last (model.to(memory_format=torch.channels_last) "
-                    f"and a channels_last input): {origin(base, node)}{permute_text(dims)} is then contiguous and the norm "
-                    "reads it in place")
-    if node.op == "group_norm":
-        return f"give group_norm a contiguous or channels_last input where it is created{at}"
-    if node.op == "batch_norm":
-        return (f"give the reduced-precision batch_norm a contiguous or channels_last input where it is "
-                f"created{at}")
-    return (f"give {node.op} a contiguous input where it is created{at}, or make the copy explicit once with "
-            ".contiguous() there")
+        violation = NoncontiguousNorm(
+            **operand_copy(x, x.tensor if x is not None else None, node, copies, backward, pred.path),
+            op=node.op,
+            permute=tuple(dims) if dims else None,
+            permuted=origin(base, node) if perm is not None else None,
+            permuted_contiguous=base is not None and base.tensor is not None and base.tensor.is_contiguous() is True,
+            permute_is_input=perm is not None and perm is x,
+            dim=d % len(dims) if isinstance(d, int) and dims else None,
+        )
+        yield Hit(node, violation, bytes=total(copies), copy_sizes=copy_sizes(copies),
+                  backward_bytes=backward_bytes(backward), dedup=node.name)

@@ -38,18 +38,48 @@ rule does not fire). Silence the line with `# fxlint: ignore[FXL204]`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 import torch
 
 from ..canon import CanonNode, GraphView
+from ..findings import Violation
 from ..kernels import is_channels_last_dense, predict_conv_node
 from ..registry import FixSpec, Hit, RuleContext, rule
-from ..text import bytes_text
+from ..text import bytes_text, bytes_value
 from ._layout import origin, total
 
 
-@rule("FXL204", "layout-pessimization", "warning", fix=FixSpec.rewrite_of(
+@dataclass(frozen=True)
+class LayoutPessimization(Violation):
+    """A ``.contiguous()`` of channels_last data whose only users are convs that take channels_last."""
+
+    layout: str  # the input's layout: channels_last or channels_last_3d
+    origin: str  # the input of .contiguous(), in the user's names: "images.permute(0, 3, 1, 2)"
+    kernels: tuple[str, ...]  # the conv kernels that take the layout as it is: ("conv2d",)
+    convs: list[str]  # the conv nodes it feeds
+    copied: int | str | None  # bytes the .contiguous() copies per call (a formula under dynamic shapes)
+    weight_conversion_bytes: int | str | None  # what dropping it costs: the convs then convert their weights
+
+    def message(self) -> str:
+        fmt = self.layout
+        cost = ""
+        if self.weight_conversion_bytes:
+            cost = (f"; without it the conv converts its NCHW weight to {fmt} per call "
+                    f"({bytes_text(self.weight_conversion_bytes)}) until the model is converted with "
+                    f"model.to(memory_format=torch.{fmt})")
+        return (f"drop .contiguous(): {' and '.join(self.kernels)} accepts this {fmt} layout "
+                f"({self.origin} is {fmt}); the copy costs {bytes_text(self.copied)} per call{cost}")
+
+    def fix_title(self) -> str:
+        fix = f"drop .contiguous() and pass {self.origin} to the conv as it is"
+        if self.weight_conversion_bytes:
+            fix += f", and convert the model once with model.to(memory_format=torch.{self.layout})"
+        return fix
+
+
+@rule("FXL204", "layout-pessimization", "warning", violation=LayoutPessimization, fix=FixSpec.rewrite_of(
     "drop-layout-copy", safe=False,
     why="the convolution then runs on channels_last data and returns channels_last output, which later "
         "code sees in that layout; values may differ in the order of floating-point reductions, within "
@@ -74,21 +104,17 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         if any(p.forward("input") for p in after):  # the conv would copy the channels_last input anyway
             continue
         nbytes = x.tensor.nbytes
-        kernels = sorted({p.kernel for p in after})
         weight = total(c for p in after for c in p.forward("weight"))
         weight_now = total(c for p in now for c in p.forward("weight"))
-        extra = weight - weight_now
-        cost = ""
-        fix = f"drop .contiguous() and pass {origin(x, node)} to the conv as it is"
-        if extra:
-            cost = (f"; without it the conv converts its NCHW weight to {fmt} per call ({bytes_text(extra)}) until "
-                    f"the model is converted with model.to(memory_format=torch.{fmt})")
-            fix += f", and convert the model once with model.to(memory_format=torch.{fmt})"
-        message = (f"drop .contiguous(): {' and '.join(kernels)} accepts this {fmt} layout "
-                   f"({origin(x, node)} is {fmt}); the copy costs {bytes_text(nbytes)} per call{cost}")
-        yield Hit(node=node, message=message, fix=fix, bytes=nbytes,
-                  details={"layout": fmt, "weight_conversion_bytes": extra, "convs": [u.name for u in users],
-                           "copy_sizes": None})
+        violation = LayoutPessimization(
+            layout=fmt,
+            origin=origin(x, node),
+            kernels=tuple(sorted({p.kernel for p in after})),
+            convs=[u.name for u in users],
+            copied=bytes_value(nbytes),
+            weight_conversion_bytes=bytes_value(weight - weight_now),
+        )
+        yield Hit(node, violation, bytes=nbytes)
 
 
 def _to_contiguous(node: CanonNode) -> bool:

@@ -43,9 +43,11 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterator
+from dataclasses import dataclass
+from typing import Iterator, Literal
 
 from ..canon import GraphView
+from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
 from ..source import parse_line
 
@@ -53,11 +55,33 @@ _BREAK_OP = re.compile(r"aten\.(nonzero|masked_select|index)\b")
 #: calls whose data-dependent shape is explicit (not mask indexing)
 _EXPLICIT = {"nonzero", "argwhere", "unique", "unique_consecutive", "where", "nonzero_static"}
 
-FIX = ("keep the shape static: torch.where(mask, x, 0) (then reduce) or x.masked_fill(~mask, 0) "
-       "instead of x[mask]")
+
+@dataclass(frozen=True)
+class MaskIndex(Violation):
+    """A read through a boolean mask: a data-dependent shape, in the graph or where Dynamo broke it."""
+
+    source: Literal["graph", "graph break"]  # where fxlint saw it: a graph node, or Dynamo's break reason
+    op: str  # in the graph: masked_select or index; at a break: the op Dynamo named, e.g. aten.nonzero
+    only_summed: bool = False  # in the graph: the result is only summed (torch.where(...).sum() is the same)
+
+    def message(self) -> str:
+        if self.source == "graph break":
+            return (f"boolean-mask indexing breaks the graph here: {self.op} has a data-dependent "
+                    "output shape, so Dynamo compiles the code before and after this line as separate "
+                    "graphs; on GPU it is also a host sync")
+        spelled = "masked_select" if self.op == "masked_select" else "a boolean-mask index"
+        then = ("; it is only summed, so torch.where(mask, x, 0).sum() gives the same value with a static shape"
+                if self.only_summed else "")
+        return (f"{spelled} has a data-dependent shape: nonzero counts the selected elements "
+                "(a host sync on GPU), a gather copies them, and torch.compile breaks the graph "
+                f"here unless dynamic output shapes are enabled{then}")
+
+    def fix_title(self) -> str:
+        return ("keep the shape static: torch.where(mask, x, 0) (then reduce) or x.masked_fill(~mask, 0) "
+                "instead of x[mask]")
 
 
-@rule("FXL403", "mask-index", "warning")
+@rule("FXL403", "mask-index", "warning", violation=MaskIndex)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     for node in view.nodes:
         masked = node.op == "masked_select" or (
@@ -65,32 +89,13 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         )
         if not masked:
             continue
-        spelled = "masked_select" if node.op == "masked_select" else "a boolean-mask index"
         users = [u for u in node.users if u.tensor is not None]  # export adds size asserts; not users of data
-        then = ""
-        if len(users) == 1 and users[0].op == "sum":
-            then = "; it is only summed, so torch.where(mask, x, 0).sum() gives the same value with a static shape"
-        yield Hit(
-            node=node,
-            message=(f"{spelled} has a data-dependent shape: nonzero counts the selected elements "
-                     "(a host sync on GPU), a gather copies them, and torch.compile breaks the graph "
-                     f"here unless dynamic output shapes are enabled{then}"),
-            fix=FIX,
-            details={"source": "graph"},
-        )
+        yield Hit(node, MaskIndex("graph", node.op, only_summed=len(users) == 1 and users[0].op == "sum"))
     brk = view.graph_break
     if brk is not None and brk.location is not None:
         m = _BREAK_OP.search(brk.reason)
         if m and _is_mask_read(brk.location.code, m.group(1)):
-            yield Hit(
-                node=None,
-                location=brk.location,
-                message=(f"boolean-mask indexing breaks the graph here: {m.group(0)} has a data-dependent "
-                         "output shape, so Dynamo compiles the code before and after this line as separate "
-                         "graphs; on GPU it is also a host sync"),
-                fix=FIX,
-                details={"source": "graph break", "op": m.group(0)},
-            )
+            yield Hit(None, MaskIndex("graph break", m.group(0)), location=brk.location)
 
 
 def _is_mask_read(code: str | None, op: str) -> bool:

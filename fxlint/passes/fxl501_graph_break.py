@@ -47,9 +47,11 @@ breaks; if this one is accepted, silence it with
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Iterator
 
-from ..program import GraphBreak, Program
+from ..findings import Violation
+from ..program import Program
 from ..registry import Hit, RuleContext, rule
 from ._gradient import quote
 
@@ -64,46 +66,55 @@ _PLAIN = [
 ]
 
 
-def describe(b: GraphBreak) -> str:
+def plain_reason(headline: str) -> str:
+    """Dynamo's reason for a break (its first line), in words."""
     for pattern, text in _PLAIN:
-        if pattern.search(b.headline):
+        if pattern.search(headline):
             return text
     return "Dynamo cannot trace this line"
 
 
-@rule("FXL501", "graph-break", "warning", scope="program")
+@dataclass(frozen=True)
+class DynamoGraphBreak(Violation):
+    """A graph break Dynamo took, or a function it gave up on because of a break inside a loop."""
+
+    reason: str  # Dynamo's reason, in full
+    headline: str  # its first line
+    statement: str  # the user's code at the break, in backticks ("this line" when the source is unknown)
+    hint: str | None  # Dynamo's advice, when it gives one
+    skipped_frame: str | None = None  # the function Dynamo runs eagerly (a break inside a loop), if it gave up
+
+    def message(self) -> str:
+        if self.skipped_frame is not None:
+            return (
+                f"Dynamo gave up on `{self.skipped_frame}` and runs it eagerly: a graph break inside a `for`/`while` "
+                f"loop is not supported (first break: \"{self.headline}\"). Nothing in this function is compiled, "
+                "and fxlint could not analyse it."
+            )
+        return (
+            f"graph break at {self.statement}: {plain_reason(self.headline)} (Dynamo: \"{self.headline}\"). The "
+            "compiled graph ends here and Python runs this line; the rest is compiled as another graph, with no "
+            "fusion across the break and one more guarded call every time it runs."
+        )
+
+    def fix_title(self) -> str:
+        if self.skipped_frame is not None:
+            return ("remove the graph break inside the loop (often `.item()`, `print` or `if` on a tensor), "
+                    "or move the loop body into a function of its own")
+        return self.hint or "move the line out of the compiled function, or rewrite it with tensor ops"
+
+
+@rule("FXL501", "graph-break", "warning", scope="program", violation=DynamoGraphBreak)
 def check(program: Program, ctx: RuleContext) -> Iterator[Hit]:
     for b in program.breaks:
-        if b.skipped_frame is not None:
-            yield _skipped(b)
-            continue
-        where = quote(b.location.code if b.location is not None else None, "this line")
-        message = (
-            f"graph break at {where}: {describe(b)} (Dynamo: \"{b.headline}\"). The compiled graph ends here "
-            "and Python runs this line; the rest is compiled as another graph, with no fusion across the "
-            "break and one more guarded call every time it runs."
+        violation = DynamoGraphBreak(
+            reason=b.reason,
+            headline=b.headline,
+            statement=quote(b.location.code if b.location is not None else None, "this line"),
+            hint=b.hint,
+            skipped_frame=b.skipped_frame,
         )
-        yield Hit(
-            node=None,
-            location=b.location,
-            message=message,
-            fix=b.hint or "move the line out of the compiled function, or rewrite it with tensor ops",
-            details={"reason": b.reason, "graph": b.graph, "dedup": b.headline},
-        )
-
-
-def _skipped(b: GraphBreak) -> Hit:
-    cause = b.headline
-    message = (
-        f"Dynamo gave up on `{b.skipped_frame}` and runs it eagerly: a graph break inside a `for`/`while` "
-        f"loop is not supported (first break: \"{cause}\"). Nothing in this function is compiled, "
-        "and fxlint could not analyse it."
-    )
-    return Hit(
-        node=None,
-        location=b.location,
-        message=message,
-        fix="remove the graph break inside the loop (often `.item()`, `print` or `if` on a tensor), "
-            "or move the loop body into a function of its own",
-        details={"reason": b.reason, "skipped_frame": b.skipped_frame, "dedup": "skipped:" + cause},
-    )
+        if b.skipped_frame is not None:  # nothing of the function was captured: in no graph
+            yield Hit(None, violation, location=b.location, dedup="skipped:" + b.headline)
+        else:
+            yield Hit(None, violation, location=b.location, graph=b.graph, dedup=b.headline)
