@@ -84,7 +84,9 @@ class Session:
         local.extras["world_size"] = got.world
         if got.missing:
             local.extras["missing_ranks"] = list(got.missing)
-            local.errors.append(f"ranks {', '.join(map(str, got.missing))} sent no findings within {timeout:g} s")
+            who = ", ".join(map(str, got.missing))
+            local.errors.append(f"rank{'s' if len(got.missing) > 1 else ''} {who} sent no findings within "
+                                f"{timeout:g} s")
         return local
 
 
