@@ -14,6 +14,7 @@ leave the group unusable).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import multiprocessing as mp
 import os
@@ -21,7 +22,7 @@ import queue
 import socket
 import time
 import traceback
-from typing import Any
+from typing import Any, Iterator
 
 PG_TIMEOUT_S = 30
 START_TIMEOUT_S = 150
@@ -153,3 +154,19 @@ def _serve(rank: int, world: int, port: int, inbox: Any, outbox: Any, parent: in
         dist.destroy_process_group()
     except Exception:  # noqa: BLE001
         pass
+
+
+@contextlib.contextmanager
+def one_rank_group() -> Iterator[None]:
+    """A one-rank gloo process group in this process (an in-memory store, no port), for the tests
+    that lint collectives without starting ranks; removed afterwards unless one was already up."""
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        yield
+        return
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()

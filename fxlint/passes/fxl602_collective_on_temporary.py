@@ -66,14 +66,16 @@ class CollectiveOnTemporary(Violation):
     temporary: str  # the copy as written: "x.contiguous()"
     source: str  # the tensor it copies: "x"
     why: str  # why it is a copy
+    output: bool  # the copy is the collective's output (all_gather_into_tensor's), not the tensor it reduces
 
     def message(self) -> str:
+        lost = (f"the gathered result is thrown away and `{self.source}` never receives it" if self.output else
+                f"the result is thrown away and `{self.source}` keeps this rank's own values")
         return (f"`dist.{self.collective}` writes its result into `{self.temporary}`, a temporary copy ({self.why}) "
-                f"that is never read again: the result is thrown away and `{self.source}` keeps this rank's own "
-                "values, a silently wrong result")
+                f"that is never read again: {lost}, a silently wrong result")
 
     def fix_title(self) -> str:
-        return (f"keep the copy and use it: `tmp = {self.temporary}`, `dist.{self.collective}(tmp)`, then read `tmp` "
+        return (f"keep the copy in a variable, pass that to `dist.{self.collective}` and read it afterwards "
                 f"(or copy it back into `{self.source}`)")
 
 
@@ -81,6 +83,7 @@ class CollectiveOnTemporary(Violation):
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     for node in collectives(view):
         call = DIST_CALL.get(node.args.get("kind"), node.args.get("style", "collective"))
+        sent = set(node.args.get("inputs") or ())
         for w in writes(node):
             temp = w.target
             source = copy_of(temp)
@@ -88,5 +91,5 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
                 continue
             why = _WHY.get(temp.op, "it is a copy of `{source}`").format(source=tensor_text(source))
             violation = CollectiveOnTemporary(collective=call, temporary=tensor_text(temp),
-                                              source=tensor_text(source), why=why)
+                                              source=tensor_text(source), why=why, output=temp not in sent)
             yield Hit(node, violation, dedup=f"{call}:{temp.name}")
