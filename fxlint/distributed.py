@@ -298,13 +298,18 @@ def _is_torch_file(path: str, parts: tuple[str, ...]) -> bool:
 
 
 def wrapper_break(reason: Any) -> str | None:
-    """``"DDPOptimizer"`` or ``"FSDP"`` when a Dynamo graph break is the wrapper's own (a bucket
-    split; a call into FSDP's Dynamo-disabled hooks), else None."""
+    """``"DDPOptimizer"``, ``"FSDP"`` or ``"DDP"`` when a Dynamo graph break is the wrapper's own
+    (a bucket split; a call into FSDP's Dynamo-disabled hooks; DDP's own ``forward``, which Dynamo
+    does not trace when a DDP module is called from inside a compiled function), else None."""
     if _is_ddp_reason(reason):
         return "DDPOptimizer"
     for fs in getattr(reason, "user_stack", None) or ():
         if any(_is_torch_file(fs.filename, d) for d in _FSDP_DIRS):
             return "FSDP"
+        if _is_torch_file(fs.filename, ("nn", "parallel")):
+            return "DDP"
+    if "DistributedDataParallel." in str(getattr(reason, "reason", "")):
+        return "DDP"
     return None
 
 
