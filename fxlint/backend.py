@@ -211,7 +211,11 @@ def _lint_and_rewrite(
 
     ctx = RuleContext(training=_training(), options={"backend": True})
     report: Report | None = None
+    inputs = example_inputs
     if is_ddp_split(gm):
+        from .distributed import materialised
+
+        inputs = materialised(example_inputs)  # DDPOptimizer hands each piece fake inputs
         # one piece of a graph DDPOptimizer split at its gradient buckets: lint the graph it
         # split, once (the pieces share its code, breaks and gradient paths), not each piece
         original = ddp_original(gm)
@@ -231,7 +235,7 @@ def _lint_and_rewrite(
         # a rule that failed was reported once (one FxlintWarning); it finds no rewrite sites
         failed = set(report.extras.get("failed_rules", ())) if report is not None else set()
         rules = [r for r in settings.rules if r.code not in failed]
-        return _rewrite(gm, example_inputs, opts, settings, label, ctx.training, rules, fusing)
+        return _rewrite(gm, inputs, opts, settings, label, ctx.training, rules, fusing)
     return gm
 
 
@@ -291,7 +295,7 @@ def _rewrite(gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions
     result = rewrite_graph(gm, list(example_inputs), origin="dynamo", settings=settings, rules=rules,
                            verify=opts.verify, training=training, label=label, symbolic_ok=False,
                            fusing=fusing, registry=opts.registry, safe_only=opts.safe_only)
-    _log_rewrites(label, result)
+    _log_rewrites(label, result, opts.ranks)
     publish_rewrites(result)
     return result.module
 
@@ -331,9 +335,18 @@ def _log_report(label: str, report: Report, policy: str | int = "first") -> None
     log_report(f"{who}: {label}", replace(report, findings=shown), log)
 
 
-def _log_rewrites(label: str, result: Any) -> None:
+def _log_rewrites(label: str, result: Any, policy: str | int = "first") -> None:
+    """Log the rewrites, on the rank ``options["ranks"]`` picks (every rank rewrites its own graph)."""
+    from .distributed import current, logs
     from .renderers.log import log_rewrites
 
+    ranks = current()
+    if ranks is not None:
+        sites = [f"{a.code}@{a.location}:{a.description}" for a in result.applied]
+        sites += [f"{s.code}@{s.location}:{s.reason}" for s in result.skipped]
+        if not sites or not any(logs(["rewrites:" + "|".join(sites)], policy, ranks)[0]):
+            return
+        label = f"{ranks}: {label}"
     log_rewrites(label, result, log)
 
 

@@ -112,31 +112,36 @@ def parse_policy(value: Any) -> "str | int":
     return value
 
 
-def _digest(f: "Finding") -> str:
-    return hashlib.sha1(repr(f.key()).encode()).hexdigest()[:20]
-
-
 def to_report(findings: Sequence["Finding"], policy: "str | int", ranks: Ranks) -> tuple[list["Finding"], str]:
     """The findings this rank logs under ``policy``, and why it is this rank (for the log line).
 
     ``first``: those no other rank has logged yet (the store decides; without a store, rank 0
     logs). ``all``: every one. ``N``: every one on rank N, none elsewhere."""
+    mine, why = logs(["finding:" + repr(f.key()) for f in findings], policy, ranks)
+    shown = [f for f, keep in zip(findings, mine) if keep]
+    if why == "first":
+        why = f"the first rank to find {'it' if len(shown) == 1 else 'them'}"
+    return shown, why
+
+
+def logs(keys: Sequence[str], policy: "str | int", ranks: Ranks) -> tuple[list[bool], str]:
+    """For each key (a finding, a rewrite), does this rank log it under ``policy``? And why
+    (``""``, ``"first"``, ``"rank 0 reports"``)."""
     if policy == "all":
-        return list(findings), ""
+        return [True] * len(keys), ""
     if isinstance(policy, int):
-        return (list(findings) if ranks.rank == policy else []), ""
+        return [ranks.rank == policy] * len(keys), ""
     store = _store()
     if store is None:
-        return (list(findings) if ranks.rank == 0 else []), "rank 0 reports"
+        return [ranks.rank == 0] * len(keys), "rank 0 reports"
     out = []
-    for f in findings:
+    for key in keys:
+        digest = hashlib.sha1(key.encode()).hexdigest()[:20]
         try:
-            first = store.add(f"{_KEY}/first/{_digest(f)}", 1) == 1
+            out.append(store.add(f"{_KEY}/first/{digest}", 1) == 1)
         except Exception:  # noqa: BLE001 - the store is gone (a rank died): say it here rather than lose it
-            first = True
-        if first:
-            out.append(f)
-    return out, f"the first rank to find {'it' if len(out) == 1 else 'them'}"
+            out.append(True)
+    return out, "first"
 
 
 # --------------------------------------------------------------------------- gather
@@ -354,6 +359,29 @@ def single_process_env() -> Iterator[None]:
     finally:
         for k in added:
             os.environ.pop(k, None)
+
+
+def materialised(example_inputs: Sequence[Any]) -> list[Any]:
+    """Real tensors in place of fake ones (same shape, strides, dtype, device and requires_grad;
+    floating values from a fixed seed, integers zero): DDPOptimizer hands each piece fake
+    inputs, and a rewrite is verified by running the graph."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    gen = torch.Generator().manual_seed(0)
+    out: list[Any] = []
+    for x in example_inputs:
+        if not isinstance(x, FakeTensor):
+            out.append(x)
+            continue
+        with torch._subclasses.fake_tensor.unset_fake_temporarily():
+            real = torch.empty_strided(tuple(x.shape), tuple(x.stride()), dtype=x.dtype, device=x.device)
+            if real.is_floating_point() or real.is_complex():
+                real.copy_(torch.randn(tuple(x.shape), generator=gen, dtype=x.dtype))
+            else:
+                real.zero_()
+            out.append(real.requires_grad_(x.requires_grad) if real.is_floating_point() else real)
+    return out
 
 
 def needs_process_group(exc: BaseException) -> bool:

@@ -359,3 +359,18 @@ def sleep(seconds: float) -> None:
     import time
 
     time.sleep(seconds)
+
+
+def ddp_rewrite() -> dict[str, Any]:
+    """The MLP under DDP compiled with the rewrites on: each DDP piece is rewritten on its own."""
+    torch.manual_seed(0)
+    model = MLP(cut=99)
+    x = torch.randn(8, 256)
+    wrapped = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=1)
+    calls, inner = _counting_inner()
+    with fxlint.collect() as session:
+        out = torch.compile(wrapped, backend="fxlint", options={"inner": inner, "rewrite": True})(x)
+        out.sum().backward()
+    return {"pieces": len(calls), "applied": [a.code for a in session.applied],
+            "skipped": [(s.code, s.reason) for s in session.skipped], "errors": session.errors,
+            "equal": bool(torch.allclose(out, model(x))), "grads": sum(p.grad is not None for p in model.parameters())}

@@ -84,6 +84,14 @@ def test_ddp_without_ddp_optimizer(ranks):
         assert {f["code"] for f in r["findings"]} == {"FXL301", "FXL401"}
 
 
+def test_ddp_with_rewrites_rewrites_and_verifies_each_piece(ranks):
+    """options={"rewrite": True}: each DDP piece is rewritten on its own and verified (DDPOptimizer
+    hands the pieces fake inputs; the verification runs them on real tensors of the same layout)."""
+    for r in ranks.run("ddp_rewrite"):
+        assert r["pieces"] >= 3 and r["applied"] == ["FXL401"] and not r["skipped"] and not r["errors"]
+        assert r["equal"] and r["grads"] == 24
+
+
 # --------------------------------------------------------------------------- FSDP2
 
 
