@@ -1,6 +1,7 @@
 """What collectives do with tensors that are not contiguous, on this machine (gloo, CPU).
 
-    .venv/bin/python bench/dist_collectives.py            # two ranks, a Markdown table on stdout
+    .venv/bin/python bench/dist_collectives.py            # two gloo ranks, a Markdown table on stdout
+    python bench/dist_collectives.py --backend nccl --world 1 --compiled aot_eager,inductor  # a GPU: NCCL
 
 For each collective, each input layout and each way of calling it, two gloo ranks run the call
 under ``torch.profiler`` and check the result against the same computation on contiguous tensors:
@@ -13,11 +14,13 @@ under ``torch.profiler`` and check the result against the same computation on co
 contiguous tensor of that shape (the copies the layout costs); ``outside`` counts the elements of
 the tensor the view was taken from that changed although they are not in the view. FXL601's
 claims are this table's (``fxlint/passes/fxl601_noncontiguous_collective.py``); the distributed
-tests re-measure the functional path.
+tests re-measure the functional path. ``--compiled`` adds the ``dist.*`` calls compiled with
+``aot_eager`` and Inductor (correct or not; no copy count: Inductor fuses).
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import os
 import socket
@@ -31,10 +34,11 @@ import torch.multiprocessing as mp
 
 WORLD = 2
 LAYOUTS = {
-    # name -> (base shape, view of the base); every view is (4, 6) or (6, 4) floats
+    # name -> (base shape, view of the base); every view holds 24 floats
     "contiguous": ((4, 6), lambda b: b),
     "transposed (dense)": ((6, 4), lambda b: b.t()),
     "every other column (not dense)": ((4, 12), lambda b: b[:, ::2]),
+    "channels_last 4-D (dense)": ((2, 2, 2, 3), lambda b: b.permute(0, 3, 1, 2)),
 }
 
 
@@ -53,7 +57,8 @@ def _copy_bytes(fn: Callable[[], Any]) -> tuple[int, Any]:
     return total, out
 
 
-def _cases(rank: int, group: Any) -> dict[str, tuple[Callable[[torch.Tensor], Any], Callable[[list], Any]]]:
+def _cases(rank: int, group: Any, compiled: tuple[str, ...] = ()
+           ) -> dict[str, tuple[Callable[[torch.Tensor], Any], Callable[[list], Any]]]:
     """name -> (call on this rank's tensor returning the result, expected result from every rank's tensor)."""
     w = WORLD
 
@@ -88,6 +93,16 @@ def _cases(rank: int, group: Any) -> dict[str, tuple[Callable[[torch.Tensor], An
     def mine(ts: list, r: int = rank) -> torch.Tensor:
         return torch.cat([t.chunk(w)[r] for t in ts])
 
+    if compiled:
+        cases: dict[str, Any] = {}
+        for backend in compiled:
+            for name, fn, want in (("all_reduce", ar, lambda ts: sum(ts)),
+                                   ("all_gather_into_tensor", ag, lambda ts: torch.cat(ts)),
+                                   ("reduce_scatter_tensor", rs, lambda ts: sum(ts).chunk(w)[rank]),
+                                   ("all_to_all_single", a2a, mine)):
+                cases[f"{name} compiled ({backend})"] = (torch.compile(fn, backend=backend, dynamic=False), want)
+        return cases
+
     return {
         "all_reduce c10d": (ar, lambda ts: sum(ts)),
         "broadcast c10d": (bc, lambda ts: ts[0]),
@@ -108,16 +123,37 @@ def _cases(rank: int, group: Any) -> dict[str, tuple[Callable[[torch.Tensor], An
     }
 
 
-def _worker(rank: int, port: int, queue: Any) -> None:
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD,
+def _worker(rank: int, port: int, queue: Any, backend: str, world: int, compiled: tuple[str, ...]) -> None:
+    try:
+        _measure(rank, port, queue, backend, world, compiled)
+    except BaseException:  # noqa: BLE001 - the parent prints it rather than waiting for rows
+        import traceback
+
+        queue.put(traceback.format_exc())
+        raise
+
+
+def _measure(rank: int, port: int, queue: Any, backend: str, world: int, compiled: tuple[str, ...]) -> None:
+    global WORLD
+    WORLD = world
+    device = "cuda" if backend == "nccl" else "cpu"
+    if device == "cuda":
+        torch.cuda.set_device(rank)
+    torch.set_default_device(device)
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD,
                             timeout=datetime.timedelta(seconds=60))
     group = dist.group.WORLD
     rows = []
-    for case, (call, expected) in _cases(rank, group).items():
+    cases = dict(_cases(rank, group))
+    if compiled:
+        cases.update(_cases(rank, group, compiled=compiled))
+    for case, (call, expected) in cases.items():
         baseline = None
         for layout, (shape, make) in LAYOUTS.items():
-            bases = [torch.arange(shape[0] * shape[1], dtype=torch.float32).reshape(shape) + 1000 * r
-                     for r in range(WORLD)]
+            n = 1
+            for s_ in shape:
+                n *= s_
+            bases = [torch.arange(n, dtype=torch.float32).reshape(shape) + 1000 * r for r in range(WORLD)]
             views = [make(b) for b in bases]
             mine_base = bases[rank].clone()
             mine_view = make(mine_base)
@@ -127,13 +163,14 @@ def _worker(rank: int, port: int, queue: Any) -> None:
                 nbytes, got = _copy_bytes(lambda: call(mine_view))
                 ok = torch.equal(got, want)
                 # elements of the base that are not in the view and changed anyway
-                marker = torch.zeros(shape, dtype=torch.bool)
+                marker = torch.zeros(shape, dtype=torch.bool)  # on the default device
                 make(marker).fill_(True)
                 outside = int(((mine_base != before) & ~marker).sum())
                 result = "correct" if ok else "WRONG"
                 err = None
             except Exception as exc:  # noqa: BLE001 - the table reports it
-                nbytes, result, outside, err = None, "error", 0, f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+                text = str(exc).strip().splitlines()
+                nbytes, result, outside, err = None, "error", 0, f"{type(exc).__name__}: {text[0] if text else ''}"[:160]
             if layout == "contiguous":
                 baseline = nbytes
             extra = None if nbytes is None or baseline is None else nbytes - baseline
@@ -145,18 +182,31 @@ def _worker(rank: int, port: int, queue: Any) -> None:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default="gloo", choices=("gloo", "nccl"))
+    parser.add_argument("--world", type=int, default=2, help="ranks (NCCL: one per GPU)")
+    parser.add_argument("--compiled", default="", metavar="BACKENDS",
+                        help="also the dist.* calls under torch.compile with these backends (aot_eager,inductor)")
+    args = parser.parse_args()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(r, port, queue)) for r in range(WORLD)]
+    compiled = tuple(b for b in args.compiled.split(",") if b)
+    procs = [ctx.Process(target=_worker, args=(r, port, queue, args.backend, args.world, compiled))
+             for r in range(args.world)]
     for p in procs:
         p.start()
-    rows = queue.get(timeout=300)
+    rows = queue.get(timeout=540)
     for p in procs:
         p.join(60)
-    print(f"torch {torch.__version__}, gloo, {WORLD} ranks on CPU; tensors of 24 float32 (96 B)\n")
+    if isinstance(rows, str):  # a rank's traceback
+        print(rows, file=sys.stderr)
+        return 1
+    where = "CUDA" if args.backend == "nccl" else "CPU"
+    print(f"torch {torch.__version__}, {args.backend}, {args.world} rank(s) on {where}; "
+          "tensors of 24 float32 (96 B)\n")
     print("| call | layout | result | extra copy | outside the view |")
     print("| --- | --- | --- | --- | --- |")
     for case, layout, result, extra, outside in rows:
