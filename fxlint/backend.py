@@ -25,6 +25,10 @@ Options (``torch.compile(..., options={...})``):
 ``probe``   measure the kernel copies that depend on this CPU by running each such op
             once on random tensors (``fxlint.kernels.probe``; default False here: a
             compile does not run ops behind the user's back unless asked)
+``ranks``   under ``torch.distributed``, which ranks log their findings:
+            ``"first"`` (default: each finding once in the job, by the first rank
+            that finds it, named in the log line), ``"all"``, or a rank number;
+            ``fxlint.collect()`` holds every finding of its own rank either way
 
 The project configuration is the ``[tool.fxlint]`` table of the closest
 ``pyproject.toml`` above the user's source file of the graph's nodes (else
@@ -32,6 +36,11 @@ the working directory); explicit options replace the file's keys.
 
 Any other key is configuration for the inner backend and is passed through
 (Inductor config for ``"inductor"``, ``options=`` for other backends).
+
+Under ``DistributedDataParallel`` DDPOptimizer splits each graph at the
+gradient buckets and calls the backend once per piece: the graph it split is
+linted once, whole, as Dynamo captured it, and each piece goes to the inner
+backend (and the rewrites) on its own (see ``fxlint.distributed``).
 
 fxlint never breaks a compile: any exception inside it becomes one
 ``FxlintWarning`` and the untouched graph goes to the inner backend.
@@ -50,6 +59,7 @@ import torch
 import torch.fx as fx
 
 from .errors import ConfigError, FxlintError, FxlintWarning, first_line
+from .distributed import SplitGraphs
 from .findings import Report
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,6 +69,8 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger("fxlint")
 
 _graph_counter = itertools.count()
+#: graphs DDPOptimizer split whose pieces were linted already (the first piece lints the whole)
+_ddp_linted = SplitGraphs()
 
 
 @dataclass
@@ -76,6 +88,7 @@ class BackendOptions:
     registry: "Registry | None" = None
     safe_only: bool = False
     probe: bool = False
+    ranks: str | int = "first"
     passthrough: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -109,6 +122,10 @@ class BackendOptions:
             if val is not None and not isinstance(val, Registry):
                 raise ConfigError(f"options['registry'] must be an fxlint.registry.Registry, not {type(val).__name__}")
             out.registry = val
+        if "ranks" in opts:
+            from .distributed import parse_policy
+
+            out.ranks = parse_policy(opts.pop("ranks"))
         if "config" in opts:
             val = opts.pop("config")
             if not (val is None or val is False or isinstance(val, (str, os.PathLike))):
@@ -128,7 +145,7 @@ def fxlint_backend(
     """Lint ``gm``, optionally rewrite it, and compile it with the inner backend."""
     opts = BackendOptions.parse(options)  # a bad option or config file is the user's to fix: raise
     try:
-        settings = _settings_for(gm, opts)
+        settings = _settings_for(_ddp_original_or(gm), opts)
     except FxlintError:
         raise
     except Exception as exc:  # noqa: BLE001 - an fxlint bug reading the configuration: compile untouched
@@ -193,19 +210,51 @@ def _user_file(gm: fx.GraphModule) -> str | None:
 def _lint_and_rewrite(
     gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, settings: "Settings", fusing: bool
 ) -> fx.GraphModule:
+    from .distributed import ddp_original, is_ddp_split
+    from .registry import RuleContext
+
+    ctx = RuleContext(training=_training(), options={"backend": True})
+    report: Report | None = None
+    inputs = example_inputs
+    if is_ddp_split(gm):
+        from .distributed import materialised
+
+        inputs = materialised(example_inputs)  # DDPOptimizer hands each piece fake inputs
+        # one piece of a graph DDPOptimizer split at its gradient buckets: lint the graph it
+        # split, once (the pieces share its code, breaks and gradient paths), not each piece
+        original = ddp_original(gm)
+        if original is None:  # torch changed: each piece alone (DDPOptimizer's "break" is not read)
+            label = _graph_label(gm)
+            report = _lint(gm, label, opts, settings, ctx)
+        else:
+            label = _ddp_linted.label(original)
+            if label is None:
+                label = _ddp_linted.add(original, _graph_label(original))
+                report = _lint(original, label, opts, settings, ctx)
+        label = f"{label} (a DDP bucket's piece)"
+    else:
+        label = _graph_label(gm)
+        report = _lint(gm, label, opts, settings, ctx)
+    if settings.rewrite:
+        # a rule that failed was reported once (one FxlintWarning); it finds no rewrite sites
+        failed = set(report.extras.get("failed_rules", ())) if report is not None else set()
+        rules = [r for r in settings.rules if r.code not in failed]
+        return _rewrite(gm, inputs, opts, settings, label, ctx.training, rules, fusing)
+    return gm
+
+
+def _lint(gm: fx.GraphModule, label: str, opts: BackendOptions, settings: "Settings", ctx: Any) -> Report:
+    """Lint one captured graph, log what this rank reports and hand the report to the sessions."""
     from .capture import ended_by, view_from_dynamo
     from .engine import run_rules
     from .program import Program
-    from .registry import RuleContext
     from .session import publish
 
-    label = _graph_label(gm)
     view = view_from_dynamo(gm, label)
     # Dynamo hands the backend one graph at a time: the program is this graph and
     # the break that ended it (if any); there are no runtime facts at compile time.
     end = ended_by(gm, label)
     program = Program([view], [end] if end is not None else [])
-    ctx = RuleContext(training=_training(), options={"backend": True})
     from .kernels.probe import probing
 
     with probing(opts.probe, max_mib=settings.probe_max_mib):  # off unless options={"probe": True}
@@ -213,14 +262,17 @@ def _lint_and_rewrite(
     if end is not None:
         report.graph_breaks = 1
         report.extras["breaks"] = [end]
-    _log_report(label, report)
+    _log_report(label, report, opts.ranks)
     publish(report)
-    if settings.rewrite:
-        # a rule that failed was reported once (one FxlintWarning); it finds no rewrite sites
-        failed = set(report.extras.get("failed_rules", ()))
-        rules = [r for r in settings.rules if r.code not in failed]
-        return _rewrite(gm, example_inputs, opts, settings, label, ctx.training, rules, fusing)
-    return gm
+    return report
+
+
+def _ddp_original_or(gm: fx.GraphModule) -> fx.GraphModule:
+    """The graph DDPOptimizer split ``gm`` from, or ``gm`` (the project configuration is found
+    from the user's file of the graph: a piece may hold none of the user's lines)."""
+    from .distributed import ddp_original
+
+    return ddp_original(gm) or gm
 
 
 def _training() -> bool:
@@ -250,7 +302,7 @@ def _rewrite(gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions
     result = rewrite_graph(gm, list(example_inputs), origin="dynamo", settings=settings, rules=rules,
                            verify=opts.verify, training=training, label=label, symbolic_ok=False,
                            fusing=fusing, registry=opts.registry, safe_only=opts.safe_only)
-    _log_rewrites(label, result)
+    _log_rewrites(label, result, opts.ranks)
     publish_rewrites(result)
     return result.module
 
@@ -269,15 +321,39 @@ def _graph_label(gm: fx.GraphModule) -> str:
     return f"graph {n}"
 
 
-def _log_report(label: str, report: Report) -> None:
+def _log_report(label: str, report: Report, policy: str | int = "first") -> None:
+    """Log the findings this rank reports (``options["ranks"]``; one process: all of them)."""
+    from dataclasses import replace
+
+    from .distributed import current, to_report
     from .renderers.log import log_report
 
-    log_report(label, report, log)
+    ranks = current()
+    if ranks is None:
+        log_report(label, report, log)
+        return
+    shown, why = to_report(report.findings, policy, ranks)
+    who = f"{ranks}" + (f" ({why})" if why and shown else "")
+    if report.findings and not shown:
+        n = len(report.findings)
+        log.info("fxlint: %s: %s: %d finding%s, logged by %s", who, label, n, "s" if n != 1 else "",
+                 "another rank" if policy == "first" else f"rank {policy}")
+        return
+    log_report(f"{who}: {label}", replace(report, findings=shown), log)
 
 
-def _log_rewrites(label: str, result: Any) -> None:
+def _log_rewrites(label: str, result: Any, policy: str | int = "first") -> None:
+    """Log the rewrites, on the rank ``options["ranks"]`` picks (every rank rewrites its own graph)."""
+    from .distributed import current, logs
     from .renderers.log import log_rewrites
 
+    ranks = current()
+    if ranks is not None:
+        sites = [f"{a.code}@{a.location}:{a.description}" for a in result.applied]
+        sites += [f"{s.code}@{s.location}:{s.reason}" for s in result.skipped]
+        if not sites or not any(logs(["rewrites:" + "|".join(sites)], policy, ranks)[0]):
+            return
+        label = f"{ranks}: {label}"
     log_rewrites(label, result, log)
 
 

@@ -18,6 +18,7 @@ import contextlib
 import copy
 import linecache
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -25,6 +26,7 @@ import torch
 import torch.fx as fx
 
 from .canon import GraphView, build_view
+from .distributed import unwrap, wrapper_break
 from .roles import dynamo_roles
 from .errors import CaptureError, ModelError, first_line
 from .quiet import quiet_torch_logs
@@ -63,6 +65,7 @@ def capture(target: Any, example_inputs: Any = None) -> Captured:
     # would quote the old text of a line.
     linecache.checkcache()
     args, kwargs = normalise_inputs(example_inputs)
+    target = unwrap(target)  # a DDP-wrapped model is linted as the model it wraps
     if isinstance(target, torch.export.ExportedProgram):
         return _capture_export(target)
     if isinstance(target, fx.GraphModule):
@@ -104,9 +107,10 @@ def _expression(fs: Any) -> str | None:
 
 
 def ended_by(gm: fx.GraphModule, label: str) -> GraphBreak | None:
-    """The graph break that ended ``gm`` (None when it ended at a return)."""
+    """The graph break that ended ``gm`` (None when it ended at a return, or at a break that is
+    a distributed wrapper's own: a DDPOptimizer bucket split, a call into FSDP's hooks)."""
     reason = getattr(gm, "compile_subgraph_reason", None)
-    if reason is None or not getattr(reason, "graph_break", False):
+    if reason is None or not getattr(reason, "graph_break", False) or wrapper_break(reason) is not None:
         return None
     return graph_break_from_reason(reason, graph=label)
 
@@ -120,9 +124,7 @@ def view_from_dynamo(gm: fx.GraphModule, label: str) -> GraphView:
         grad_enabled=torch.is_grad_enabled(),
         roles=dynamo_roles(gm),
     )
-    reason = getattr(gm, "compile_subgraph_reason", None)
-    if reason is not None and getattr(reason, "graph_break", False):
-        view.graph_break = graph_break_from_reason(reason)
+    view.graph_break = ended_by(gm, label)
     return view
 
 
@@ -194,7 +196,9 @@ def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Ca
     unimplemented = dict(dynamo_utils.counters["unimplemented"])
     compiled = torch.compile(target, backend=backend, isolate_recompiles=True, recompile_limit=64)
     try:
-        with preserved_state(module, (args, kwargs)), quiet_torch_logs():
+        # a DDP model called inside the target: one graph per frame, not DDPOptimizer's bucket pieces
+        with preserved_state(module, (args, kwargs)), quiet_torch_logs(), \
+                torch._dynamo.config.patch(optimize_ddp=False):
             returned = compiled(*args, **kwargs)
             require_tensor_output(returned)
             result.reach = runs.safe_reach(returned)
@@ -208,10 +212,22 @@ def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Ca
     finally:
         _forget_new_codes(seen_codes)
         runs.clear()
-    result.breaks = _merge_breaks(
-        [graph_break_from_reason(r) for r in dynamo_utils.graph_break_reasons[n_reasons:]], ends
-    ) + _skipped_frames(unimplemented, dict(dynamo_utils.counters["unimplemented"]))
+    reasons = [r for r in dynamo_utils.graph_break_reasons[n_reasons:] if wrapper_break(r) is None]
+    skipped = _skipped_frames(unimplemented, dict(dynamo_utils.counters["unimplemented"]))
+    if _has_fsdp(module):
+        # FSDP2's hooks run under torch._dynamo.disable: calling a sharded block in a loop makes
+        # Dynamo skip the loop's frame; that is FSDP's break, not the model's
+        skipped = [b for b in skipped if "`disable`" not in b.reason]
+    result.breaks = _merge_breaks([graph_break_from_reason(r) for r in reasons], ends) + skipped
     return result
+
+
+def _has_fsdp(module: torch.nn.Module | None) -> bool:
+    """Does ``module`` hold a module sharded with ``fully_shard`` (FSDP2)?"""
+    if module is None or "torch.distributed.fsdp" not in sys.modules:
+        return False
+    fsdp_module = getattr(sys.modules["torch.distributed.fsdp"], "FSDPModule", None)
+    return fsdp_module is not None and any(isinstance(m, fsdp_module) for m in module.modules())
 
 
 _SKIPPED_RE = re.compile(r"frame skipped: (?P<func>[^\s(]+) \((?P<file>.+) line (?P<line>\d+)\)")

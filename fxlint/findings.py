@@ -96,6 +96,8 @@ class Finding:
     * ``dedup``: told apart from other findings of the same code, line and module by this key;
     * ``time_ns``: with the runtime audit, the measured time of the copies that back it
       (forward, and backward with ``train=True``), from the profiler;
+    * ``ranks``: under ``torch.distributed``, after ``Session.gather()``, the ranks that found it
+      (None: one process, or not gathered);
     * ``violation``: the rule's typed record (``details`` is its data plus the fields above).
     """
 
@@ -120,6 +122,7 @@ class Finding:
     tensor_shape: tuple[int, ...] | None = None
     dedup: str = ""
     time_ns: int | None = None
+    ranks: tuple[int, ...] | None = None
     violation: Violation | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property

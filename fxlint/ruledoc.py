@@ -28,6 +28,7 @@ FAMILIES = {
     "FXL3": "FXL3xx gradient breaks",
     "FXL4": "FXL4xx advanced-index copies",
     "FXL5": "FXL5xx capture",
+    "FXL6": "FXL6xx distributed",
 }
 
 

@@ -41,6 +41,7 @@ _FIELD_DOCS = {
     "tensor_shape": "for a claim that nothing is copied: the tensor it is about",
     "dedup": "tells two findings of one rule on one line apart",
     "time_ns": "with the runtime audit: measured time of the copies that back it, per call (profiler)",
+    "ranks": "under torch.distributed, gathered across ranks: the ranks that found it (null: not gathered)",
     "details": "the rule's own data: the fields of its violation type",
 }
 

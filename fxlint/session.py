@@ -1,4 +1,8 @@
-"""``fxlint.collect()``: gather the backend's findings across every graph it compiles."""
+"""``fxlint.collect()``: gather the backend's findings across every graph it compiles.
+
+Under ``torch.distributed`` a session holds the findings of its own rank (``Session.rank``);
+``Session.gather()`` exchanges them between the ranks (see ``fxlint.distributed``).
+"""
 
 from __future__ import annotations
 
@@ -54,6 +58,36 @@ class Session:
         merged = Report(findings=self.findings, suppressed=self.suppressed, graphs=self.graphs,
                         graph_breaks=sum(r.graph_breaks for r in self.reports), errors=self.errors)
         return merged
+
+    @property
+    def rank(self) -> int | None:
+        """This process's rank in the default process group (None: one process)."""
+        from .distributed import current
+
+        ranks = current()
+        return ranks.rank if ranks is not None else None
+
+    def gather(self, timeout: float = 60.0) -> Report:
+        """Every rank's findings as one ``Report``: each finding once, with ``Finding.ranks`` the
+        ranks that found it; one that only some ranks found says which in its message.
+
+        Like a collective, every rank calls it (after its last compile), in the same order as its
+        other ``gather`` calls. It is not one: the ranks meet in the process group's key-value
+        store, so it never waits on the user's collectives, and a rank that has not answered
+        within ``timeout`` seconds is left out (``Report.extras["missing_ranks"]``) rather than
+        waited for. In one process it is ``report()``."""
+        from .distributed import gather
+
+        local = self.report()
+        got = gather(local.findings, timeout)
+        local.findings = got.findings
+        local.extras["world_size"] = got.world
+        if got.missing:
+            local.extras["missing_ranks"] = list(got.missing)
+            who = ", ".join(map(str, got.missing))
+            local.errors.append(f"rank{'s' if len(got.missing) > 1 else ''} {who} sent no findings within "
+                                f"{timeout:g} s")
+        return local
 
 
 _lock = threading.Lock()

@@ -7,6 +7,12 @@
   ``(module, inputs)`` pair;
 * an ``nn.Module`` instance, a ``GraphModule`` or an ``ExportedProgram``;
 * a plain function with required parameters: the callable to lint itself.
+
+A factory (or class) that wraps its model in ``DistributedDataParallel`` or
+``fully_shard`` needs a process group: it runs with the ``env://`` variables of
+a one-process job set where they are not (so ``dist.init_process_group()``
+works), and if it fails for want of a process group, it runs once more after
+fxlint starts a one-rank gloo group (see ``fxlint.distributed``).
 """
 
 from __future__ import annotations
@@ -113,6 +119,20 @@ def _required_params(fn: Any) -> list[str]:
     ]
 
 
+def _call(factory: Any) -> Any:
+    """``factory()``, in a one-process job's environment when it needs a process group."""
+    from .distributed import needs_process_group, single_process_env, start_one_process_group
+
+    with single_process_env():
+        try:
+            return factory()
+        except Exception as exc:
+            if not needs_process_group(exc):
+                raise
+        start_one_process_group()
+        return factory()
+
+
 def load_target(target: str) -> LoadedTarget:
     """Resolve TARGET to something ``fxlint.lint`` accepts (see module docstring)."""
     obj = load_object(target)
@@ -128,14 +148,14 @@ def load_target(target: str) -> LoadedTarget:
                 "point TARGET at a factory function that builds it"
             )
         try:
-            return LoadedTarget(obj(), None, target)
+            return LoadedTarget(_call(obj), None, target)
         except Exception as exc:
             raise TargetError(f"{target}() raised {type(exc).__name__}: {exc}") from exc
     if callable(obj):
         if _required_params(obj):
             return LoadedTarget(obj, None, target)  # a function to lint directly
         try:
-            made = obj()
+            made = _call(obj)
         except Exception as exc:
             raise TargetError(f"factory {target}() raised {type(exc).__name__}: {exc}") from exc
         if isinstance(made, tuple) and len(made) == 2 and callable(made[0]):

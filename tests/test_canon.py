@@ -470,7 +470,8 @@ def test_derived_op_tables_are_the_ones_passes_relied_on():
                         "view_as_real", "view_as_complex", "unfold", "split_with_sizes", "alias"}
     assert MAYBE_VIEW_OPS == {"reshape", "contiguous", "to"}
     assert PASSTHROUGH_OPS == {"dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d",
-                               "dropout3d", "identity", "lift_fresh", "tuple_getitem"}
+                               "dropout3d", "identity", "lift_fresh", "tuple_getitem",
+                               "wait"}  # a collective's wait_tensor hands back the tensor it waited for
     assert COMPUTING_MODULE_OPS == {"linear", "conv", "layer_norm", "group_norm", "batch_norm", "instance_norm",
                                     "softmax", "log_softmax", "embedding"}
     assert {"arange", "zeros", "tensor", "empty_strided", "tril_indices"} <= FACTORY_NAMES

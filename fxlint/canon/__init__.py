@@ -67,6 +67,16 @@ grad_region                 enabled, returns (export's ``wrap_with_set_grad_enab
 item/tolist/numpy           input. Spelled: _local_scalar_dense, item, numpy, tolist
 size                        input, args. Spelled: dim, numel, shape, size, stride, sym_numel, sym_size,
                             sym_stride
+collective                  kind (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast), input (the
+                            tensor sent; a coalesced form's first), inputs, group_size, group, reduce_op, src,
+                            out (``_out`` forms), inplace, style (the ``torch.ops._c10d_functional`` op that
+                            ``dist.*`` calls are captured as). Spelled: all_gather_into_tensor,
+                            all_gather_into_tensor_coalesced, all_gather_into_tensor_out, all_reduce,
+                            all_reduce_, all_reduce_coalesced, all_reduce_coalesced_, all_to_all_single,
+                            broadcast, broadcast_, reduce_scatter_tensor, reduce_scatter_tensor_coalesced,
+                            reduce_scatter_tensor_out
+wait                        input (the collective's result it waits for; the same tensor comes back). Spelled:
+                            wait_tensor
 ==========================  ==================================================================================
 
 Every other op keeps its own name (``add``, ``relu``...) with ``args`` holding

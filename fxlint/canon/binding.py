@@ -144,6 +144,9 @@ def _candidates(node: fx.Node) -> list[list[_Param]]:
     if isinstance(t, torch._ops.OpOverload):
         return [_schema_params(t._schema)]
     if isinstance(t, torch._ops.OpOverloadPacket):
+        if not str(getattr(t, "_qualified_op_name", "aten::")).startswith("aten::"):
+            # another namespace's packet (Dynamo records ``_c10d_functional.all_reduce`` so): its own schemas
+            return [_schema_params(getattr(t, o)._schema) for o in t.overloads()]
         return _aten_params(t.__name__)
     name = getattr(t, "__name__", None) or ""
     if t is getattr:

@@ -513,3 +513,54 @@ def host_sync(c: Call) -> Args:
             doc="input, args")
 def size(c: Call) -> Args:
     return {"input": c.input, "args": list(c.node.args[1:])}
+
+
+# --------------------------------------------------------------------------- collectives
+
+#: what each functional collective is (``dist.all_reduce(x)`` and friends are captured as these:
+#: ``torch.ops._c10d_functional.*`` then ``wait_tensor``); the ``_coalesced`` forms take a list
+_COLLECTIVES = {
+    "all_reduce": "all_reduce", "all_reduce_": "all_reduce", "all_reduce_coalesced": "all_reduce",
+    "all_reduce_coalesced_": "all_reduce", "all_gather_into_tensor": "all_gather",
+    "all_gather_into_tensor_out": "all_gather", "all_gather_into_tensor_coalesced": "all_gather",
+    "reduce_scatter_tensor": "reduce_scatter", "reduce_scatter_tensor_out": "reduce_scatter",
+    "reduce_scatter_tensor_coalesced": "reduce_scatter", "all_to_all_single": "all_to_all",
+    "broadcast": "broadcast", "broadcast_": "broadcast",
+}
+_COLLECTIVE_NAMESPACES = frozenset({"_c10d_functional", "c10d_functional", "_c10d_functional_autograd"})
+
+
+def _c10d_op(c: Call) -> bool:
+    t = c.node.target
+    if c.node.op != "call_function" or not isinstance(t, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return False
+    qualified = getattr(t, "_qualified_op_name", None) or getattr(t, "name", lambda: "")()
+    return str(qualified).split("::", 1)[0] in _COLLECTIVE_NAMESPACES
+
+
+@normaliser(
+    "collective", spellings=set(_COLLECTIVES),
+    doc="kind (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast), input (the tensor sent; a "
+        "coalesced form's first), inputs, group_size, group, reduce_op, src, out (``_out`` forms), inplace, style "
+        "(the ``torch.ops._c10d_functional`` op that ``dist.*`` calls are captured as)",
+)
+def collective(c: Call) -> Args | None:
+    if not _c10d_op(c):
+        return None
+    raw = c.raw
+    if raw.endswith("_coalesced") or raw.endswith("_coalesced_"):
+        inputs = [i for i in c.conv(list(c.get("inputs") or [])) if isinstance(i, CanonNode)]
+    else:
+        inputs = [c.input] if c.input is not None else []
+    return {"kind": _COLLECTIVES[raw], "input": inputs[0] if inputs else None, "inputs": inputs,
+            "group_size": c.get("group_size"), "group": c.get("group_name"),
+            "reduce_op": c.get("reduce_op"), "src": c.get("src"), "out": c.conv(c.get("out")),
+            "inplace": raw.endswith("_"), "style": raw}
+
+
+@normaliser("wait", spellings={"wait_tensor"}, passthrough=True,
+            doc="input (the collective's result it waits for; the same tensor comes back)")
+def wait(c: Call) -> Args | None:
+    if not _c10d_op(c):
+        return None
+    return {"input": c.input}
