@@ -45,12 +45,7 @@ def finding_from_hit(rule: Rule, hit: Hit, label: str | None) -> Finding:
     expr = None
     if hit.bytes is not None and nbytes is None and isinstance(hit.bytes, sympy.Expr):
         expr = str(hit.bytes)
-    legacy = hit.details  # a rule not yet converted to a typed violation
-    sizes = hit.copy_sizes if hit.copy_sizes is not None else legacy.get("copy_sizes")
-    backward = hit.backward_bytes if hit.backward_bytes is not None else legacy.get("backward_bytes")
-    # a legacy "shape" is the tensor of a no-copy claim only for such claims (FXL108's bytes == 0)
-    shape = hit.tensor_shape if hit.tensor_shape is not None else (
-        legacy.get("shape") if hit.bytes is not None and known(hit.bytes) == 0 else None)
+    sizes, backward, shape = hit.copy_sizes, hit.backward_bytes, hit.tensor_shape
     violation = hit.violation
     return Finding(
         code=rule.code,
@@ -69,7 +64,7 @@ def finding_from_hit(rule: Rule, hit: Hit, label: str | None) -> Finding:
         copy_sizes=_known_ints(sizes),
         backward_bytes=known(backward) if backward is not None else None,
         tensor_shape=_known_ints(shape),
-        dedup=str(hit.dedup or legacy.get("dedup") or ""),
+        dedup=hit.dedup,
         violation=violation,
     )
 
@@ -141,7 +136,7 @@ def evaluate(
             label = where
             if isinstance(subject, Program):
                 owner = program.view_of(hit.node) if hit.node is not None else None
-                label = owner.label if owner is not None else (hit.graph or hit.details.get("graph") or "program")
+                label = owner.label if owner is not None else (hit.graph or "program")
             f = finding_from_hit(rule, hit, label)
             if settings is not None:
                 sev = settings.severity_for(f.code, f.severity)

@@ -59,19 +59,15 @@ class Hit:
     copies written on one line); ``anchors`` are other source lines whose
     ``# fxlint: ignore[...]`` also silences the hit (the ``with torch.no_grad():`` line of a
     region reported at the first line inside it).
-
-    Transitional: a rule not yet given its violation type passes ``message=``/``fix=`` and a
-    free ``details`` dict (``copy_sizes``, ``backward_bytes``, ``dedup``, ``shape`` and ``graph``
-    are read from it); ``TextViolation`` carries them.
     """
 
     __slots__ = ("node", "violation", "bytes", "copy_sizes", "backward_bytes", "tensor_shape", "severity",
-                 "location", "anchors", "dedup", "graph", "details")
+                 "location", "anchors", "dedup", "graph")
 
     def __init__(
         self,
         node: "CanonNode | None",
-        violation: Violation | None = None,
+        violation: Violation,
         *,
         bytes: "Dim | None" = None,  # noqa: A002 - the user's word for it
         copy_sizes: Sequence[int] | None = None,
@@ -82,14 +78,9 @@ class Hit:
         anchors: tuple["Location", ...] = (),
         dedup: str = "",
         graph: str | None = None,
-        message: str | None = None,
-        fix: str | None = None,
-        details: dict[str, Any] | None = None,
     ) -> None:
-        if violation is None:
-            if message is None:
-                raise TypeError("Hit needs a violation")
-            violation = TextViolation(message, fix, dict(details or {}))
+        if not isinstance(violation, Violation):
+            raise TypeError(f"a Hit needs the rule's Violation instance, not {type(violation).__name__}")
         self.node = node
         self.violation = violation
         self.bytes = bytes
@@ -101,7 +92,6 @@ class Hit:
         self.anchors = tuple(anchors)
         self.dedup = dedup
         self.graph = graph
-        self.details: dict[str, Any] = violation.data if isinstance(violation, TextViolation) else {}
 
     def __repr__(self) -> str:
         return f"Hit({self.node!r}, {type(self.violation).__name__})"
@@ -110,34 +100,9 @@ class Hit:
     def message(self) -> str:
         return self.violation.message()
 
-    @message.setter
-    def message(self, text: str) -> None:  # transitional: rules that edit a finished message
-        if not isinstance(self.violation, TextViolation):
-            raise AttributeError("a typed violation's message comes from its fields")
-        self.violation = replace(self.violation, text=text)
-
     @property
     def fix(self) -> str | None:
         return self.violation.fix_title()
-
-
-@dataclass(frozen=True)
-class TextViolation(Violation):
-    """A violation given as finished text (rules being converted to typed violations)."""
-
-    text: str
-    fix: str | None = None
-    data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
-
-    def message(self) -> str:
-        return self.text
-
-    def fix_title(self) -> str | None:
-        return self.fix
-
-    def to_dict(self) -> dict[str, Any]:
-        skip = {"copy_sizes", "backward_bytes", "dedup", "repeats", "graph"}
-        return {k: v for k, v in self.data.items() if k not in skip}
 
 
 @dataclass(frozen=True)

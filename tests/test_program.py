@@ -9,10 +9,20 @@ import torch
 import fxlint
 from fxlint.capture import capture
 from fxlint.engine import run_rules
-from fxlint.findings import Severity
+from dataclasses import dataclass
+
+from fxlint.findings import Severity, Violation
 from fxlint.program import Program
 from fxlint.registry import Hit, Rule, RuleContext, rule
 from fxlint.source import Location
+
+
+@dataclass(frozen=True)
+class _Text(Violation):
+    text: str
+
+    def message(self) -> str:
+        return self.text
 
 
 def _rule(fn, scope="program"):
@@ -50,7 +60,7 @@ def test_anchor_line_silences_a_hit(write_module):
     path = write_module("x = 1  # fxlint: ignore[FXL999]\ny = 2\n", name="anchored.py")
 
     def check(program, ctx):
-        yield Hit(node=None, message="at y", location=Location(str(path), 2, "<module>"),
+        yield Hit(None, _Text("at y"), location=Location(str(path), 2, "<module>"),
                   anchors=(Location(str(path), 1, "<module>"),))
 
     report = run_rules(Program([]), [_rule(check)], RuleContext())
