@@ -205,3 +205,38 @@ def test_page_shape():
     for section in (*REQUIRED_SECTIONS, "## How to silence it"):
         assert section in page
     assert "# fxlint: ignore[FXL401]" in page and 'ignore = ["FXL401"]' in page and "--baseline" in page
+
+
+# --------------------------------------------------------------------------- sample outputs are real
+
+
+def _samples():
+    """Every ```text block that starts with `$ fxlint lint ...` in the README and the docs: (page, argv, lines)."""
+    import re
+    import shlex
+
+    out = []
+    for page in [README, *sorted(SITE.glob("*.md"))]:
+        for block in re.findall(r"```text\n(\$ fxlint lint .*?)```", page.read_text(), flags=re.S):
+            first, *lines = block.rstrip("\n").split("\n")
+            out.append((page.relative_to(ROOT).as_posix(), shlex.split(first[2:])[1:], lines))
+    return out
+
+
+def test_sample_outputs_are_what_fxlint_prints(capsys, monkeypatch):
+    """The outputs shown in the README and the docs are what `fxlint lint` prints today (at 120 columns).
+    A line `[...]` elides findings; everything else must appear, in order."""
+    samples = _samples()
+    assert {page for page, _, _ in samples} >= {"README.md", "docs/getting-started.md", "docs/rule-families.md"}
+    monkeypatch.setenv("COLUMNS", "120")
+    monkeypatch.chdir(ROOT)  # the samples name models/ relative to the checkout, and so do the locations
+    for page, argv, lines in samples:
+        main([*argv, "--fail-on", "never"])
+        printed = capsys.readouterr().out.rstrip("\n").split("\n")
+        shown = [line for line in lines if not line.startswith("[...")]
+        if len(shown) == len(lines):
+            assert printed == shown, f"{page}: the sample of `fxlint lint {' '.join(argv)}` is out of date"
+        else:
+            it = iter(printed)
+            assert all(line in it for line in shown), \
+                f"{page}: the sample of `fxlint lint {' '.join(argv)}` is out of date"
