@@ -1,6 +1,7 @@
 """``fxlint docs``: write (or ``--check``) the generated pages of the documentation site:
-``docs/rules/FXLnnn.md`` for every registered rule with the index ``docs/rules/README.md``, and the
-CLI reference ``docs/cli.md`` rendered from the argument parsers."""
+``docs/rules/FXLnnn.md`` for every registered rule with the index ``docs/rules/README.md``, the
+CLI reference ``docs/cli.md`` rendered from the argument parsers, and the JSON report's schema
+``docs/report.schema.json`` (what ``fxlint schema`` prints)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ ORDER = 95
 DEFAULT_DIR = "docs"
 RULES = "rules"
 CLI_PAGE = "cli.md"
+SCHEMA = "report.schema.json"
 _PAGE_RE = re.compile(r"^FXL\d{3}\.md$")
 
 
@@ -24,7 +26,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "docs", help="generate the rule pages and the CLI reference of the documentation site",
         description="Render DIR/rules/FXLnnn.md (and the index DIR/rules/README.md) from the docstrings of every "
-                    "registered rule, and DIR/cli.md from fxlint's argument parsers. With --check, write nothing "
+                    "registered rule, DIR/cli.md from fxlint's argument parsers and DIR/report.schema.json (the JSON "
+                    "report's schema). With --check, write nothing "
                     "and exit 1 when a page is out of date. `make docs` then builds the site (MkDocs).")
     p.add_argument("--output", metavar="DIR", default=DEFAULT_DIR,
                    help=f"the documentation folder the pages go into (default {DEFAULT_DIR})")
@@ -34,13 +37,17 @@ def add_parser(sub: Any) -> None:
 
 def generated_pages() -> dict[str, str]:
     """Path relative to the docs folder -> text, for every page ``fxlint docs`` writes."""
+    import json
+
     from ..clidoc import render_cli
     from ..cli import build_parser
     from ..registry import all_rules
     from ..ruledoc import pages
+    from ..schema import report_schema
 
     out = {f"{RULES}/{name}": text for name, text in pages(all_rules()).items()}
     out[CLI_PAGE] = render_cli(build_parser())
+    out[SCHEMA] = json.dumps(report_schema(), indent=2) + "\n"  # byte for byte what `fxlint schema -o` writes
     return out
 
 
@@ -96,6 +103,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"fxlint: the generated pages in {args.output} are up to date", file=sys.stderr)
         return EXIT_CLEAN
     n = write(args.output)
-    print(f"fxlint: wrote {n} rule page{'s' if n != 1 else ''}, the rule index and {CLI_PAGE} to {args.output}",
-          file=sys.stderr)
+    print(f"fxlint: wrote {n} rule page{'s' if n != 1 else ''}, the rule index, {CLI_PAGE} and {SCHEMA} to "
+          f"{args.output}", file=sys.stderr)
     return EXIT_CLEAN
