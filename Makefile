@@ -38,7 +38,7 @@ test-portability: $(STAMP)
 		--deselect tests/test_kernel_probe.py::test_cli_no_probe_and_env \
 		--deselect tests/test_layout_models.py::test_zoo_demo_lists_the_layout_scenarios
 
-## regenerate the generated pages (docs/rules, docs/cli.md) and build the documentation site into site/
+## regenerate the generated pages (docs/rules, docs/cli.md, docs/report.schema.json) and build the documentation site into site/
 docs: $(STAMP)
 	$(VENV)/bin/fxlint docs
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
