@@ -20,7 +20,7 @@ demo: $(STAMP)
 
 ## run the test suite (fails when no test ran), then the CPU-dependent tests with the CPU paths forced down
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadscope
 	$(MAKE) --no-print-directory test-portability
 
 # The kernel model must hold on any x86-64 CPU: rerun the tests of what depends on the CPU with ATen's
@@ -34,7 +34,7 @@ PORTABILITY_TESTS := tests/test_kernel_sweep.py tests/test_kernels.py tests/test
 ## the CPU-dependent tests once per forced-down CPU mode (half the sweep's sample in each)
 test-portability: $(STAMP)
 	FXLINT_SWEEP_SCALE=0.5 $(PY) -m tests._portability check $(PORTABILITY_MODES) -- \
-		-q -p no:cacheprovider $(PORTABILITY_TESTS) \
+		-q -p no:cacheprovider -n auto --dist loadscope $(PORTABILITY_TESTS) \
 		--deselect tests/test_kernel_probe.py::test_cli_no_probe_and_env \
 		--deselect tests/test_layout_models.py::test_zoo_demo_lists_the_layout_scenarios
 

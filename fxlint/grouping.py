@@ -70,6 +70,15 @@ def short_path(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
+def location_text(location: str, limit: int = 40) -> str:
+    """``file:line`` for a table cell: the path as ``short_path`` writes it, and cut from the left
+    (``.../models/video.py:11``) when longer than ``limit``, so the file name and line always show
+    (a wrapped cell put the line number on a row of its own)."""
+    path, sep, line = location.rpartition(":")
+    text = f"{short_path(path)}{sep}{line}" if sep and line.isdigit() else location
+    return text if len(text) <= limit else "..." + text[-(limit - 3):]
+
+
 _INT = re.compile(r"^\d+$")
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from tabulate import tabulate
 
+from ..grouping import location_text
 from ..tensorinfo import human_bytes
 from .text import ms
 
@@ -25,12 +26,12 @@ def render_audit_text(report: "AuditReport", *, width: int | None = None) -> str
             what = ", ".join(s.ops)
             if not s.avoidable:
                 what += f"\nunavoidable: {s.reason}"
-            rows.append([s.location, s.module_path or "-", s.phase, s.count, human_bytes(s.bytes),
+            rows.append([location_text(s.location), s.module_path or "-", s.phase, s.count, human_bytes(s.bytes),
                          f"{100 * s.share:.1f}%", ms(s.time_ns), what])
         lines.append(tabulate(rows, headers=["Location", "Module", "Phase", "Copies", "Bytes/call", "Share", "Time",
                                              "Ops (top>copy)"],
                               tablefmt="simple",
-                              maxcolwidths=[40, 24, None, None, None, None, None, max(30, width - 110)]))
+                              maxcolwidths=[None, 24, None, None, None, None, None, max(30, width - 110)]))
         lines.append("")
     s = report.summary()
     what = "training step (forward + backward)" if report.train else "forward call"
