@@ -66,7 +66,8 @@ else:  # pragma: no cover - Python 3.10: tomli if installed, else config files a
     try:
         import tomli as tomllib
     except ImportError:
-        tomllib = None  # type: ignore[assignment]
+        # None: no TOML reader (a type error only where tomli is installed)
+        tomllib = None  # type: ignore[assignment, unused-ignore]
 
 KEYS = ("select", "extend-select", "ignore", "per-file-ignores", "severity", "fail-on", "inner", "rewrite", "probe",
         "probe-max-mib")
