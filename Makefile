@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fxlint-installed
 
-.PHONY: demo test test-portability venv clean
+.PHONY: demo test test-portability check venv clean
 
 $(STAMP): pyproject.toml requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -38,5 +38,9 @@ test-portability: $(STAMP)
 		--deselect tests/test_kernel_probe.py::test_cli_no_probe_and_env \
 		--deselect tests/test_layout_models.py::test_zoo_demo_lists_the_layout_scenarios
 
+## static checks (pyproject.toml): ruff and mypy over the package; tests/test_static.py runs them too
+check: $(STAMP)
+	@status=0; $(PY) -m ruff check fxlint || status=1; $(PY) -m mypy || status=1; exit $$status
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -26,6 +26,7 @@ So ``x[[1], [0, 2, 4]]`` is ``x[1, 0:5:2]`` and ``x[[[0], [1]], [0, 2]]`` is
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Sequence
 
 import torch
@@ -52,7 +53,7 @@ def progression(values: Sequence[int], size: int | None) -> tuple[int, int, int]
     if len(vals) == 1:
         return vals[0], vals[0] + 1, 1
     step = vals[1] - vals[0]
-    if step <= 0 or any(b - a != step for a, b in zip(vals, vals[1:])):
+    if step <= 0 or any(b - a != step for a, b in pairwise(vals)):
         return None
     return vals[0], vals[-1] + 1, step
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import inspect
 import operator
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.fx as fx

@@ -40,7 +40,9 @@ class OracleResult:
         bad = [f for f in self.findings if f.status != "confirmed"]
         if bad:
             def at(f: Finding) -> object:
-                return [(c.op, c.bytes) for c in self.audit.at(f.file, f.line)] if f.file and f.line is not None else "?"
+                if not f.file or f.line is None:
+                    return "?"
+                return [(c.op, c.bytes) for c in self.audit.at(f.file, f.line)]
 
             lines = "\n".join(f"  {f.code} {f.location}: {f.status}, predicted {f.bytes} B; runtime at that line: "
                               f"{at(f)}" for f in bad)
