@@ -26,7 +26,7 @@ def _write(tmp_path: Path, name: str, code: str) -> Path:
 
 
 def test_ruff_is_clean_on_the_package():
-    proc = _run("ruff", "check", "--no-cache", "fxlint")
+    proc = _run("ruff", "check", "--no-cache", "--output-format", "concise", "fxlint")
     assert proc.returncode == 0, f"ruff check fxlint:\n{proc.stdout}{proc.stderr}"
 
 
