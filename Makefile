@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fxlint-installed
 
-.PHONY: demo test test-portability venv clean docs docs-screenshot
+.PHONY: demo test test-portability check venv clean docs docs-screenshot
 
 $(STAMP): pyproject.toml requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -48,5 +48,9 @@ docs: $(STAMP)
 docs-screenshot: $(STAMP)
 	$(PY) docs/_tools/report_screenshot.py
 
+## static checks (pyproject.toml): ruff and mypy over the package; tests/test_static.py runs them too
+check: $(STAMP)
+	@status=0; $(PY) -m ruff check fxlint || status=1; $(PY) -m mypy || status=1; exit $$status
+
 clean:
-	rm -rf $(VENV) build site *.egg-info .pytest_cache
+	rm -rf $(VENV) build site *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -112,7 +112,7 @@ def compress_paths(paths: Sequence[str | None], limit: int = 4) -> str:
 def _ranges(xs: list[int]) -> str:
     parts: list[str] = []
     start = prev = xs[0]
-    for x in xs[1:] + [None]:  # type: ignore[list-item]
+    for x in [*xs[1:], None]:
         if x is not None and x == prev + 1:
             prev = x
             continue

@@ -33,16 +33,16 @@ def render_audit_text(report: "AuditReport", *, width: int | None = None) -> str
                               tablefmt="simple",
                               maxcolwidths=[None, 24, None, None, None, None, None, max(30, width - 110)]))
         lines.append("")
-    s = report.summary()
+    summary = report.summary()
     what = "training step (forward + backward)" if report.train else "forward call"
-    if not s["copies"]:
+    if not summary["copies"]:
         lines.append(f"No copies in one {what}.")
     else:
         lines.append(
-            f"{s['copies']} copies, {human_bytes(s['bytes_per_call'])} per {what} "
-            f"({human_bytes(s['avoidable_bytes_per_call'])} avoidable, "
-            f"{human_bytes(s['unavoidable_bytes_per_call'])} that every program pays)"
-            + (f"; forward {human_bytes(s['forward_bytes'])}, backward {human_bytes(s['backward_bytes'])}"
+            f"{summary['copies']} copies, {human_bytes(summary['bytes_per_call'])} per {what} "
+            f"({human_bytes(summary['avoidable_bytes_per_call'])} avoidable, "
+            f"{human_bytes(summary['unavoidable_bytes_per_call'])} that every program pays)"
+            + (f"; forward {human_bytes(summary['forward_bytes'])}, backward {human_bytes(summary['backward_bytes'])}"
                if report.train else "") + "."
         )
         if report.call_ns:
