@@ -391,12 +391,29 @@ def _norm_cases() -> Iterator[Case]:
             yield Case("log_softmax(-1) " + tag, sm("log_softmax", -1))
 
 
+def _pad_cases() -> Iterator[Case]:
+    pads = [(0, 0), (0, 0, 0, 0), (0, 0, 0, 0, 0, 0), (1, 1), (0, 1, 2, 0), (0, 0, 0, 1, 0, 2), (-1, 0), (-1, 1),
+            (0, -2, 0, 0)]
+    for dt, shape in itertools.product((torch.float32, torch.bfloat16), [(2, 8, 6), (2, 6, 5, 8), (1, 6, 5, 8)]):
+        for (ln, st), pad, train in itertools.product(_norm_layouts(shape), pads, (False, True)):
+            if len(pad) // 2 > len(shape):
+                continue
+
+            def build(dt=dt, st=st, pad=pad, train=train, shape=shape):
+                x = leaf(shape, st, dt, train)
+                return (lambda x: F.pad(x, pad)), (x,), train, \
+                    (lambda x: K.predict_pad(TI(x), pad, grad=train, env=env()))
+
+            yield Case(f"pad {dt} {shape} {ln} {pad} train={train}", build)
+
+
 FAMILIES: dict[str, Callable[[], Iterator[Case]]] = {
     "matrix": _matrix_cases,
     "bmm": _bmm_cases,
     "matmul": _matmul_cases,
     "conv": _conv_cases,
     "norm": _norm_cases,
+    "pad": _pad_cases,
 }
 
 

@@ -13,7 +13,8 @@ import torch.nn.functional as F
 from fxlint import kernels as K
 from fxlint.capture import capture
 from fxlint.kernels.registry import KernelModel, KernelRegistry, kernel_model
-from fxlint.passes import fxl201_noncontiguous_matmul, fxl202_noncontiguous_conv, fxl203_noncontiguous_norm
+from fxlint.passes import (fxl201_noncontiguous_matmul, fxl202_noncontiguous_conv, fxl203_noncontiguous_norm,
+                           fxl205_pad_copy)
 
 r = torch.randn
 
@@ -35,6 +36,7 @@ EXAMPLES = {
     "batch_norm": (lambda x, m, v: F.batch_norm(x, m, v), (r(2, 4, 3, 3), torch.zeros(4), torch.ones(4))),
     "softmax": (lambda x: torch.softmax(x, -1), (r(2, 4),)),
     "log_softmax": (lambda x: F.log_softmax(x, -1), (r(2, 4),)),
+    "pad": (lambda x: F.pad(x, (1, 1)), (r(2, 4),)),
 }
 
 
@@ -59,9 +61,9 @@ def test_every_family_lives_in_its_own_module_and_every_op_in_one_family():
     modules = {m.family: set() for m in K.models()}
     for m in K.models():
         modules[m.family].add(m.module.rsplit(".", 1)[-1])
-    assert set(K.families()) == {"matmul", "conv", "norm", "softmax"}
+    assert set(K.families()) == {"matmul", "conv", "norm", "softmax", "pad"}
     assert modules == {"matmul": {"blas", "bmm", "matmul"}, "conv": {"conv"}, "norm": {"norm"},
-                       "softmax": {"softmax"}}
+                       "softmax": {"softmax"}, "pad": {"pad"}}
     assert sorted(K.ops()) == sorted(set(K.ops()))
 
 
@@ -80,6 +82,7 @@ class _Recorder:
     (fxl201_noncontiguous_matmul, ("matmul",)),
     (fxl202_noncontiguous_conv, ("conv",)),
     (fxl203_noncontiguous_norm, ("norm", "softmax")),
+    (fxl205_pad_copy, ("pad",)),
 ])
 def test_the_layout_rules_check_exactly_the_ops_of_their_kernel_families(rule, families):
     view = _Recorder()
@@ -89,7 +92,7 @@ def test_the_layout_rules_check_exactly_the_ops_of_their_kernel_families(rule, f
 
 def test_every_kernel_op_is_checked_by_a_layout_rule():
     checked = set()
-    for rule in (fxl201_noncontiguous_matmul, fxl202_noncontiguous_conv, fxl203_noncontiguous_norm):
+    for rule in (fxl201_noncontiguous_matmul, fxl202_noncontiguous_conv, fxl203_noncontiguous_norm, fxl205_pad_copy):
         view = _Recorder()
         list(rule.check(view, SimpleNamespace()))
         checked |= set(view.asked)

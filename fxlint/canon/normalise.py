@@ -462,6 +462,22 @@ def softmax(c: Call) -> Args:
     return {"input": c.input, "dim": c.get("dim")}
 
 
+@normaliser("pad", spellings={"pad", "constant_pad_nd"}, modules={nn.modules.padding._ConstantPadNd: "pad"},
+            doc="input, pad (the widths as written: last dim first, (left, right) pairs; ints or SymInt nodes), "
+                "mode (constant, reflect, replicate, circular), value")
+def pad(c: Call) -> Args:
+    if c.is_module:
+        mod = c.module
+        widths = getattr(mod, "padding", None)
+        return {"input": c.input, "pad": tuple(widths) if isinstance(widths, (list, tuple)) else None,
+                "mode": "constant", "value": getattr(mod, "value", 0.0)}
+    widths = c.first("pad", default=c.node.args[1] if len(c.node.args) > 1 else None)
+    mode = "constant" if c.raw == "constant_pad_nd" else c.get("mode", "constant")
+    value = c.get("value", 0.0)
+    return {"input": c.input, "pad": tuple(c.conv(list(widths))) if isinstance(widths, (list, tuple)) else None,
+            "mode": mode if isinstance(mode, str) else None, "value": 0.0 if value is None else c.conv(value)}
+
+
 # --------------------------------------------------------------------------- factories, grad mode, host syncs
 
 FACTORIES = frozenset({

@@ -97,6 +97,7 @@ from .env import Env
 from .geometry import is_channels_last_dense, suggest_memory_format
 from .matmul import predict_linear, predict_matmul
 from .norm import predict_norm
+from .pad import predict_pad
 from .registry import (
     REGISTRY,
     KernelModel,
@@ -141,6 +142,7 @@ __all__ = [
     "predict_conv",
     "predict_conv_node",
     "predict_norm",
+    "predict_pad",
     "predict_softmax",
     "suggest_memory_format",
     "is_channels_last_dense",
