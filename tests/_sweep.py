@@ -407,6 +407,36 @@ def _pad_cases() -> Iterator[Case]:
             yield Case(f"pad {dt} {shape} {ln} {pad} train={train}", build)
 
 
+def _qkv_layouts(B, H, L, E):
+    """(name, shape, strides) of q/k/v layouts attention code produces."""
+    yield "c", (B, H, L, E), strides_for((B, H, L, E))
+    yield "qkv", (B, H, L, E), (L * 3 * H * E, E, 3 * H * E, 1)  # qkv.reshape(B, L, 3, H, E).permute(2, 0, 3, 1, 4)[i]
+    yield "t12", (B, H, L, E), strides_for((B, H, L, E), order=[0, 2, 1, 3])
+    yield "lastT", (B, H, L, E), strides_for((B, H, L, E), order=[0, 1, 3, 2])
+    yield "5d", (B, 2, H, L, E), (3 * 2 * H * L * E, H * L * E, L * E, E, 1)
+    yield "3d", (B * H, L, E), strides_for((B * H, L, E), order=[1, 0, 2])
+
+
+def _sdpa_cases() -> Iterator[Case]:
+    B, H, L, E = 2, 4, 16, 8
+    masks = [None, (L, L), (1, H, L, L), (H, L, L), (B, 1, L, L)]
+    for dt, (ln, shape, st), mask, train, dropout in itertools.product(
+            (torch.float32, torch.bfloat16), _qkv_layouts(B, H, L, E), masks, (False, True), (0.0,)):
+        if mask is not None and len(shape) == 3 and len(mask) > 2:
+            continue
+        if dt != torch.float32 and (ln in ("lastT", "5d", "3d") or (mask is not None and len(mask) == 3)):
+            continue  # reduced precision on the math path converts to float32 first: not modelled
+
+        def build(dt=dt, shape=shape, st=st, mask=mask, train=train):
+            q, k, v = (leaf(shape, st, dt, train) for _ in range(3))
+            m = leaf(mask, strides_for(mask), dt) if mask is not None else None
+            return (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=m)), (q, k, v), train, \
+                (lambda q, k, v: K.predict_sdpa(TI(q), TI(k), TI(v), TI(m) if m is not None else None, grad=train,
+                                                env=env()))
+
+        yield Case(f"sdpa {dt} {ln} {shape} mask={mask} train={train}", build)
+
+
 FAMILIES: dict[str, Callable[[], Iterator[Case]]] = {
     "matrix": _matrix_cases,
     "bmm": _bmm_cases,
@@ -414,6 +444,7 @@ FAMILIES: dict[str, Callable[[], Iterator[Case]]] = {
     "conv": _conv_cases,
     "norm": _norm_cases,
     "pad": _pad_cases,
+    "sdpa": _sdpa_cases,
 }
 
 

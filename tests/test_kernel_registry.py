@@ -37,6 +37,7 @@ EXAMPLES = {
     "softmax": (lambda x: torch.softmax(x, -1), (r(2, 4),)),
     "log_softmax": (lambda x: F.log_softmax(x, -1), (r(2, 4),)),
     "pad": (lambda x: F.pad(x, (1, 1)), (r(2, 4),)),
+    "scaled_dot_product_attention": (lambda q: F.scaled_dot_product_attention(q, q, q), (r(2, 2, 4, 8),)),
 }
 
 
@@ -61,9 +62,9 @@ def test_every_family_lives_in_its_own_module_and_every_op_in_one_family():
     modules = {m.family: set() for m in K.models()}
     for m in K.models():
         modules[m.family].add(m.module.rsplit(".", 1)[-1])
-    assert set(K.families()) == {"matmul", "conv", "norm", "softmax", "pad"}
+    assert set(K.families()) == {"matmul", "conv", "norm", "softmax", "pad", "attention"}
     assert modules == {"matmul": {"blas", "bmm", "matmul"}, "conv": {"conv"}, "norm": {"norm"},
-                       "softmax": {"softmax"}, "pad": {"pad"}}
+                       "softmax": {"softmax"}, "pad": {"pad"}, "attention": {"attention"}}
     assert sorted(K.ops()) == sorted(set(K.ops()))
 
 
@@ -79,7 +80,7 @@ class _Recorder:
 
 
 @pytest.mark.parametrize("rule,families", [
-    (fxl201_noncontiguous_matmul, ("matmul",)),
+    (fxl201_noncontiguous_matmul, ("matmul", "attention")),
     (fxl202_noncontiguous_conv, ("conv",)),
     (fxl203_noncontiguous_norm, ("norm", "softmax")),
     (fxl205_pad_copy, ("pad",)),

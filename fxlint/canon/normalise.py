@@ -478,6 +478,15 @@ def pad(c: Call) -> Args:
             "mode": mode if isinstance(mode, str) else None, "value": 0.0 if value is None else c.conv(value)}
 
 
+@normaliser("scaled_dot_product_attention", spellings={"scaled_dot_product_attention"},
+            doc="query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa")
+def sdpa(c: Call) -> Args:
+    return {"query": c.input, "key": c.conv(c.get("key")), "value": c.conv(c.get("value")),
+            "attn_mask": c.conv(c.get("attn_mask")), "dropout_p": c.conv(c.get("dropout_p", 0.0)),
+            "is_causal": c.conv(c.get("is_causal", False)), "scale": c.conv(c.get("scale")),
+            "enable_gqa": c.conv(c.get("enable_gqa", False))}
+
+
 # --------------------------------------------------------------------------- factories, grad mode, host syncs
 
 FACTORIES = frozenset({

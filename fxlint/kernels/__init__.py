@@ -90,6 +90,7 @@ import pkgutil
 from typing import Any
 
 from ..layout import CHANNELS_LAST, CHANNELS_LAST_3D, CONTIGUOUS
+from .attention import predict_sdpa
 from .blas import predict_addmm, predict_mm, predict_mv
 from .bmm import predict_bmm
 from .conv import predict_conv, predict_conv_node
@@ -143,6 +144,7 @@ __all__ = [
     "predict_conv_node",
     "predict_norm",
     "predict_pad",
+    "predict_sdpa",
     "predict_softmax",
     "suggest_memory_format",
     "is_channels_last_dense",
