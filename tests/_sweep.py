@@ -437,6 +437,42 @@ def _sdpa_cases() -> Iterator[Case]:
         yield Case(f"sdpa {dt} {ln} {shape} mask={mask} train={train}", build)
 
 
+#: einsum equations of the zoos (torchvision maxvit/mvit, timm mvitv2/maxxvit rel-pos) with operand sizes
+_EINSUMS = [
+    ("B G H I D, B G H J D -> B G H I J", {"B": 2, "G": 3, "H": 2, "I": 5, "J": 5, "D": 4}),
+    ("B G H I J, B G H J D -> B G H I D", {"B": 2, "G": 3, "H": 2, "I": 5, "J": 5, "D": 4}),
+    ("bythwc,hkc->bythwk", {"b": 2, "y": 2, "t": 1, "h": 3, "w": 3, "c": 4, "k": 3}),
+    ("byhwc,hkc->byhwk", {"b": 2, "y": 2, "h": 3, "w": 4, "c": 5, "k": 3}),
+    ("nixw,jyw->nijxy", {"n": 2, "i": 3, "x": 4, "w": 5, "j": 3, "y": 4}),
+    ("nhw,ixh->nixw", {"n": 2, "h": 5, "w": 4, "i": 3, "x": 4}),
+    ("bhid,bhjd->bhij", {"b": 2, "h": 3, "i": 6, "j": 7, "d": 4}),
+    ("bij,bjk->bik", {"b": 3, "i": 4, "j": 5, "k": 6}),
+]
+
+
+def _einsum_layouts(n):
+    yield "c", None
+    yield "rev", list(reversed(range(n)))
+    yield "swap01", [1, 0] + list(range(2, n))
+    if n >= 3:
+        yield "swap12", [0, 2, 1] + list(range(3, n))
+        yield "lastfirst", [n - 1] + list(range(n - 1))
+
+
+def _einsum_cases() -> Iterator[Case]:
+    for dt, (eqn, sizes) in itertools.product((torch.float32,), _EINSUMS):
+        lhs = eqn.replace(" ", "").split("->")[0].split(",")
+        sa, sb = (tuple(sizes[c] for c in part) for part in lhs)
+        for (na, oa), (nb, ob), train in itertools.product(_einsum_layouts(len(sa)), _einsum_layouts(len(sb)),
+                                                           (False, True)):
+            def build(dt=dt, eqn=eqn, sa=sa, sb=sb, oa=oa, ob=ob, train=train):
+                a, b = leaf(sa, strides_for(sa, order=oa), dt, train), leaf(sb, strides_for(sb, order=ob), dt, train)
+                return (lambda a, b: torch.einsum(eqn, a, b)), (a, b), train, \
+                    (lambda a, b: K.predict_einsum(eqn, TI(a), TI(b), grad=train, env=env()))
+
+            yield Case(f"einsum {eqn!r} {dt} a={na} b={nb} train={train}", build)
+
+
 FAMILIES: dict[str, Callable[[], Iterator[Case]]] = {
     "matrix": _matrix_cases,
     "bmm": _bmm_cases,
@@ -445,6 +481,7 @@ FAMILIES: dict[str, Callable[[], Iterator[Case]]] = {
     "norm": _norm_cases,
     "pad": _pad_cases,
     "sdpa": _sdpa_cases,
+    "einsum": _einsum_cases,
 }
 
 

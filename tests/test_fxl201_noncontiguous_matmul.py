@@ -334,3 +334,22 @@ def test_sdpa_fused_path_reads_the_qkv_layout_without_copying(label, fn):
     q, k, v = torch.randn(2, 16, 3, 4, 8).permute(2, 0, 3, 1, 4).unbind(0)
     assert _fxl201(fxlint.lint(fn, (q, k, v))) == []
     assert [c for c in fxlint.audit(fn, (q, k, v)).copies if c.avoidable and "scaled_dot_product" in c.top_op] == []
+
+
+def maxvit_scores(q, k):
+    return torch.einsum("B G H I D, B G H J D -> B G H I J", q, k)  # einsum over permuted windows
+
+
+def test_einsum_copies_operands_whose_batch_dims_do_not_merge():
+    q = torch.randn(2, 5, 3, 4, 8).permute(0, 2, 3, 1, 4)  # (B, G, H, I, D) from (B, I, G, H, D)
+    k = torch.randn(2, 3, 4, 5, 8)
+    result = check(maxvit_scores, (q, k), select="FXL201")
+    [f] = _fxl201(result.report)
+    assert (f.line, f.bytes, f.details["operand"], f.details["reason"]) == (
+        _line("# einsum over permuted windows"), q.numel() * 4, "a", "einsum-fold")
+    assert "torch.einsum copies its first operand" in f.message and "come first and in order" in f.fix
+    result.assert_all_confirmed()
+    result.assert_no_unexplained()
+    qc = q.contiguous()
+    assert _fxl201(fxlint.lint(maxvit_scores, (qc, k))) == []
+    assert [c for c in fxlint.audit(maxvit_scores, (qc, k)).copies if c.avoidable] == []

@@ -38,6 +38,7 @@ EXAMPLES = {
     "log_softmax": (lambda x: F.log_softmax(x, -1), (r(2, 4),)),
     "pad": (lambda x: F.pad(x, (1, 1)), (r(2, 4),)),
     "scaled_dot_product_attention": (lambda q: F.scaled_dot_product_attention(q, q, q), (r(2, 2, 4, 8),)),
+    "einsum": (lambda a, b: torch.einsum("bij,bjk->bik", a, b), (r(2, 3, 4), r(2, 4, 5))),
 }
 
 
@@ -63,7 +64,7 @@ def test_every_family_lives_in_its_own_module_and_every_op_in_one_family():
     for m in K.models():
         modules[m.family].add(m.module.rsplit(".", 1)[-1])
     assert set(K.families()) == {"matmul", "conv", "norm", "softmax", "pad", "attention"}
-    assert modules == {"matmul": {"blas", "bmm", "matmul"}, "conv": {"conv"}, "norm": {"norm"},
+    assert modules == {"matmul": {"blas", "bmm", "matmul", "einsum"}, "conv": {"conv"}, "norm": {"norm"},
                        "softmax": {"softmax"}, "pad": {"pad"}, "attention": {"attention"}}
     assert sorted(K.ops()) == sorted(set(K.ops()))
 

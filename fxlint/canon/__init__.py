@@ -61,6 +61,7 @@ pad                           input, pad (the widths as written: last dim first,
                               constant_pad_nd, pad; modules: _ConstantPadNd
 scaled_dot_product_attention  query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa. Spelled:
                               scaled_dot_product_attention
+einsum                        equation, operands, a and b (the first two operands). Spelled: einsum
 factory                       kind (the spelling), args, device (explicit or None), dtype. Spelled: arange,
                               as_tensor, empty, empty_strided, eye, full, linspace, logspace, ones, rand,
                               randint, randn, randperm, range, scalar_tensor, tensor, tril_indices,

@@ -487,6 +487,20 @@ def sdpa(c: Call) -> Args:
             "enable_gqa": c.conv(c.get("enable_gqa", False))}
 
 
+@normaliser("einsum", spellings={"einsum"}, kinds=("call_function",),
+            doc="equation, operands, a and b (the first two operands)")
+def einsum(c: Call) -> Args | None:
+    args = list(c.node.args)
+    if not args or not isinstance(args[0], str):
+        return None
+    rest = args[1:]
+    if len(rest) == 1 and isinstance(rest[0], (list, tuple)):
+        rest = list(rest[0])
+    ops = [c.conv(x) for x in rest]
+    return {"equation": args[0], "operands": ops, "a": ops[0] if ops else None,
+            "b": ops[1] if len(ops) > 1 else None}
+
+
 # --------------------------------------------------------------------------- factories, grad mode, host syncs
 
 FACTORIES = frozenset({

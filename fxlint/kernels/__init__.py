@@ -94,6 +94,7 @@ from .attention import predict_sdpa
 from .blas import predict_addmm, predict_mm, predict_mv
 from .bmm import predict_bmm
 from .conv import predict_conv, predict_conv_node
+from .einsum import predict_einsum
 from .env import Env
 from .geometry import is_channels_last_dense, suggest_memory_format
 from .matmul import predict_linear, predict_matmul
@@ -145,6 +146,7 @@ __all__ = [
     "predict_norm",
     "predict_pad",
     "predict_sdpa",
+    "predict_einsum",
     "predict_softmax",
     "suggest_memory_format",
     "is_channels_last_dense",

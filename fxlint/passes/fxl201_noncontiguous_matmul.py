@@ -19,6 +19,10 @@ call and why. The prediction follows ATen's own decisions (see
   copied. `linear` and `nn.Linear` on such inputs take this path.
 * bfloat16/float16 `bmm` on CPUs with oneDNN takes each operand only
   contiguous or transposed in its last two dims.
+* `torch.einsum` of two operands permutes each to (batch, free, summed)
+  dims and reshapes it to 3-D for `bmm`: an operand whose batch dims do not
+  merge in that order is copied (a permuted `(B, G, H, I, D)` in
+  `"B G H I D, B G H J D -> B G H I J"`).
 * `F.scaled_dot_product_attention` on CPU reads strided q/k/v without
   copying only on its fused (flash) path: 4-D q/k/v of equal batch, heads
   and head dim, no dropout, and no mask or a 2-D/4-D one. Otherwise (a 3-D
@@ -113,6 +117,10 @@ class NoncontiguousMatmul(OperandCopy):
                     "without copying on its fused path (no mask, or a 2-D/4-D one)." if self.attention else "")
             return (f"lay the operand out with its batch dims outermost and in order where it is created{at}, "
                     f"e.g. project straight into (B, H, S, D); matmul then folds the batch for free.{hint}")
+        if self.reason == "einsum-fold":
+            return (f"give the operand a layout in which einsum's batch dims (the labels of both operands and the "
+                    f"output) come first and in order, and its summed dims last, where it is created{at}: einsum "
+                    "then reshapes it for bmm without a copy")
         if self.reason == "broadcast":
             return ("the broadcast operand is materialised for the whole batch; if it is shared across the batch, "
                     "fold the batch into the rows of the other operand (e.g. (B*S, D) @ (D, N)) so one mm needs no "
