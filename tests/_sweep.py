@@ -473,6 +473,46 @@ def _einsum_cases() -> Iterator[Case]:
             yield Case(f"einsum {eqn!r} {dt} a={na} b={nb} train={train}", build)
 
 
+def _spatial_layouts(shape):
+    yield "c", strides_for(shape)
+    yield "cl", strides_for(shape, order=[0, 2, 3, 1])
+    yield "chslice", strides_for(shape, pad={1: 3})  # x[:, :C] of a (N, C + 3, H, W) batch
+    yield "t23", strides_for(shape, order=[0, 1, 3, 2])
+    yield "step", strides_for(shape, step={3: 2})
+    yield "cl-chslice", strides_for(shape, order=[0, 2, 3, 1], pad={1: 3})
+
+
+def _spatial_cases() -> Iterator[Case]:
+    calls = {
+        "avg_pool2d": (lambda x: F.avg_pool2d(x, 2), {}),
+        "max_pool2d": (lambda x: F.max_pool2d(x, 3, 2, 1), {}),
+        "adaptive_avg_pool2d(3)": (lambda x: F.adaptive_avg_pool2d(x, 3), {"output_size": 3}),
+        "adaptive_avg_pool2d(1)": (lambda x: F.adaptive_avg_pool2d(x, 1), {"output_size": 1}),
+        "upsample bilinear": (lambda x: F.interpolate(x, size=(9, 11), mode="bilinear"), {"mode": "bilinear"}),
+        "upsample nearest": (lambda x: F.interpolate(x, scale_factor=2), {"mode": "nearest"}),
+        "upsample bicubic": (lambda x: F.interpolate(x, scale_factor=2, mode="bicubic"), {"mode": "bicubic"}),
+        "im2col": (lambda x: F.unfold(x, 3, padding=1), {}),
+    }
+    for dt, shape, (name, (fn, kw)) in itertools.product(
+            (torch.float32, torch.bfloat16), [(2, 4, 6, 6), (1, 3, 5, 7)], calls.items()):
+      if dt != torch.float32 and name == "adaptive_avg_pool2d(1)":  # noqa: E111
+          continue  # a float32 mean: the input is converted, not modelled  # noqa: E111
+      for ln, st in _spatial_layouts(shape):  # noqa: E111
+        kind = name.split(" ")[0].split("(")[0]
+
+        def build(dt=dt, shape=shape, st=st, fn=fn, kw=kw, kind=kind):
+            x = leaf(shape, st, dt)
+
+            def predictor(x):
+                with torch.no_grad():
+                    out = fn(x)
+                return K.predict_spatial(kind, TI(x), output=TI(out), env=env(), **kw)
+
+            return fn, (x,), False, predictor
+
+        yield Case(f"{name} {dt} {shape} {ln}", build)
+
+
 FAMILIES: dict[str, Callable[[], Iterator[Case]]] = {
     "matrix": _matrix_cases,
     "bmm": _bmm_cases,
@@ -482,6 +522,7 @@ FAMILIES: dict[str, Callable[[], Iterator[Case]]] = {
     "pad": _pad_cases,
     "sdpa": _sdpa_cases,
     "einsum": _einsum_cases,
+    "spatial": _spatial_cases,
 }
 
 

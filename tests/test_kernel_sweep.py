@@ -34,7 +34,7 @@ FULL = os.environ.get("FXLINT_SWEEP") == "full"
 SCALE = float(os.environ.get("FXLINT_SWEEP_SCALE", "1"))
 #: cases per family in the default run (the whole suite's sweep stays well under a minute)
 BUDGET = {fam: max(20, int(n * SCALE)) for fam, n in
-          {"matrix": 260, "bmm": 180, "matmul": 260, "conv": 300, "norm": 200, "pad": 80, "sdpa": 78, "einsum": 120}.items()}
+          {"matrix": 260, "bmm": 180, "matmul": 260, "conv": 300, "norm": 200, "pad": 80, "sdpa": 78, "einsum": 120, "spatial": 120}.items()}
 #: kernels whose backward the model does not follow (declared with a machine-independent Unknown part)
 BACKWARD_NOT_MODELLED = {"bmm", "baddbmm", "linear", "matmul", "rms_norm", "instance_norm", "batch_norm",
                          "scaled_dot_product_attention", "einsum"}
@@ -77,6 +77,10 @@ def test_unknown_parts_are_only_the_documented_ones(family: str) -> None:
             if family == "conv":
                 assert part.machine and part.reason == ONEDNN_REORDER and "oneDNN" in pred.path, (case.name, part)
                 assert pred.probe is not None, case.name  # the probe can answer it
+            elif family == "spatial" and part.phase == "forward":
+                from fxlint.kernels.spatial import UPSAMPLE_NCHW
+
+                assert part == UPSAMPLE_NCHW and pred.kernel == "upsample", (case.name, part)
             else:
                 assert not part.machine and part.phase == "backward" and part.operand == "*", (case.name, part)
                 assert pred.kernel in BACKWARD_NOT_MODELLED, (case.name, part)

@@ -501,6 +501,39 @@ def einsum(c: Call) -> Args | None:
             "b": ops[1] if len(ops) > 1 else None}
 
 
+@normaliser("avg_pool2d", "max_pool2d", "adaptive_avg_pool2d",
+            spellings={"avg_pool2d": "avg_pool2d", "max_pool2d": "max_pool2d",
+                       "max_pool2d_with_indices": "max_pool2d", "adaptive_avg_pool2d": "adaptive_avg_pool2d",
+                       "_adaptive_avg_pool2d": "adaptive_avg_pool2d"},
+            kinds=("call_function",), doc="input, output_size (adaptive pooling; else None)")
+def pool2d(c: Call) -> Args:
+    return {"input": c.input, "output_size": c.conv(c.get("output_size")) if "adaptive" in c.op else None}
+
+
+_UPSAMPLE = {"upsample_nearest2d": "nearest", "_upsample_nearest_exact2d": "nearest-exact",
+             "upsample_bilinear2d": "bilinear", "upsample_bicubic2d": "bicubic"}
+
+
+@normaliser("upsample", spellings={"interpolate", "upsample", *_UPSAMPLE}, kinds=("call_function",),
+            doc="input, mode (F.interpolate's; None for an antialiased one), align_corners")
+def upsample(c: Call) -> Args:
+    if c.raw in _UPSAMPLE:
+        return {"input": c.input, "mode": _UPSAMPLE[c.raw], "align_corners": c.get("align_corners")}
+    mode = c.get("mode", "nearest")
+    antialias = c.get("antialias", False)
+    return {"input": c.input, "mode": mode if isinstance(mode, str) and antialias is False else None,
+            "align_corners": c.get("align_corners")}
+
+
+@normaliser("im2col", spellings={"im2col", "unfold"}, kinds=("call_function",),
+            doc="input (``F.unfold``/``aten.im2col``; ``Tensor.unfold`` stays the view ``unfold``)")
+def im2col(c: Call) -> Args | None:
+    target = c.node.target
+    if c.raw == "unfold" and target is not torch.nn.functional.unfold:
+        return None  # Tensor.unfold(dim, size, step): a view
+    return {"input": c.input}
+
+
 # --------------------------------------------------------------------------- factories, grad mode, host syncs
 
 FACTORIES = frozenset({

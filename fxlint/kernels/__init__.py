@@ -114,6 +114,7 @@ from .registry import (
 )
 from .results import KernelCopy, KernelPrediction, Unknown
 from .softmax import predict_softmax
+from .spatial import predict_spatial
 
 # every module registers its models on import: a new family is a new file, nothing to add here
 for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
@@ -147,6 +148,7 @@ __all__ = [
     "predict_pad",
     "predict_sdpa",
     "predict_einsum",
+    "predict_spatial",
     "predict_softmax",
     "suggest_memory_format",
     "is_channels_last_dense",
