@@ -40,8 +40,10 @@ a conversion the model does not count.
 
 One module per kernel family, side by side, each documenting the ATen rules it
 ports: ``blas`` (``mm``, ``addmm``, ``mv``, ``dot``), ``bmm`` (``bmm``,
-``baddbmm``), ``matmul`` (``matmul``, ``linear``), ``conv``, ``norm``,
-``softmax``. What they share: ``env`` (``Env``, the facts of the running
+``baddbmm``), ``matmul`` (``matmul``, ``linear``), ``einsum``, ``attention``
+(``scaled_dot_product_attention``), ``conv``, ``norm``, ``softmax``, ``pad``
+(``constant_pad_nd``), ``spatial`` (pooling, upsampling, ``im2col``).
+``docs/kernel-model.md`` summarises what each knows and what depends on the CPU. What they share: ``env`` (``Env``, the facts of the running
 build and CPU), ``geometry`` (``Geometry``, an operand's shape, strides, dtype
 and ``requires_grad``, with ATen's view ops), ``results`` (``KernelCopy``,
 ``Unknown``, ``KernelPrediction``), ``registry`` (``kernel_model``,
