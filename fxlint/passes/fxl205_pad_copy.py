@@ -120,7 +120,7 @@ def _conv_padding(node: CanonNode, widths: tuple[int | None, ...]) -> tuple[Cano
         return None, None
     conv = users[0]
     value = node.args.get("value")
-    padding, stride = conv.args.get("padding"), conv.args.get("stride")
+    padding = conv.args.get("padding")
     spatial = len(padding) if isinstance(padding, tuple) else None
     if value not in (0, 0.0) or spatial is None or any(p != 0 for p in padding) or conv.args.get("transposed"):
         return conv, None
