@@ -40,8 +40,10 @@ a conversion the model does not count.
 
 One module per kernel family, side by side, each documenting the ATen rules it
 ports: ``blas`` (``mm``, ``addmm``, ``mv``, ``dot``), ``bmm`` (``bmm``,
-``baddbmm``), ``matmul`` (``matmul``, ``linear``), ``conv``, ``norm``,
-``softmax``. What they share: ``env`` (``Env``, the facts of the running
+``baddbmm``), ``matmul`` (``matmul``, ``linear``), ``einsum``, ``attention``
+(``scaled_dot_product_attention``), ``conv``, ``norm``, ``softmax``, ``pad``
+(``constant_pad_nd``), ``spatial`` (pooling, upsampling, ``im2col``).
+``docs/kernel-model.md`` summarises what each knows and what depends on the CPU. What they share: ``env`` (``Env``, the facts of the running
 build and CPU), ``geometry`` (``Geometry``, an operand's shape, strides, dtype
 and ``requires_grad``, with ATen's view ops), ``results`` (``KernelCopy``,
 ``Unknown``, ``KernelPrediction``), ``registry`` (``kernel_model``,
@@ -90,13 +92,16 @@ import pkgutil
 from typing import Any
 
 from ..layout import CHANNELS_LAST, CHANNELS_LAST_3D, CONTIGUOUS
+from .attention import predict_sdpa
 from .blas import predict_addmm, predict_mm, predict_mv
 from .bmm import predict_bmm
 from .conv import predict_conv, predict_conv_node
+from .einsum import predict_einsum
 from .env import Env
 from .geometry import is_channels_last_dense, suggest_memory_format
 from .matmul import predict_linear, predict_matmul
 from .norm import predict_norm
+from .pad import predict_pad
 from .registry import (
     REGISTRY,
     KernelModel,
@@ -111,6 +116,7 @@ from .registry import (
 )
 from .results import KernelCopy, KernelPrediction, Unknown
 from .softmax import predict_softmax
+from .spatial import predict_spatial
 
 # every module registers its models on import: a new family is a new file, nothing to add here
 for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
@@ -141,6 +147,10 @@ __all__ = [
     "predict_conv",
     "predict_conv_node",
     "predict_norm",
+    "predict_pad",
+    "predict_sdpa",
+    "predict_einsum",
+    "predict_spatial",
     "predict_softmax",
     "suggest_memory_format",
     "is_channels_last_dense",

@@ -1,0 +1,70 @@
+"""FXL206 noncontiguous-spatial: pooling and F.unfold inputs the CPU kernel copies, checked against the runtime,
+with the channel-slice fix verified."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import fxlint
+from fxlint.runtime.oracle import check
+from tests.conftest import line_of
+
+HERE = __file__
+
+
+def _fxl206(report):
+    return [f for f in report.findings if f.code == "FXL206"]
+
+
+def pool_channel_slice(x):
+    return F.avg_pool2d(x[:, :4], 2)  # pool a channel slice
+
+
+def unfold_transposed(x):
+    return F.unfold(x.transpose(2, 3), 3)  # unfold a transpose
+
+
+@pytest.mark.parametrize("fn,marker", [(pool_channel_slice, "# pool a channel slice"),
+                                       (unfold_transposed, "# unfold a transpose")])
+def test_positive_right_line_bytes_confirmed(fn, marker):
+    x = torch.randn(2, 8, 6, 6)
+    result = check(fn, (x,), select="FXL206")
+    [f] = _fxl206(result.report)
+    nbytes = (x[:, :4] if fn is pool_channel_slice else x).numel() * 4
+    assert (f.file, f.line, f.bytes) == (HERE, line_of(HERE, marker), nbytes)
+    result.assert_all_confirmed()
+    result.assert_no_unexplained()
+
+
+def test_channel_slice_fix_pools_first_and_copies_nothing():
+    x = torch.randn(2, 8, 6, 6)
+    [f] = _fxl206(fxlint.lint(pool_channel_slice, (x,)))
+    assert "slice the result's channels afterwards" in f.fix
+    fixed = lambda x: F.avg_pool2d(x, 2)[:, :4]  # noqa: E731
+    assert torch.allclose(fixed(x), pool_channel_slice(x))
+    assert _fxl206(fxlint.lint(fixed, (x,))) == []
+    assert [c for c in fxlint.audit(fixed, (x,)).copies if c.avoidable] == []
+
+
+def test_tensor_unfold_is_still_a_view():
+    x = torch.randn(2, 8, 6, 6)
+    report = fxlint.lint(lambda x: x.unfold(2, 2, 2).sum(), (x,))
+    assert _fxl206(report) == []
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    from tests.rule_snapshots import marked_lines, reported_lines, rule_output
+
+    out = rule_output("FXL206")
+    assert reported_lines(out, "FXL206") == set(marked_lines("FXL206", "positive")) and "# negative" not in out
+    assert out == snapshot
+
+
+def test_fixture_copies_are_confirmed_by_the_runtime():
+    from tests.rule_snapshots import load_fixture
+
+    model, inputs = load_fixture("FXL206").make()
+    report = fxlint.lint(model, inputs, select="FXL206", config=False, confirm=True)
+    assert report.findings and all(f.status == "confirmed" for f in report.findings), report
