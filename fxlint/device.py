@@ -140,10 +140,29 @@ def simulate(captured: "Captured", device: str) -> Simulation:
                          roles=_roles(view), constants=dict(view._constants))
         new.graph_break = view.graph_break
         new.requires_grad_known = view.requires_grad_known
+        new.device_mismatches = {m.node for m in r.mismatches}  # read by FXL106/FXL107 (`mismatched`)
         views.append(new)
     captured.views = views
     sim.host_parameters = sorted(host)
     return sim
+
+
+def mismatched(view: "GraphView", node_name: str) -> bool:
+    """Would the GPU run raise at this node of a simulated view (operands on two devices)?"""
+    return node_name in getattr(view, "device_mismatches", ())
+
+
+def pinned(node: Any, depth: int = 0) -> bool:
+    """Is the host tensor of canonical ``node`` in pinned memory? Only what the graph shows counts:
+    a ``pin_memory()`` call or a factory with ``pin_memory=True`` on the way (views pass)."""
+    if node is None or depth > 8:
+        return False
+    if node.op == "pin_memory" or (node.op == "factory" and node.args.get("pin_memory")):
+        return True
+    fx_node = getattr(node, "node", None)
+    if fx_node is not None and fx_node.kwargs.get("pin_memory") is True:
+        return True
+    return bool(node.is_view) and pinned(node.input, depth + 1)
 
 
 def _roles(view: "GraphView") -> dict[str, tuple[str, str | None]]:
