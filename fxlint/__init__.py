@@ -142,6 +142,10 @@ def lint(
         from .runtime.confirm import confirm as _confirm
 
         report = _confirm(report, audit(target, example_inputs, train=train))
+        if simulation is not None:
+            from .device import unmeasured
+
+            report = unmeasured(report)
     return report
 
 
