@@ -44,6 +44,7 @@ class WithAuxLoss(nn.Module):
         return main_loss + 0.1 * aux_loss.item()     # the bug: the aux term has no gradient
 
 
-def make(batch: int = 16) -> tuple[nn.Module, tuple[torch.Tensor, torch.Tensor]]:
+def make(batch: int = 16, device: str = "cpu") -> tuple[nn.Module, tuple[torch.Tensor, torch.Tensor]]:
     torch.manual_seed(0)
-    return WithAuxLoss(), (torch.randn(batch, 32), torch.randint(0, 10, (batch,)))
+    return WithAuxLoss().to(device), (torch.randn(batch, 32, device=device),
+                                      torch.randint(0, 10, (batch,), device=device))
