@@ -19,6 +19,7 @@ from ._common import (
     add_target_args,
     check_explicit_codes,
     config_arg,
+    declared_device,
     emit,
     load_inputs,
     progress,
@@ -139,6 +140,11 @@ def run(args: argparse.Namespace) -> int:
                   "no longer match a finding (fixed?); --write-baseline refreshes the file", file=sys.stderr)
 
     if args.zoo is None:
+        sim = reports[0].extras.get("device")
+        if sim:
+            host = f"; kept on the host: {', '.join(sim['host_parameters'])}" if sim["host_parameters"] else ""
+            print(f"fxlint: linted for {sim['device']}, simulated on this machine (docs/device.md){host}",
+                  file=sys.stderr)
         _emit_one(reports[0], args)
     else:
         _emit_zoo(reports, names, args)

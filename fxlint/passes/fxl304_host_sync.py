@@ -228,10 +228,10 @@ def _sync_kind(b: GraphBreak) -> str:
 def _device_syncs(program: Program, device: str, done: set[int]) -> Iterator[Hit]:
     """With a target device: every host read of a device value, in inference too."""
     for b in program.breaks:
-        if not _DEVICE_SYNC.search(b.reason) or b.graph is None:
+        if not _DEVICE_SYNC.search(b.reason):
             continue
-        view = program.view(b.graph)
-        synced = _synced_output(view, b) if view is not None else None
+        view = program.view(b.graph) if b.graph is not None else None
+        synced = _synced_output(view, b) if view is not None else _named_value(program, b)
         if synced is None and view is not None and "Dynamic shape operator" in b.reason:
             synced = _last_on_line(view, b)
         if synced is None or id(synced) in done or not _on_device(synced):
@@ -251,6 +251,24 @@ def _device_syncs(program: Program, device: str, done: set[int]) -> Iterator[Hit
             done.add(id(node))
             yield _device_hit(node, node.location, node.location.code if node.location else None, device, kind,
                               None)
+
+
+def _named_value(program: Program, b: GraphBreak) -> CanonNode | None:
+    """The tensor a break reads when no graph ended there (nothing was computed since the last
+    break: ``print(x)`` of an input): the local it names, as a graph took or returned it."""
+    receiver = _receiver(b.expression)
+    if receiver is None:
+        return None
+    pattern = re.compile(rf"{re.escape(receiver)}(_\d+)?")
+    for view in program.views:
+        for node in view.nodes:
+            if node.op == "placeholder" and node.param_name == f"L['{receiver}']":
+                return node
+    for view in program.views:
+        for out in view.outputs:
+            if pattern.fullmatch(out.name):
+                return out
+    return None
 
 
 def _last_on_line(view: GraphView, b: GraphBreak) -> CanonNode | None:
