@@ -123,6 +123,13 @@ def lint(
     if device is not None:
         from .device import simulate
 
+        if captured.origin == "export":
+            import warnings
+
+            warnings.warn(FxlintWarning(
+                "fxlint: device=: torch.export drops the conversions that are no-ops on the device it traced on "
+                "(`.to(x.device)`, `.cpu()` of a CPU tensor), so their copies on the target device cannot be "
+                "seen; lint the module itself for the device findings (docs/device.md)"), stacklevel=2)
         simulation = simulate(captured, device)
     # training: the module's own flag, and autograd on (linting under no_grad is inference)
     training = captured.training and torch.is_grad_enabled()

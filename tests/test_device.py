@@ -300,7 +300,9 @@ def test_report_takes_a_device(tmp_path):
     assert "FXL107" in html
 
 
-def test_cli_device_flag_and_bad_value(write_module):
+def test_cli_device_flag_and_bad_value(write_module, capsys):
+    from fxlint.cli import main
+
     path = write_module(textwrap.dedent('''
         import torch, torch.nn as nn
         class Pos(nn.Module):
@@ -309,13 +311,14 @@ def test_cli_device_flag_and_bad_value(write_module):
         def make():
             return Pos(), (torch.randn(2, 8),)
     '''))
-    quiet = run_cli("lint", f"{path}:make", "--format", "json", "--no-probe")
-    assert quiet.returncode == 0, quiet.stderr
-    proc = run_cli("lint", f"{path}:make", "--device", "cuda", "--format", "json", "--no-probe")
-    assert proc.returncode == 1, proc.stderr
-    [f] = json.loads(proc.stdout)["findings"]
+    assert main(["lint", f"{path}:make", "--format", "json", "--no-probe", "--no-config"]) == 0
+    capsys.readouterr()
+    assert main(["lint", f"{path}:make", "--device", "cuda", "--format", "json", "--no-probe", "--no-config"]) == 1
+    out, err = capsys.readouterr()
+    [f] = json.loads(out)["findings"]
     assert f["code"] == "FXL107" and f["details"]["target_device"] == "cuda:0"
-    bad = run_cli("lint", f"{path}:make", "--device", "gpu")
+    assert "linted for cuda:0, simulated" in err
+    bad = run_cli("lint", f"{path}:make", "--device", "gpu")  # a usage error: exit 2, one line naming the flag
     assert bad.returncode == 2 and "--device" in bad.stderr
 
 
@@ -456,3 +459,10 @@ def test_verify_path_does_not_import_fxlint():
             "print(m.skip_reason() or 'cuda')\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_an_exported_program_warns_that_its_no_op_conversions_are_gone():
+    ep = torch.export.export(Positions(), (X,))
+    with pytest.warns(fxlint.FxlintWarning, match="torch.export drops"):
+        report = _lint(ep, None, device="cuda")
+    assert report.extras["device"]["device"] == "cuda:0"
