@@ -103,12 +103,13 @@ class Simulation:
     mismatches: list[Mismatch] = field(default_factory=list)
     rounds: int = 1
     failed_ops: int = 0  # ops fake tensors could not run on the device (propagated on the CPU, placed after)
+    errors: list[str] = field(default_factory=list)  # graphs the simulation failed on (analysed as captured)
 
     def describe(self) -> dict[str, Any]:
         return {"device": self.device, "host_parameters": list(self.host_parameters),
                 "mismatches": [{"graph": m.graph, "node": m.node, "devices": list(m.devices)}
                                for m in self.mismatches],
-                "rounds": self.rounds, "failed_ops": self.failed_ops}
+                "rounds": self.rounds, "failed_ops": self.failed_ops, "errors": list(self.errors)}
 
 
 def simulate(captured: "Captured", device: str) -> Simulation:
@@ -134,6 +135,16 @@ def simulate(captured: "Captured", device: str) -> Simulation:
     views = []
     sim.mismatches, sim.failed_ops = [], 0
     for view, r in zip(originals, results):
+        if r.error is not None:
+            import warnings
+
+            from .errors import FxlintWarning
+
+            sim.errors.append(r.error)
+            warnings.warn(FxlintWarning(f"fxlint: the device simulation failed on {r.error}; that graph is "
+                                        "analysed on the devices it was captured on"), stacklevel=3)
+            views.append(view)
+            continue
         sim.mismatches.extend(r.mismatches)
         sim.failed_ops += r.failed
         new = build_view(r.gm, origin=view.origin, label=view.label, grad_enabled=view.entry_grad_enabled,
@@ -192,12 +203,17 @@ class _Result:
     failed: int
     outputs: dict[str, Any]  # output node name -> simulated value (for the next graphs' locals)
     host_moved: set[str]  # output node names whose value an explicit device-to-host move produced
+    error: str | None = None  # the simulation failed on this graph: it is analysed as captured
 
 
 def _propagate_all(views: list["GraphView"], target: torch.device, host: set[str]) -> list[_Result]:
     results: list[_Result] = []
     for view in views:
-        results.append(_propagate(view, target, host, results))
+        try:
+            results.append(_propagate(view, target, host, results))
+        except Exception as exc:  # noqa: BLE001 - a graph the simulation cannot handle stays as captured
+            results.append(_Result(view.gm, [], set(), 0, {}, set(),
+                                   error=f"{view.label}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"))
     return results
 
 

@@ -466,3 +466,15 @@ def test_an_exported_program_warns_that_its_no_op_conversions_are_gone():
     with pytest.warns(fxlint.FxlintWarning, match="torch.export drops"):
         report = _lint(ep, None, device="cuda")
     assert report.extras["device"]["device"] == "cuda:0"
+
+
+def test_a_graph_the_simulation_cannot_handle_is_analysed_as_captured(monkeypatch):
+    import fxlint.device as device
+
+    def broken(*a, **k):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(device, "_propagate", broken)
+    with pytest.warns(fxlint.FxlintWarning, match="device simulation failed on graph 0"):
+        report = _lint(Positions().eval(), (X,), device="cuda")
+    assert report.findings == [] and report.extras["device"]["errors"] == ["graph 0: RuntimeError: boom"]
