@@ -212,8 +212,9 @@ def _propagate_all(views: list["GraphView"], target: torch.device, host: set[str
         try:
             results.append(_propagate(view, target, host, results))
         except Exception as exc:  # noqa: BLE001 - a graph the simulation cannot handle stays as captured
+            first = str(exc).splitlines()[0] if str(exc) else ""
             results.append(_Result(view.gm, [], set(), 0, {}, set(),
-                                   error=f"{view.label}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"))
+                                   error=f"{view.label}: {type(exc).__name__}: {first}"))
     return results
 
 
@@ -230,10 +231,6 @@ def _fake_mode(gm: fx.GraphModule) -> Any:
 def _local_name(source: str | None) -> str | None:
     m = re.fullmatch(r"L\['([^']*)'\]", source or "")
     return m.group(1) if m else None
-
-
-def _is_device_tensor(v: Any, target: torch.device) -> bool:
-    return isinstance(v, torch.Tensor) and v.device.type != "cpu"
 
 
 def _propagate(view: "GraphView", target: torch.device, host: set[str], earlier: list[_Result]) -> _Result:

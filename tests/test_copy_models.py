@@ -116,7 +116,8 @@ def test_scenario_models_with_a_dynamic_batch_size(name):
     for t in inputs:
         torch._dynamo.maybe_mark_dynamic(t, 0)
     torch._dynamo.reset()
-    report = fxlint.lint(model, inputs, device=getattr(mod, "DEVICE", None))  # every rule: the layout rules must hold under a dynamic batch too
+    # every rule: the layout rules must hold under a dynamic batch too (a GPU story: for its device)
+    report = fxlint.lint(model, inputs, device=getattr(mod, "DEVICE", None))
     assert report.errors == [] and {f.code for f in report.findings} == mod.EXPECTED
     for f in report.findings:
         assert f.bytes is not None or (f.bytes_expr and "s" in f.bytes_expr), f
