@@ -1,11 +1,11 @@
-"""Write the README's benchmark results section from a real `fxlint bench` run.
+"""Write the benchmark results of the documentation (docs/benchmarks.md) from a real `fxlint bench` run.
 
     fxlint bench --zoo --json out/bench_zoo.json --plot out/bench_zoo.png
     fxlint bench --lint-speed --json out/lint_speed.json
-    python bench/readme_results.py out/bench_zoo.json [--lint-speed out/lint_speed.json] [--readme README.md]
+    python bench/readme_results.py out/bench_zoo.json [--lint-speed out/lint_speed.json] [--page docs/benchmarks.md]
 
 Replaces the text between ``<!-- bench-results:start -->`` and
-``<!-- bench-results:end -->`` in the README with the command, the machine line
+``<!-- bench-results:end -->`` in the page with the command, the machine line
 and a table per model and mode: speed of the rewritten variant against the
 original (eager and Inductor), and the bytes the runtime audit saw copied per
 call, original -> rewritten. Failed variants are listed, never averaged away.
@@ -110,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("json", help="the JSON written by fxlint bench --json")
     ap.add_argument("--lint-speed", metavar="JSON", help="the JSON written by fxlint bench --lint-speed --json")
-    ap.add_argument("--readme", default="README.md")
+    # --readme: its name from when the tables lived in README.md
+    ap.add_argument("--page", "--readme", dest="readme", default="docs/benchmarks.md",
+                    help="the Markdown file whose marked sections get the tables (default docs/benchmarks.md)")
     ap.add_argument("--command", default="fxlint bench --zoo --json out/bench_zoo.json --plot out/bench_zoo.png")
     args = ap.parse_args(argv)
     readme = Path(args.readme)

@@ -27,7 +27,7 @@ from .session import Session, collect
 
 if TYPE_CHECKING:  # pragma: no cover
     from .registry import Registry
-    from .rewrite import RewriteResult
+    from .rewrite import RewriteResult, rewrite  # the callable package: its __call__ is this function
     from .runtime import AuditReport
 
 

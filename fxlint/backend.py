@@ -227,10 +227,12 @@ def _lint_and_rewrite(
             label = _graph_label(gm)
             report = _lint(gm, label, opts, settings, ctx)
         else:
-            label = _ddp_linted.label(original)
-            if label is None:
+            seen = _ddp_linted.label(original)
+            if seen is None:
                 label = _ddp_linted.add(original, _graph_label(original))
                 report = _lint(original, label, opts, settings, ctx)
+            else:
+                label = seen
         label = f"{label} (a DDP bucket's piece)"
     else:
         label = _graph_label(gm)
@@ -388,7 +390,9 @@ def _call_inner(
         patches = dict(opts.passthrough)
         if mode is not None:
             patches = {**torch._inductor.list_mode_options(mode), **patches}
-        return compile_fx(gm, example_inputs, config_patches=patches or None)
+        compiled = compile_fx(gm, example_inputs, config_patches=patches or None)
+        assert callable(compiled)  # file paths or weights come back only in AOT mode, never asked for here
+        return compiled
     kwargs = dict(extra)
     if opts.passthrough:
         kwargs["options"] = opts.passthrough

@@ -194,7 +194,9 @@ def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Ca
     seen_codes = {id(ref()) for ref in convert_frame.input_codes.seen if ref() is not None}
     n_reasons = len(dynamo_utils.graph_break_reasons)
     unimplemented = dict(dynamo_utils.counters["unimplemented"])
-    compiled = torch.compile(target, backend=backend, isolate_recompiles=True, recompile_limit=64)
+    # torch 2.13's @overload signatures omit the two keywords its implementation takes
+    compiled = torch.compile(  # type: ignore[call-overload]
+        target, backend=backend, isolate_recompiles=True, recompile_limit=64)
     try:
         # a DDP model called inside the target: one graph per frame, not DDPOptimizer's bucket pieces
         with preserved_state(module, (args, kwargs)), quiet_torch_logs(), \

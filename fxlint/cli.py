@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from . import __version__
 from .commands import command_modules
@@ -19,7 +19,7 @@ from .errors import FxlintError
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # usage errors: exit 2 with one line
+    def error(self, message: str) -> NoReturn:  # usage errors: exit 2 with one line
         self.print_usage(sys.stderr)
         self.exit(EXIT_ERROR, f"fxlint: error: {message}\n")
 

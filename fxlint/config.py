@@ -54,7 +54,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, TypeAlias
 
 from .errors import ConfigError
 from .findings import Severity
@@ -68,7 +68,8 @@ else:  # pragma: no cover - Python 3.10: tomli if installed, else config files a
     try:
         import tomli as tomllib
     except ImportError:
-        tomllib = None  # type: ignore[assignment]
+        # None: no TOML reader (a type error only where tomli is installed)
+        tomllib = None  # type: ignore[assignment, unused-ignore]
 
 KEYS = ("select", "extend-select", "ignore", "per-file-ignores", "severity", "fail-on", "inner", "rewrite", "probe",
         "probe-max-mib", "device")
@@ -79,8 +80,8 @@ DEFAULT_FAIL_ON = "warning"
 DEFAULT_PROBE_MAX_MIB = 256.0
 
 #: What ``config=`` accepts: a path, ``False`` (no file), ``None`` (search), or resolved ``Settings``.
-ConfigArg = Union[str, "os.PathLike[str]", bool, None, "Settings"]
-Codes = Union[str, Sequence[str], None]
+ConfigArg: TypeAlias = "str | os.PathLike[str] | bool | Settings | None"
+Codes: TypeAlias = str | Sequence[str] | None
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ import os
 import pickle
 import socket
 import sys
+import types
 import weakref
 from dataclasses import dataclass
 from datetime import timedelta
@@ -263,7 +264,7 @@ def ddp_original(gm: "fx.GraphModule") -> "fx.GraphModule | None":
     except Exception:  # noqa: BLE001
         return None
     code = DDPOptimizer.compile_fn.__code__
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_code is code:
             original = frame.f_locals.get("gm")
@@ -329,7 +330,7 @@ def unwrap(model: Any) -> Any:
     nn = sys.modules.get("torch.nn")
     if nn is None:
         return model
-    wrappers: tuple[type, ...] = (nn.DataParallel,)
+    wrappers: tuple[type[Any], ...] = (nn.DataParallel,)
     dist = _dist()
     if dist is not None:
         wrappers += (nn.parallel.DistributedDataParallel,)

@@ -204,6 +204,8 @@ def merge_repeats(findings: list[Finding]) -> list[Finding]:
         for f in fs:
             sizes.extend(f.copy_sizes or ([f.bytes] if f.bytes is not None else []))
         total = sum(f.bytes for f in fs if f.bytes is not None) if all(f.bytes is not None for f in fs) else None
-        message = first.message + f" This line runs {len(fs)} times per call (a loop); the bytes are the total."
+        stop = "" if first.message.rstrip().endswith((".", "!", "?")) else "."
+        message = (first.message.rstrip() + stop
+                   + f" This line runs {len(fs)} times per call (a loop); the bytes are the total.")
         out.append(first.with_(bytes=total, message=message, repeats=len(fs), copy_sizes=tuple(sizes)))
     return out

@@ -7,7 +7,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 
 class Severity(str, enum.Enum):
@@ -205,7 +205,7 @@ class Report:
     audit_summary: dict[str, Any] | None = None  # set when the report was confirmed by the audit
     extras: dict[str, Any] = field(default_factory=dict)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Finding]:
         return iter(self.findings)
 
     def __len__(self) -> int:

@@ -314,8 +314,8 @@ def _analyse_view(view: "GraphView", sink: "CanonNode | None" = None) -> _ViewFl
             key = _param_key(n)
             param_paths[key] = param_paths.get(key, 0) + paths.get(n.name, 0)
             param_uncut[key] = param_uncut.get(key, 0) + uncut.get(n.name, 0)
-    for name, params in module_uses.items():  # nn.Module calls own their parameters
-        for key in params:
+    for name, owned in module_uses.items():  # nn.Module calls own their parameters
+        for key in owned:
             param_paths[key] = param_paths.get(key, 0) + paths.get(name, 0)
             param_uncut[key] = param_uncut.get(key, 0) + uncut.get(name, 0)
 

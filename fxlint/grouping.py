@@ -70,6 +70,15 @@ def short_path(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
+def location_text(location: str, limit: int = 40) -> str:
+    """``file:line`` for a table cell: the path as ``short_path`` writes it, and cut from the left
+    (``.../models/video.py:11``) when longer than ``limit``, so the file name and line always show
+    (a wrapped cell put the line number on a row of its own)."""
+    path, sep, line = location.rpartition(":")
+    text = f"{short_path(path)}{sep}{line}" if sep and line.isdigit() else location
+    return text if len(text) <= limit else "..." + text[-(limit - 3):]
+
+
 _INT = re.compile(r"^\d+$")
 
 
@@ -103,7 +112,7 @@ def compress_paths(paths: Sequence[str | None], limit: int = 4) -> str:
 def _ranges(xs: list[int]) -> str:
     parts: list[str] = []
     start = prev = xs[0]
-    for x in xs[1:] + [None]:  # type: ignore[list-item]
+    for x in [*xs[1:], None]:
         if x is not None and x == prev + 1:
             prev = x
             continue

@@ -26,6 +26,7 @@ So ``x[[1], [0, 2, 4]]`` is ``x[1, 0:5:2]`` and ``x[[[0], [1]], [0, 2]]`` is
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Sequence
 
 import torch
@@ -52,7 +53,7 @@ def progression(values: Sequence[int], size: int | None) -> tuple[int, int, int]
     if len(vals) == 1:
         return vals[0], vals[0] + 1, 1
     step = vals[1] - vals[0]
-    if step <= 0 or any(b - a != step for a, b in zip(vals, vals[1:])):
+    if step <= 0 or any(b - a != step for a, b in pairwise(vals)):
         return None
     return vals[0], vals[-1] + 1, step
 
@@ -142,15 +143,17 @@ def _item_values(view: GraphView, item: IndexItem) -> tuple[tuple[int, ...], tup
     shape = item.index_shape
     if shape is None:
         shape = (len(values),)
-    dims = tuple(known(d) for d in shape)
-    if any(d is None for d in dims):
-        return None
+    dims: list[int] = []
     n = 1
-    for d in dims:
-        n *= d  # type: ignore[operator]
+    for d in shape:
+        k = known(d)
+        if k is None:
+            return None
+        dims.append(k)
+        n *= k
     if n != len(values) or n == 0:
         return None
-    return tuple(values), dims  # type: ignore[return-value]
+    return tuple(values), tuple(dims)
 
 
 def _arange_to_end(view: GraphView, item: IndexItem, shape: tuple) -> Replacement | None:
@@ -201,11 +204,13 @@ def basic_equivalent(view: GraphView, node: CanonNode) -> BasicIndex | None:
     consts: dict[int, torch.Tensor] = {}
     for p in adv_pos:
         item = spec.items[p]
+        dim = item.dim
+        assert dim is not None  # adv_pos holds only items with a dim
         got = _item_values(view, item)
         if got is None:
             return None
         values, ishape = got
-        size = known(shape[item.dim]) if item.dim < len(shape) else None
+        size = known(shape[dim]) if dim < len(shape) else None
         if any(v < 0 for v in values):
             if size is None:
                 return None
@@ -225,11 +230,13 @@ def basic_equivalent(view: GraphView, node: CanonNode) -> BasicIndex | None:
         aligned = (1,) * (len(bshape) - t.dim()) + tuple(t.shape)
         varying = [a for a, n in enumerate(aligned) if n > 1]
         item = spec.items[p]
-        size = known(shape[item.dim])
+        dim = item.dim
+        assert dim is not None  # adv_pos holds only items with a dim
+        size = known(shape[dim])
         if len(varying) > 1:
             return None  # walks two axes: a 2-D gather
         if not varying:
-            replace[p] = Replacement(item.dim, int(t.reshape(-1)[0]), size=size, is_int=True)
+            replace[p] = Replacement(dim, int(t.reshape(-1)[0]), size=size, is_int=True)
             continue
         a = varying[0]
         if a in walker:
@@ -238,7 +245,7 @@ def basic_equivalent(view: GraphView, node: CanonNode) -> BasicIndex | None:
         if prog is None:
             return None
         walker[a] = p
-        replace[p] = Replacement(item.dim, prog[0], prog[1], prog[2], size)
+        replace[p] = Replacement(dim, prog[0], prog[1], prog[2], size)
 
     # size-1 axes of B are kept by a one-element slice of a constant index, in dim order
     owner: list[int] = []

@@ -15,7 +15,7 @@ from typing import Callable, TextIO
 
 
 def _clock(seconds: float) -> str:
-    s = int(round(seconds))
+    s = round(seconds)
     if s < 60:
         return f"{s}s"
     m, s = divmod(s, 60)

@@ -73,7 +73,7 @@ def _json_type(tp: Any) -> dict[str, Any]:
         return {"type": "array", "items": _json_type(item)}
     if origin in (dict, typing.Mapping) or tp is dict:
         return {"type": "object"}
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return _dataclass_schema(tp)
     return {}  # Any, or a type rendered as text: no constraint
 

@@ -232,14 +232,21 @@ class Line:
     tree: ast.AST
     shift: int  # characters added in front of ``code`` to make it parse
 
-    def text(self, node: ast.AST) -> str:
+    def text(self, node: ast.expr) -> str:
         raw = self.code.encode()
-        return raw[node.col_offset - self.shift:node.end_col_offset - self.shift].decode()  # type: ignore[operator]
+        start, end = self._span(node)
+        return raw[start:end].decode()
 
-    def replaced(self, node: ast.AST, text: str) -> str:
+    def replaced(self, node: ast.expr, text: str) -> str:
         raw = self.code.encode()
-        start, end = node.col_offset - self.shift, node.end_col_offset - self.shift  # type: ignore[operator]
+        start, end = self._span(node)
         return (raw[:start] + text.encode() + raw[end:]).decode()
+
+    def _span(self, node: ast.expr) -> tuple[int, int]:
+        """Byte offsets of ``node`` in ``code`` (``ast`` counts UTF-8 bytes)."""
+        end = node.end_col_offset
+        assert end is not None, "parsed nodes carry their end offset"
+        return node.col_offset - self.shift, end - self.shift
 
     def unique(self, match: Callable[[ast.AST], bool]) -> ast.AST | None:
         """The one node that matches, or None when there are none or several."""

@@ -21,13 +21,13 @@ Grammar::
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
 from .errors import SpecError
 
-_FACTORIES = {
+_FACTORIES: dict[str, Callable[..., torch.Tensor]] = {
     "randn": torch.randn, "rand": torch.rand, "zeros": torch.zeros, "ones": torch.ones,
     "empty": torch.empty, "full": torch.full, "randint": torch.randint, "arange": torch.arange,
     "eye": torch.eye, "tensor": torch.tensor,

@@ -34,11 +34,11 @@ lets sympy decide ``4*s0 - 1 != 0`` or ``s0 >= 2`` but not ``s0 - 4 == 0``.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Union
+from typing import Callable, Iterable, TypeAlias
 
 import sympy
 
-Dim = Union[int, sympy.Expr]
+Dim: TypeAlias = int | sympy.Expr
 
 __all__ = [
     "Dim",

@@ -152,12 +152,12 @@ def human_bytes(n: Dim | None) -> str:
         return f"{n} B"
     if n < 1000:
         return f"{n} B"
+    size = float(n)
     for unit in ("kB", "MB", "GB", "TB"):
-        n_f = n / 1000.0
-        n = n_f  # type: ignore[assignment]
-        if n_f < 1000:
-            return f"{n_f:.1f} {unit}"
-    return f"{n:.1f} PB"
+        size /= 1000.0
+        if size < 1000:
+            return f"{size:.1f} {unit}"
+    return f"{size:.1f} PB"
 
 
 def info_of(value: Any) -> "TensorInfo | tuple | None":

@@ -66,10 +66,21 @@ def rule_output(code: str, *, make: str = "make", train: bool = True) -> str:
     return text + "\n"
 
 
+def kernel_env() -> str:
+    """The kernel environment a CPU-dependent rule's output depends on: ``onednn`` where torch's
+    oneDNN (mkldnn) convolutions run, ``no-onednn`` where they are off or missing (the portability
+    run ``FXLINT_TEST_MKLDNN=0``). Snapshots of FXL202/FXL204 are kept per environment."""
+    import torch
+
+    return "onednn" if torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled else "no-onednn"
+
+
 def marked_lines(code: str, mark: str) -> list[int]:
-    """The fixture's lines commented ``# positive: ...`` (``mark="positive"``) or ``# negative: ...``."""
+    """The fixture's lines commented ``# positive: ...`` (``mark="positive"``) or ``# negative: ...``;
+    ``# positive(onednn): ...`` lines are positives only where oneDNN runs (``kernel_env``)."""
     text = (FIXTURES / f"{code.lower()}.py").read_text(encoding="utf-8")
-    return [i for i, line in enumerate(text.splitlines(), 1) if f"# {mark}:" in line]
+    marks = [f"# {mark}:"] + ([f"# {mark}({kernel_env()}):"] if mark == "positive" else [])
+    return [i for i, line in enumerate(text.splitlines(), 1) if any(m in line for m in marks)]
 
 
 def reported_lines(output: str, code: str) -> set[int]:

@@ -176,3 +176,13 @@ def test_cli_options(capsys, library_model, monkeypatch):
     assert main(["lint", "models/speech_separation.py:make", "--confirm", "--sort", "time", "--fail-on", "never"]) == 0
     out = capsys.readouterr().out
     assert "Runtime: copies take" in out and "explained by these findings" in out
+
+
+def test_location_text_keeps_the_file_name_and_line():
+    from fxlint.grouping import location_text
+
+    long = "/tmp/" + "x" * 60 + "/video.py:11"
+    cell = location_text(long)
+    assert cell.endswith("/video.py:11") and cell.startswith("...") and len(cell) == 40
+    assert location_text("a.py:3") == "a.py:3"
+    assert location_text("<unknown>") == "<unknown>"

@@ -56,4 +56,4 @@ def test_checked_in_schema_is_current(capsys):
     assert main(["schema"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed == report_schema()
-    assert json.loads(CHECKED_IN.read_text()) == printed, "run `fxlint schema -o docs/report.schema.json`"
+    assert json.loads(CHECKED_IN.read_text()) == printed, "run `fxlint docs` (or `fxlint schema -o docs/report.schema.json`)"

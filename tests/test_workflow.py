@@ -2,7 +2,7 @@
 pyproject.toml ignores one code and raises another's severity; a baseline written, the code
 changed, only the new finding reported; the pytest helper failing with a readable table;
 the SARIF file validated; every code listed by `fxlint rules` has a doc page. Plus the
-pre-commit manifest and the README's CI snippets."""
+pre-commit manifest and the CI snippets of docs/configuration.md."""
 
 from __future__ import annotations
 
@@ -154,14 +154,14 @@ def test_pre_commit_manifest_is_valid():
     assert args.command == "lint" and args.target == "mypkg.nets:make"
 
 
-def _readme_yaml_blocks() -> list[dict]:
-    text = (ROOT / "README.md").read_text()
+def _docs_yaml_blocks() -> list[dict]:
+    text = (ROOT / "docs" / "configuration.md").read_text()
     blocks = [b.split("```", 1)[0] for b in text.split("```yaml\n")[1:]]
     return [yaml.safe_load(b) for b in blocks]
 
 
-def test_readme_github_actions_snippet_uploads_the_sarif_fxlint_writes():
-    [workflow] = [b for b in _readme_yaml_blocks() if "jobs" in b]
+def test_docs_github_actions_snippet_uploads_the_sarif_fxlint_writes():
+    [workflow] = [b for b in _docs_yaml_blocks() if "jobs" in b]
     assert workflow["permissions"]["security-events"] == "write"
     steps = workflow["jobs"]["fxlint"]["steps"]
     [lint] = [s for s in steps if "fxlint lint" in s.get("run", "")]
@@ -172,8 +172,8 @@ def test_readme_github_actions_snippet_uploads_the_sarif_fxlint_writes():
     assert upload.get("if") == "always()"
 
 
-def test_readme_pre_commit_snippet_parses():
-    [config] = [b for b in _readme_yaml_blocks() if "repos" in b]
+def test_docs_pre_commit_snippet_parses():
+    [config] = [b for b in _docs_yaml_blocks() if "repos" in b]
     [hook] = config["repos"][0]["hooks"]
     assert hook["id"] == "fxlint" and hook["pass_filenames"] is False
     args = build_parser().parse_args(shlex.split(hook["entry"])[1:])

@@ -35,7 +35,7 @@ import statistics
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import torch
 import torch.nn as nn
@@ -109,7 +109,7 @@ def _tolerance(dtype: torch.dtype) -> tuple[float, float]:
     return 0.0, 0.0
 
 
-def _max_diff(a: list[torch.Tensor | None], b: list[torch.Tensor | None]) -> tuple[float, bool]:
+def _max_diff(a: Sequence[torch.Tensor | None], b: Sequence[torch.Tensor | None]) -> tuple[float, bool]:
     """(largest absolute difference, within tolerance?) of two lists of tensors.
 
     Within tolerance: ``max|x - y| <= atol + rtol * max|y|`` per tensor, with the dtype's
@@ -150,7 +150,7 @@ class _Step:
     """One inference call or one training step of a variant, with its loss weights fixed."""
 
     def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict, train: bool,
-                 params: list[torch.Tensor], weights: dict[int, torch.Tensor]) -> None:
+                 params: Sequence[torch.Tensor], weights: dict[int, torch.Tensor]) -> None:
         self.fn, self.args, self.kwargs, self.train = fn, args, kwargs, train
         self.params = params
         self.weights = weights
@@ -248,6 +248,8 @@ class _AsIs(nn.Module):
     ``torch.compile``'d module to its eager original, which is not what a compiled variant
     copies. It holds the model, so a training step's gradients are reset as for eager."""
 
+    _fn: Callable[..., Any]
+
     def __init__(self, fn: Callable[..., Any], model: nn.Module) -> None:
         super().__init__()
         self.model = model
@@ -273,15 +275,17 @@ def _copied_bytes(fn: Callable[..., Any], model: nn.Module, args: tuple, kwargs:
 # --------------------------------------------------------------------------- the run
 
 
-def _variants(model: nn.Module, inputs: Any, backends: Iterable[str], rewrite_fn: Callable[..., Any]
+def _variants(model: nn.Module, inputs: Any, backends: Iterable[str], rewrite_fn: Callable[..., Any] | None
               ) -> list[tuple[str, Callable[[], tuple[Callable[..., Any], list[str]]]]]:
-    """(name, factory) for each variant; a factory builds the callable lazily (compiles are slow)."""
-    out = []
+    """(name, factory) for each variant; a factory builds the callable lazily (compiles are slow).
+    ``rewrite_fn`` None: the names only (the factory of the eager rewrite must not be called)."""
+    out: list[tuple[str, Callable[[], tuple[Callable[..., Any], list[str]]]]] = []
     backends = list(backends)
     if "eager" in backends:
         out.append(("eager", lambda: (model, [])))
 
         def rewritten() -> tuple[Callable[..., Any], list[str]]:
+            assert rewrite_fn is not None
             res = rewrite_fn(model, inputs)
             return res.module, [f"{a.code} {a.location}" if hasattr(a, "location") else str(a) for a in res.applied]
 
@@ -402,9 +406,11 @@ def run(models: list[tuple[str, nn.Module, Any]], *, modes: Iterable[str], backe
             if progress is not None:
                 progress.advance(per)
             continue
+        def say_model(m: str, _i: int = i) -> None:
+            step(f"model {_i}/{len(models)}: {m}")
+
         result.results.extend(bench_model(name, model, inputs, modes=modes, backends=backends,
-                                          min_run_time=min_run_time, rounds=rounds,
-                                          say=lambda m, _i=i, _n=name: step(f"model {_i}/{len(models)}: {m}")))
+                                          min_run_time=min_run_time, rounds=rounds, say=say_model))
     if progress is not None:
         progress.close(f"{len(models)} model{'s' if len(models) != 1 else ''} benchmarked")
     return result
@@ -475,8 +481,8 @@ def plot(result: BenchResult, path: str) -> None:
         ys = [i + (len(variants) - 1 - vi) * height for i in range(len(keys))]
         rows = [found.get((m, mode, v)) for m, mode in keys]
         ok = [r is not None and r.correct and not r.error and r.ratio is not None for r in rows]
-        speed.barh(ys, [r.ratio if good else 0.0 for r, good in zip(rows, ok)], height, label=v,
-                   color=colors[vi % len(colors)])
+        ratios = [(r.ratio or 0.0) if good and r is not None else 0.0 for r, good in zip(rows, ok)]
+        speed.barh(ys, ratios, height, label=v, color=colors[vi % len(colors)])
         copied.barh(ys, [(r.copied_bytes or 0) if r is not None else 0 for r in rows], height, label=v,
                     color=colors[vi % len(colors)])
         for y, r, good in zip(ys, rows, ok):
@@ -499,8 +505,9 @@ def plot(result: BenchResult, path: str) -> None:
         ax.grid(axis="x", lw=0.3)
         ax.set_ylim(-0.3, len(keys))
     speed.legend(fontsize=8, loc="lower right")
-    m = result.machine
-    fig.suptitle(f"fxlint bench: {m['cpu']}, {m['threads']} threads, torch {m['torch']}", fontsize=10)
+    machine = result.machine
+    fig.suptitle(f"fxlint bench: {machine['cpu']}, {machine['threads']} threads, torch {machine['torch']}",
+                 fontsize=10)
     fig.savefig(path, dpi=100)
     plt.close(fig)
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import inspect
 import operator
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.fx as fx
@@ -187,7 +187,7 @@ def _aten_params(name: str) -> list[list[_Param]]:
     return _ATEN_SCHEMAS[name]
 
 
-def _python_signature(fn: Callable[..., Any]) -> list[_Param] | None:
+def _python_signature(fn: object) -> list[_Param] | None:
     if isinstance(fn, type) or inspect.isfunction(fn) or inspect.ismethod(fn):
         try:
             sig = inspect.signature(inspect.unwrap(fn))

@@ -53,12 +53,12 @@ def _target_name(node: fx.Node, gm: fx.GraphModule) -> tuple[str, str]:
         attr = node.args[1] if len(node.args) > 1 else "?"
         return str(attr), f"Tensor.{attr}"
     name = getattr(t, "__name__", None) or str(t)
-    mod = getattr(t, "__module__", None) or ""
-    if mod == "_operator" or mod == "operator":
+    where = getattr(t, "__module__", None) or ""
+    if where == "_operator" or where == "operator":
         return _OPERATOR_NAMES.get(name, name), f"operator.{name}"
-    if mod.startswith("torch.nn.functional") or mod == "torch._C._nn":
+    if where.startswith("torch.nn.functional") or where == "torch._C._nn":
         return name, f"F.{name}"
-    if mod.startswith("torch._C") and name == "_get_data_attr":
+    if where.startswith("torch._C") and name == "_get_data_attr":
         return "data", "Tensor.data"
     if name == "_set_grad_enabled":
         return name, "torch._C._set_grad_enabled"
@@ -193,7 +193,9 @@ class _Builder:
         """``wrap_with_set_grad_enabled(enabled, submod, *operands)`` (export): the
         submodule's nodes become nodes of this view, run in the region's grad mode;
         the higher-order node itself stays as the tuple of what the region returns."""
-        sub = get_attr(self.gm, str(node.args[1].target))
+        region = node.args[1]
+        assert isinstance(region, fx.Node)  # _is_grad_region checked it
+        sub = get_attr(self.gm, str(region.target))
         enabled = node.args[0]
         if not isinstance(sub, fx.GraphModule):
             cn = self.make(node)

@@ -79,7 +79,8 @@ def _arg_text(v: Any) -> str:
 
 def _slice_text(start: Any, stop: Any, step: Any) -> str:
     # a symbolic bound (a SymInt node) shows as its node's name
-    return slice_text(*(v.name if isinstance(v, CanonNode) else v for v in (start, stop, step)))
+    start, stop, step = (v.name if isinstance(v, CanonNode) else v for v in (start, stop, step))
+    return slice_text(start, stop, step)
 
 
 @dataclass(eq=False)

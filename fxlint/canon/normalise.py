@@ -187,8 +187,8 @@ def _index_item(c: Call, ix: Any, dim: int) -> IndexItem:
     if isinstance(ix, torch.Tensor):
         if _is_mask(ix.dtype):
             return IndexItem("mask", dim=dim, index_shape=tuple(ix.shape), spelled="<mask>")
-        vals = tuple(int(v) for v in ix.reshape(-1).tolist())
-        return IndexItem("tensor", dim=dim, values=vals, index_shape=tuple(ix.shape), spelled=str(list(vals)))
+        ints = tuple(int(v) for v in ix.reshape(-1).tolist())
+        return IndexItem("tensor", dim=dim, values=ints, index_shape=tuple(ix.shape), spelled=str(list(ints)))
     if isinstance(ix, (list, tuple, range)):
         flat = list(flatten(list(ix)))
         if flat and all(isinstance(v, bool) for v in flat):
@@ -281,7 +281,10 @@ _METHOD_DTYPES = {
 )
 def to(c: Call) -> Args:
     raw, node = c.raw, c.node
-    dtype = device = memory_format = None
+    # what the graph passes: a dtype/device/format, or an fx.Node that computes one
+    dtype: Any = None
+    device: Any = None
+    memory_format: Any = None
     copy = False
     non_blocking = bool(node.kwargs.get("non_blocking", False))
     if raw in _METHOD_DTYPES:
@@ -357,7 +360,7 @@ def linear(c: Call) -> Args:
         return {"input": c.input, "weight": c.conv(c.get("weight")), "bias": c.conv(c.get("bias"))}
     mod = c.module
     return {"input": c.input, "weight": None, "bias": None,
-            "weight_info": TensorInfo.from_tensor(mod.weight) if mod is not None else None,
+            "weight_info": TensorInfo.from_tensor(mod.weight) if isinstance(mod, nn.Linear) else None,
             "has_bias": getattr(mod, "bias", None) is not None}
 
 

@@ -50,10 +50,10 @@ def run(args: argparse.Namespace) -> int:
     if args.lint_speed:
         from ..benchmarks import lint_speed
 
-        result = lint_speed.run()
-        emit(lint_speed.render(result), None)
+        speed = lint_speed.run()
+        emit(lint_speed.render(speed), None)
         if args.json:
-            write_text(args.json, json.dumps(result.to_dict(), indent=2))
+            write_text(args.json, json.dumps(speed.to_dict(), indent=2))
         return EXIT_CLEAN
 
     from ..benchmarks import harness

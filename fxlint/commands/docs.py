@@ -1,4 +1,7 @@
-"""``fxlint docs``: write (or ``--check``) ``docs/rules/FXLnnn.md`` for every registered rule."""
+"""``fxlint docs``: write (or ``--check``) the generated pages of the documentation site:
+``docs/rules/FXLnnn.md`` for every registered rule with the index ``docs/rules/README.md``, the
+CLI reference ``docs/cli.md`` rendered from the argument parsers, and the JSON report's schema
+``docs/report.schema.json`` (what ``fxlint schema`` prints)."""
 
 from __future__ import annotations
 
@@ -12,26 +15,52 @@ from typing import Any
 from ._common import EXIT_CLEAN, EXIT_FINDINGS
 
 ORDER = 95
-DEFAULT_DIR = os.path.join("docs", "rules")
+DEFAULT_DIR = "docs"
+RULES = "rules"
+CLI_PAGE = "cli.md"
+SCHEMA = "report.schema.json"
 _PAGE_RE = re.compile(r"^FXL\d{3}\.md$")
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        "docs", help="generate the rule documentation pages",
-        description="Render docs/rules/FXLnnn.md (and an index README.md) from the docstrings of every "
-                    "registered rule. With --check, write nothing and exit 1 when the pages are out of date.")
-    p.add_argument("--output", metavar="DIR", default=DEFAULT_DIR, help=f"where the pages go (default {DEFAULT_DIR})")
+        "docs", help="generate the rule pages and the CLI reference of the documentation site",
+        description="Render DIR/rules/FXLnnn.md (and the index DIR/rules/README.md) from the docstrings of every "
+                    "registered rule, DIR/cli.md from fxlint's argument parsers and DIR/report.schema.json (the JSON "
+                    "report's schema). With --check, write nothing "
+                    "and exit 1 when a page is out of date. `make docs` then builds the site (MkDocs).")
+    p.add_argument("--output", metavar="DIR", default=DEFAULT_DIR,
+                   help=f"the documentation folder the pages go into (default {DEFAULT_DIR})")
     p.add_argument("--check", action="store_true", help="only compare; exit 1 and list what differs")
     p.set_defaults(func=run)
 
 
-def differences(folder: str | os.PathLike[str]) -> list[str]:
-    """What differs between ``folder`` and freshly rendered pages: '<file> missing|differs|stale'."""
+def generated_pages() -> dict[str, str]:
+    """Path relative to the docs folder -> text, for every page ``fxlint docs`` writes."""
+    import json
+
+    from ..clidoc import render_cli
+    from ..cli import build_parser
     from ..registry import all_rules
     from ..ruledoc import pages
+    from ..schema import report_schema
 
-    want = pages(all_rules())
+    out = {f"{RULES}/{name}": text for name, text in pages(all_rules()).items()}
+    out[CLI_PAGE] = render_cli(build_parser())
+    out[SCHEMA] = json.dumps(report_schema(), indent=2) + "\n"  # byte for byte what `fxlint schema -o` writes
+    return out
+
+
+def _stale(rules_dir: Path, want: dict[str, str]) -> list[Path]:
+    """Rule pages in ``rules_dir`` whose rule no longer exists."""
+    if not rules_dir.is_dir():
+        return []
+    return [p for p in sorted(rules_dir.iterdir()) if _PAGE_RE.match(p.name) and f"{RULES}/{p.name}" not in want]
+
+
+def differences(folder: str | os.PathLike[str]) -> list[str]:
+    """What differs between the docs ``folder`` and freshly rendered pages: '<path> missing|differs|stale'."""
+    want = generated_pages()
     d = Path(folder)
     out = []
     for name, text in want.items():
@@ -40,32 +69,27 @@ def differences(folder: str | os.PathLike[str]) -> list[str]:
             out.append(f"{name} missing")
         elif path.read_text(encoding="utf-8") != text:
             out.append(f"{name} differs")
-    if d.is_dir():
-        out += [f"{p.name} stale (no such rule)" for p in sorted(d.iterdir())
-                if _PAGE_RE.match(p.name) and p.name not in want]
+    out += [f"{RULES}/{p.name} stale (no such rule)" for p in _stale(d / RULES, want)]
     return out
 
 
 def write(folder: str | os.PathLike[str]) -> int:
-    """Write every page into ``folder``, removing pages of rules that no longer exist."""
-    from ..registry import all_rules
-    from ..ruledoc import pages
-
+    """Write every page into ``folder``, removing pages of rules that no longer exist; return the
+    number of rule pages."""
     from ..errors import OutputError
     from ..outputs import write_text
 
-    want = pages(all_rules())
+    want = generated_pages()
     d = Path(folder)
     try:
-        d.mkdir(parents=True, exist_ok=True)
+        (d / RULES).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"cannot write {folder}: {exc.strerror or exc}") from exc
     for name, text in want.items():
         write_text(d / name, text)
-    for p in d.iterdir():
-        if _PAGE_RE.match(p.name) and p.name not in want:
-            p.unlink()
-    return len(want) - 1
+    for p in _stale(d / RULES, want):
+        p.unlink()
+    return sum(1 for name in want if _PAGE_RE.match(name.rsplit("/", 1)[-1]))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,8 +100,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"fxlint: {args.output} is out of date ({'; '.join(diff)}); run `{cmd}` to regenerate it",
                   file=sys.stderr)
             return EXIT_FINDINGS
-        print(f"fxlint: {args.output} is up to date", file=sys.stderr)
+        print(f"fxlint: the generated pages in {args.output} are up to date", file=sys.stderr)
         return EXIT_CLEAN
     n = write(args.output)
-    print(f"fxlint: wrote {n} rule page{'s' if n != 1 else ''} and the index to {args.output}", file=sys.stderr)
+    print(f"fxlint: wrote {n} rule page{'s' if n != 1 else ''}, the rule index, {CLI_PAGE} and {SCHEMA} to "
+          f"{args.output}", file=sys.stderr)
     return EXIT_CLEAN

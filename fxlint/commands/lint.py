@@ -107,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
     known = None
     if args.baseline and not args.write_baseline:
         known = bl.Baseline.load(args.baseline)  # a missing or broken baseline fails before the model runs
+    targets: list[tuple[str, str | None]]
     if args.zoo is not None:
         targets = [(f"{path}:make", path) for path in zoo_models(args.zoo)]
     elif args.target:

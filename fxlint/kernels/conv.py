@@ -26,7 +26,7 @@ running machine.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -326,6 +326,7 @@ def _run_conv(t: dict[str, torch.Tensor], stride: tuple, padding: Any, dilation:
     import torch.nn.functional as F
 
     nd = t["weight"].ndim - 2
+    fn: Callable[..., torch.Tensor]
     if transposed:
         fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[nd - 1]
         return fn(t["input"], t["weight"], t.get("bias"), stride=stride, padding=padding,
@@ -341,11 +342,10 @@ def _agreeing_conv(x: TensorInfo, weight: TensorInfo, *, conv1d: bool, stride: S
     where they differ, that part is unknown."""
     if conv1d:  # predict_conv prepended the 2-d view's unit dim to these; hand back the 1-d ones
         stride, dilation, output_padding = stride[1:], dilation[1:], output_padding[1:]
-    both = [predict_conv(x, weight, stride=stride, dilation=dilation, output_padding=output_padding,
-                         use_mkldnn=flag, **kw) for flag in (True, False)]
-    if any(p is None for p in both):
+    a, b = (predict_conv(x, weight, stride=stride, dilation=dilation, output_padding=output_padding,
+                         use_mkldnn=flag, **kw) for flag in (True, False))
+    if a is None or b is None:
         return None
-    a, b = both
 
     def key(c: KernelCopy) -> tuple:
         return (c.operand, c.phase, c.op, str(c.nbytes), c.count, c.avoidable)

@@ -4,7 +4,7 @@ Shared by FXL101 and FXL102 (kept private to the passes package)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Final, Literal, Sequence
 
 from ..canon import CanonNode, GraphView
 from ..tensorinfo import Dim, TensorInfo
@@ -18,7 +18,10 @@ REDUCTION_OPS = frozenset({
     "argmax", "argmin", "count_nonzero", "nansum", "nanmean", "linalg_vector_norm",
 })
 
-NEEDS, UNKNOWN, AGNOSTIC = "needs", "unknown", "agnostic"
+ConsumerVerdict = Literal["needs", "unknown", "agnostic"]
+NEEDS: Final = "needs"
+UNKNOWN: Final = "unknown"
+AGNOSTIC: Final = "agnostic"
 
 
 @dataclass
@@ -31,7 +34,7 @@ class Need:
     ``why``: a short text per consumer that decided it.
     """
 
-    verdict: str
+    verdict: ConsumerVerdict
     why: list[str] = field(default_factory=list)
     consumers: list[CanonNode] = field(default_factory=list)
 
@@ -45,7 +48,7 @@ def consumers_need(node: CanonNode, pre: TensorInfo, view: GraphView, depth: int
     need = Need(AGNOSTIC)
     outs = set(view.outputs)
 
-    def worst(verdict: str, why: str, who: CanonNode) -> None:
+    def worst(verdict: ConsumerVerdict, why: str, who: CanonNode) -> None:
         need.consumers.append(who)
         if _RANK[verdict] > _RANK[need.verdict]:
             need.verdict = verdict

@@ -76,23 +76,24 @@ def moves(factory: CanonNode) -> list[FactoryMove]:
     seen: set[int] = set()
 
     def walk(node: CanonNode, depth: int) -> None:
-        if id(node) in seen or depth > 8:
+        t = node.tensor  # the factory's, then users' that have one
+        if id(node) in seen or depth > 8 or t is None:
             return
         seen.add(id(node))
         for u in node.users:
             if u.kind == "output" or u.tensor is None:
                 continue
             if u.op == "to" and u.input is node:
-                if same_device(node.tensor.device, u.tensor.device) is False:
+                if same_device(t.device, u.tensor.device) is False:
                     found.append(FactoryMove(factory, u, node, str(u.tensor.device), cpu_conversions(node, factory)))
                     continue
                 walk(u, depth + 1)
                 continue
-            others = [i for i in u.tensor_inputs if i is not node and i.tensor is not None]
-            foreign = [i for i in others if same_device(i.tensor.device, node.tensor.device) is False]
-            if foreign and node.tensor is not None and node.tensor.ndim > 0:
+            foreign = [i.tensor for i in u.tensor_inputs
+                       if i is not node and i.tensor is not None and same_device(i.tensor.device, t.device) is False]
+            if foreign and t.ndim > 0:
                 # a CPU index or operand handed to a kernel on another device: the kernel copies it over
-                found.append(FactoryMove(factory, u, node, str(foreign[0].tensor.device),
+                found.append(FactoryMove(factory, u, node, str(foreign[0].device),
                                          cpu_conversions(node, factory)))
                 continue
             if from_cpu_factory(u) is factory:

@@ -45,7 +45,7 @@ def repeat_like(node: CanonNode) -> RepeatLike | None:
     return RepeatLike(node, source, src_shape, out_shape, dims, spelled, consumers, drop)
 
 
-def _replication(node: CanonNode):
+def _replication(node: CanonNode) -> tuple[CanonNode, tuple[Dim, ...], tuple[Dim, ...], tuple[int, ...], str] | None:
     out = node.tensor
     if out is None:
         return None
@@ -70,9 +70,11 @@ def _replication(node: CanonNode):
         return src, padded, tuple(out.shape), dims, text
     if node.op == "contiguous":
         exp = node.input
-        if exp is None or exp.op != "expand" or exp.input is None or exp.input.tensor is None:
+        if exp is None or exp.op != "expand" or exp.input is None:
             return None
         src = exp.input
+        if src.tensor is None:
+            return None
         shape = tuple(src.tensor.shape)
         padded = (1,) * (len(out.shape) - len(shape)) + shape
         dims = tuple(d for d in range(len(out.shape)) if is_one(padded[d]) and not is_one(out.shape[d]))

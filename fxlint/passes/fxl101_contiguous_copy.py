@@ -77,7 +77,7 @@ from typing import Iterator, Literal
 
 import torch
 
-from ..canon import GraphView
+from ..canon import CanonNode, GraphView
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
 from ..text import bytes_text, bytes_value, call_text, line_of, torch_name
@@ -195,7 +195,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         yield Hit(node, violation, bytes=site.nbytes, backward_bytes=bwd_bytes, severity=severity)
 
 
-def _layout_pessimization(node, fmt) -> bool:
+def _layout_pessimization(node: CanonNode, fmt: torch.memory_format | None) -> bool:
     """channels_last data made NCHW right before a convolution: FXL204's finding, not ours."""
     src = node.input
     if fmt not in (None, torch.contiguous_format) or src is None or src.tensor is None:

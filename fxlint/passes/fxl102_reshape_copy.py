@@ -68,7 +68,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Literal
 
-from ..canon import GraphView
+from ..canon import CanonNode, GraphView
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
 from ..text import args_text, bytes_text, bytes_value, call_text, shape_value
@@ -174,11 +174,11 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         yield Hit(node, violation, bytes=site.nbytes, backward_bytes=0, severity=severity)
 
 
-def _is_ravel(node) -> bool:
+def _is_ravel(node: CanonNode) -> bool:
     return node.spelling.endswith("ravel") or ".ravel." in node.spelling
 
 
-def _spelled(node) -> str:
+def _spelled(node: CanonNode) -> str:
     name = node.spelling.rsplit(".", 1)[-1]
     if node.spelling.startswith("aten."):
         name = node.spelling.split(".")[1]
@@ -189,7 +189,7 @@ def _spelled(node) -> str:
     return f".{name}({args_text(node.tensor.shape)})" if node.tensor is not None else call_text(node)
 
 
-def _only_reduced(node) -> bool:
+def _only_reduced(node: CanonNode) -> bool:
     every = real_users(node)
     users = [u for u in every if u.kind != "output"]
     if not users or len(users) != len(every):

@@ -80,7 +80,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from ..canon import GraphView
+from ..canon import CanonNode, GraphView
 from ..device import mismatched, pinned
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
@@ -149,10 +149,12 @@ def _hits(view: GraphView) -> Iterator[Hit]:
             continue
         kind = factory.args.get("kind", "tensor")
         for mv in moves(factory):
-            moved = mv.tensor.tensor
-            move_bytes = mv.move.tensor.nbytes if mv.move.op == "to" else (moved.nbytes if moved is not None else None)
+            moved, move_t = mv.tensor.tensor, mv.move.tensor
+            assert move_t is not None  # moves() reports only nodes that carry a tensor
+            converted = [c.tensor for c in mv.conversions if c.tensor is not None]  # all of them: cpu_conversions
+            move_bytes = move_t.nbytes if mv.move.op == "to" else (moved.nbytes if moved is not None else None)
             nbytes = move_bytes
-            conv_bytes = sum(c.tensor.nbytes for c in mv.conversions) if mv.conversions else 0
+            conv_bytes = sum(ct.nbytes for ct in converted) if converted else 0
             if mv.conversions and nbytes is not None and all(_same_line(c, mv.move) for c in mv.conversions):
                 nbytes = nbytes + conv_bytes  # the same line pays both
             violation = FactoryWithoutDevice(
@@ -160,7 +162,7 @@ def _hits(view: GraphView) -> Iterator[Hit]:
                 target_device=mv.target,
                 via="to" if mv.move.op == "to" else mv.move.op,
                 moved=bytes_value(move_bytes),
-                converted_to=torch_name(mv.conversions[-1].tensor.dtype) if mv.conversions else None,
+                converted_to=torch_name(converted[-1].dtype) if converted else None,
                 converted=bytes_value(conv_bytes),
                 copied=bytes_value(nbytes),
                 same_line=_same_line(factory, mv.move),
@@ -178,6 +180,6 @@ def _hits(view: GraphView) -> Iterator[Hit]:
                       severity=Severity.ERROR if violation.raises else None)
 
 
-def _same_line(a, b) -> bool:
+def _same_line(a: CanonNode, b: CanonNode) -> bool:
     return (a.location is not None and b.location is not None
             and (a.location.file, a.location.line) == (b.location.file, b.location.line))

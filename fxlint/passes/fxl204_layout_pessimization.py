@@ -97,9 +97,9 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         users = node.users
         if not users or any(u.op != "conv" or u.input is not node for u in users):
             continue
-        after = [predict_conv_node(u, x=x.tensor) for u in users]
-        now = [predict_conv_node(u) for u in users]
-        if any(p is None for p in after + now):
+        after = [p for u in users if (p := predict_conv_node(u, x=x.tensor)) is not None]
+        now = [p for u in users if (p := predict_conv_node(u)) is not None]
+        if len(after) < len(users) or len(now) < len(users):  # a conv the model cannot predict
             continue
         if any(p.forward("input") for p in after):  # the conv would copy the channels_last input anyway
             continue

@@ -51,6 +51,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Iterator
 
+from ..gradflow import Site
 from ..program import Program
 from ..registry import Hit, RuleContext, rule
 from ..source import Location, grad_off_block_lines, source_line
@@ -80,7 +81,7 @@ class NoGradRegion(GradientCut):
         return f"inside {self.block}, autograd is off: no gradient flows back through it"
 
 
-def _anchors(site) -> list[Location]:
+def _anchors(site: Site) -> list[Location]:
     """The `with torch.no_grad():` lines around the block: a comment there silences it."""
     out: list[Location] = []
     for cut in site.cuts:
@@ -94,7 +95,7 @@ def _anchors(site) -> list[Location]:
     return out
 
 
-def _block(site, anchors: tuple[Location, ...]) -> dict[str, str]:
+def _block(site: Site, anchors: tuple[Location, ...]) -> dict[str, str]:
     """Which block, by its opening line (the reported line is the first one inside it)."""
     if not anchors:
         return {}

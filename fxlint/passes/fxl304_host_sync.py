@@ -82,7 +82,7 @@ from typing import ClassVar, Iterator
 
 from ..canon import CanonNode, GraphView
 from ..findings import Severity
-from ..gradflow import analyse
+from ..gradflow import GradFlow, analyse
 from ..program import GraphBreak, Program
 from ..registry import Hit, RuleContext, rule
 from ._gradient import CutText, GradientCut, cut_hits, names_text, percent, quote
@@ -351,7 +351,7 @@ def _receiver(expression: str | None) -> str | None:
     return None
 
 
-def _break_hit(program: Program, flow, view: GraphView, synced: CanonNode, params: list[str],
+def _break_hit(program: Program, flow: GradFlow, view: GraphView, synced: CanonNode, params: list[str],
                b: GraphBreak) -> Hit | None:
     reach = program.reach
     position = view.outputs.index(synced)

@@ -121,7 +121,7 @@ class NoncontiguousCollective(Violation):
 @rule("FXL601", "noncontiguous-collective", "warning", violation=NoncontiguousCollective)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     for node in collectives(view):
-        kind = node.args.get("kind")
+        kind: str = node.args.get("kind") or ""
         call = DIST_CALL.get(kind, node.args.get("style", "collective"))
         for sent in tensors_sent(node):
             t = sent.tensor

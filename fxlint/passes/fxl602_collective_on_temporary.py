@@ -82,7 +82,7 @@ class CollectiveOnTemporary(Violation):
 @rule("FXL602", "collective-on-temporary", "error", violation=CollectiveOnTemporary)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     for node in collectives(view):
-        call = DIST_CALL.get(node.args.get("kind"), node.args.get("style", "collective"))
+        call = DIST_CALL.get(node.args.get("kind") or "", node.args.get("style", "collective"))
         sent = set(node.args.get("inputs") or ())
         for w in writes(node):
             temp = w.target

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from tabulate import tabulate
 
+from ..grouping import location_text
 from ..tensorinfo import human_bytes
 from .text import ms
 
@@ -25,23 +26,23 @@ def render_audit_text(report: "AuditReport", *, width: int | None = None) -> str
             what = ", ".join(s.ops)
             if not s.avoidable:
                 what += f"\nunavoidable: {s.reason}"
-            rows.append([s.location, s.module_path or "-", s.phase, s.count, human_bytes(s.bytes),
+            rows.append([location_text(s.location), s.module_path or "-", s.phase, s.count, human_bytes(s.bytes),
                          f"{100 * s.share:.1f}%", ms(s.time_ns), what])
         lines.append(tabulate(rows, headers=["Location", "Module", "Phase", "Copies", "Bytes/call", "Share", "Time",
                                              "Ops (top>copy)"],
                               tablefmt="simple",
-                              maxcolwidths=[40, 24, None, None, None, None, None, max(30, width - 110)]))
+                              maxcolwidths=[None, 24, None, None, None, None, None, max(30, width - 110)]))
         lines.append("")
-    s = report.summary()
+    summary = report.summary()
     what = "training step (forward + backward)" if report.train else "forward call"
-    if not s["copies"]:
+    if not summary["copies"]:
         lines.append(f"No copies in one {what}.")
     else:
         lines.append(
-            f"{s['copies']} copies, {human_bytes(s['bytes_per_call'])} per {what} "
-            f"({human_bytes(s['avoidable_bytes_per_call'])} avoidable, "
-            f"{human_bytes(s['unavoidable_bytes_per_call'])} that every program pays)"
-            + (f"; forward {human_bytes(s['forward_bytes'])}, backward {human_bytes(s['backward_bytes'])}"
+            f"{summary['copies']} copies, {human_bytes(summary['bytes_per_call'])} per {what} "
+            f"({human_bytes(summary['avoidable_bytes_per_call'])} avoidable, "
+            f"{human_bytes(summary['unavoidable_bytes_per_call'])} that every program pays)"
+            + (f"; forward {human_bytes(summary['forward_bytes'])}, backward {human_bytes(summary['backward_bytes'])}"
                if report.train else "") + "."
         )
         if report.call_ns:

@@ -76,7 +76,8 @@ _JS = """
   document.querySelectorAll('table.sortable').forEach(function(t){
     var ths=t.querySelectorAll('thead th');
     ths.forEach(function(th,i){th.addEventListener('click',function(){
-      var asc=th.classList.contains('sorted-desc');ths.forEach(function(x){x.classList.remove('sorted-asc','sorted-desc');});
+      var asc=th.classList.contains('sorted-desc');
+      ths.forEach(function(x){x.classList.remove('sorted-asc','sorted-desc');});
       th.classList.add(asc?'sorted-asc':'sorted-desc');var body=t.tBodies[0];
       var rows=Array.prototype.slice.call(body.rows);
       rows.sort(function(a,b){var x=val(a.cells[i]),y=val(b.cells[i]);if(typeof x==='number'&&typeof y==='number')
@@ -161,7 +162,8 @@ def render_html(report: Report, *, title: str = "fxlint report", rewrites: "Rewr
 def _summary(report: Report, groups: list[Group], lines_hit: int, timed: bool) -> str:
     s = report.summary()
     cards = [("findings", s["findings"], f"{s['findings']}"), ("lines", lines_hit, f"{lines_hit}"),
-             ("bytes-per-call", s["bytes_per_call"], human_bytes(s["bytes_per_call"]) if s["bytes_per_call"] else "0 B"),
+             ("bytes-per-call", s["bytes_per_call"],
+              human_bytes(s["bytes_per_call"]) if s["bytes_per_call"] else "0 B"),
              ("errors", s["errors"], str(s["errors"])), ("warnings", s["warnings"], str(s["warnings"])),
              ("infos", s["infos"], str(s["infos"]))]
     labels = {"findings": "findings", "lines": "source lines", "bytes-per-call": "copied per call",
@@ -358,7 +360,8 @@ def _rewrites(result: "RewriteResult | None", error: str | None) -> str:
             src = (f'<div>source (suggested edit):</div><pre class="diff"><span class="del">- {_e(b)}</span>\n'
                    f'<span class="add">+ {_e(af)}</span></pre>')
         parts.append(f'<div class="rw"><h3><code>{_e(a.location)}</code> {_e(a.code)} {_e(a.name)}</h3>'
-                     f"<p>{_e(a.description)}{_e(saved)}</p><div>graph:</div><pre class=\"diff\">{diff}</pre>{src}</div>")
+                     f"<p>{_e(a.description)}{_e(saved)}</p><div>graph:</div>"
+                     f"<pre class=\"diff\">{diff}</pre>{src}</div>")
     if result.skipped:
         parts.append("<h3>Not applied</h3><ul>" + "".join(
             f"<li><code>{_e(s.location)}</code> {_e(s.code)}: {_e(s.reason)}</li>" for s in result.skipped) + "</ul>")

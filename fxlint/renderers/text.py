@@ -17,7 +17,7 @@ from typing import Any
 from tabulate import tabulate
 
 from ..findings import Finding, Report, sort_by_cost
-from ..grouping import Group, group_findings, in_scope
+from ..grouping import Group, group_findings, in_scope, location_text
 from ..tensorinfo import human_bytes
 
 
@@ -66,10 +66,10 @@ def render_text(report: Report, *, width: int | None = None, group: bool = True,
         lines.append(summary_line(report))
     if report.unexplained:
         lines.append("Runtime copies that no finding explains (the audit saw them; no rule predicted them):")
-        rows = [[u["location"], u["module_path"] or "-", u["count"], human_bytes(u["bytes"]),
+        rows = [[location_text(u["location"]), u["module_path"] or "-", u["count"], human_bytes(u["bytes"]),
                  ms(u.get("time_ns")), ", ".join(u["ops"])] for u in report.unexplained[:20]]
         lines.append(tabulate(rows, headers=["Location", "Module", "Copies", "Bytes/call", "Time", "Ops (top>copy)"],
-                              tablefmt="simple", maxcolwidths=[40, 24, None, None, None, 60]))
+                              tablefmt="simple", maxcolwidths=[None, 24, None, None, None, 60]))
         if len(report.unexplained) > 20:
             lines.append(f"... and {len(report.unexplained) - 20} more lines (--format json lists them all)")
         lines.append("")

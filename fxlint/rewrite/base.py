@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import torch.fx as fx
 
@@ -50,7 +50,7 @@ class Site:
     fusing: bool = False
 
     @property
-    def details(self) -> dict[str, Any]:
+    def details(self) -> Mapping[str, Any]:
         return self.finding.details
 
 
@@ -116,13 +116,13 @@ def register(code: str, name: str) -> Callable[[ApplyFn], ApplyFn]:
 def load_rewrites() -> None:
     """Import every rewrite module (``fxlNNN_*.py``): each registers itself."""
     import importlib
+    import os
     import pkgutil
 
-    from .. import rewrite as pkg
-
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+    # this package's folder (``fxlint.rewrite``, whose name is also the function users call)
+    for info in sorted(pkgutil.iter_modules([os.path.dirname(__file__)]), key=lambda m: m.name):
         if info.name.startswith("fxl"):
-            importlib.import_module(f"{pkg.__name__}.{info.name}")
+            importlib.import_module(f"{__package__}.{info.name}")
 
 
 def all_rewrites(registry: "Registry | None" = None) -> dict[str, Rewrite]:

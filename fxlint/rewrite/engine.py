@@ -123,7 +123,7 @@ def rewrite_graph(
 
 def apply_sites(
     gm: fx.GraphModule,
-    sites: Sequence[tuple[Finding, bool]],
+    sites: Sequence[SiteSpec],
     args: Sequence[Any],
     kwargs: dict[str, Any] | None = None,
     *,
@@ -174,9 +174,9 @@ def apply_sites(
             skip(f"the rewrite failed ({why}); the graph is unchanged", rolled_back=True)
             continue
         if verifier is not None:
-            why = verifier.check(candidate)
-            if why is not None:
-                skip(f"rolled back, the rewritten graph does not match the original: {why}", rolled_back=True)
+            mismatch = verifier.check(candidate)
+            if mismatch is not None:
+                skip(f"rolled back, the rewritten graph does not match the original: {mismatch}", rolled_back=True)
                 continue
         previous, current = current, candidate
         result.applied.append(AppliedRewrite(

@@ -30,6 +30,8 @@ into expanded tensors, which the preconditions already exclude).
 
 from __future__ import annotations
 
+import torch.fx as fx
+
 from ..canon import CanonNode
 from ..tensorinfo import known
 from .base import Change, NotApplied, Site, register
@@ -56,7 +58,7 @@ def apply(site: Site) -> Change:
     if len(reps) < len(shape):
         raise NotApplied("fewer repeat counts than dims")
     padded = [1] * (len(reps) - len(shape)) + shape
-    sizes: list[int] = []
+    sizes: list[int | fx.Node] = []  # -1 keeps a dim; a node is a dynamic count
     for d, (size, r) in enumerate(zip(padded, reps)):
         if isinstance(r, int) and r == 1:
             sizes.append(-1 if d >= len(reps) - len(shape) else 1)

@@ -60,6 +60,9 @@ identical, and the rewrite is verified on the example inputs.
 from __future__ import annotations
 
 import ast
+from typing import Callable
+
+import torch.fx as fx
 
 from ..alias import Aliasing
 from ..canon import CanonNode
@@ -132,7 +135,7 @@ def _fused_gather_wins(site: Site, node: CanonNode, base: CanonNode) -> str | No
             "writes only the selected elements (inference under Inductor: the slice measured 0.62x)")
 
 
-def _grad_mode(site: Site, default: bool):
+def _grad_mode(site: Site, default: bool) -> Callable[[fx.Node], bool]:
     by_fx = {n.node: n.grad_enabled for n in site.view.nodes}
     return lambda n: by_fx.get(n, default)  # a new node runs in the mode of the index it serves
 
@@ -163,6 +166,7 @@ def source_edit(node: CanonNode, basic: BasicIndex) -> tuple[str, str] | None:
             return None
         assert isinstance(call, ast.Call)
         args = list(call.args)
+        value: ast.expr | None
         if isinstance(call.func, ast.Attribute) and call.func.attr == "index_select" and not _is_torch(call.func.value):
             value, idx = call.func.value, (args[1] if len(args) > 1 else None)
         else:
@@ -180,12 +184,12 @@ def source_edit(node: CanonNode, basic: BasicIndex) -> tuple[str, str] | None:
     adv = _advanced(sub)
     if len(adv) != len(positions):
         return None
-    value = line.text(sub.value)
+    base = line.text(sub.value)
     texts = [line.text(e) for e in elts]
     for e, pos in zip(adv, positions):
         r = basic.replace[pos]
-        texts[elts.index(e)] = _range_text(line, e, r, value) or r.text
-    return line.code, line.replaced(sub, f"{value}[{', '.join(texts)}]")
+        texts[elts.index(e)] = _range_text(line, e, r, base) or r.text
+    return line.code, line.replaced(sub, f"{base}[{', '.join(texts)}]")
 
 
 def _is_torch(n: ast.AST) -> bool:
@@ -204,7 +208,7 @@ def _is_basic(e: ast.AST) -> bool:
     return isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant)
 
 
-def _advanced(sub: ast.Subscript) -> list[ast.AST]:
+def _advanced(sub: ast.Subscript) -> list[ast.expr]:
     elts = list(sub.slice.elts) if isinstance(sub.slice, ast.Tuple) else [sub.slice]
     return [e for e in elts if not _is_basic(e)]
 

@@ -56,7 +56,7 @@ def retarget_as_basic_index(gm: fx.GraphModule, old: fx.Node, base: fx.Node,
     graph = gm.graph
     dead = [a for a in old.all_input_nodes if a is not base]
     if not _is_aten(old):
-        index = []
+        index: list[slice | int | fx.Node | None] = []
         for kind, v in items:
             if kind == "slice":
                 index.append(slice(_fx(v[0]), _fx(v[1]), _fx(v[2])))
@@ -263,7 +263,8 @@ def shorten(code: str) -> str:
 
 def _untuple_subscripts(code: str) -> str:
     """``x[(a, b)]`` -> ``x[a, b]`` and ``x[(a,)]`` -> ``x[a]``: FX writes subscripts as tuples."""
-    out, i = [], 0
+    out: list[str] = []
+    i = 0
     while True:
         j = code.find("[(", i)
         if j < 0:

@@ -77,14 +77,15 @@ def run(gm: fx.GraphModule, args: Sequence[Any], kwargs: dict[str, Any], grads: 
         torch.manual_seed(_SEED)
         out = gm(*cargs, **ckwargs)
         flat = pytree.tree_leaves(out)
-        grad_list = None
+        grad_list: list[torch.Tensor | None] | None = None
         if grads:
             wrt = [a for a in pytree.tree_leaves((cargs, ckwargs)) if isinstance(a, torch.Tensor) and a.requires_grad]
             wrt += [p for p in gm.parameters() if p.requires_grad]
             diff = [o for o in flat if isinstance(o, torch.Tensor) and o.requires_grad]
             if wrt and diff:
                 gen = torch.Generator().manual_seed(_SEED)
-                loss = sum((o * torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device)).sum() for o in diff)
+                terms = [(o * torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device)).sum() for o in diff]
+                loss = sum(terms[1:], terms[0])
                 grad_list = list(torch.autograd.grad(loss, wrt, allow_unused=True))
     outputs = [o.detach() if isinstance(o, torch.Tensor) else o for o in flat]
     tracked = [isinstance(o, torch.Tensor) and o.requires_grad for o in flat]
@@ -107,9 +108,10 @@ def compare(expected: Run, actual: Run) -> str | None:
         if actual.grads is None or len(actual.grads) != len(expected.grads):
             return "the gradients could not be computed the same way"
         for i, (e, a) in enumerate(zip(expected.grads, actual.grads)):
-            if e is None and a is None:
-                continue
-            e = torch.zeros_like(a) if e is None else e  # an unused input's gradient is zero
+            if e is None:
+                if a is None:
+                    continue
+                e = torch.zeros_like(a)  # an unused input's gradient is zero
             a = torch.zeros_like(e) if a is None else a
             why = _close(e, a)
             if why:

@@ -91,7 +91,8 @@ class AuditReport:
         """Copies aggregated per (line, phase, avoidable), most bytes first."""
         groups: dict[tuple, list[CopyEvent]] = defaultdict(list)
         for c in self.copies:
-            groups[(c.file, c.line, c.function if c.file in (None, "<graph>") else None, c.phase, c.avoidable)].append(c)
+            function = c.function if c.file in (None, "<graph>") else None  # a graph's copies: per function
+            groups[(c.file, c.line, function, c.phase, c.avoidable)].append(c)
         total = self.total_bytes or 1
         stats = []
         for (_file, _line, _fn, phase, avoidable), cs in groups.items():

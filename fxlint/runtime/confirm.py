@@ -153,7 +153,7 @@ def confirm(report: Report, audit: AuditReport) -> Report:
             explained.update(id(c) for c in match(f, audit, explained)[1])
     # host reads are what the host-sync rules (FXL304, FXL109) are about
     for f in (*report.findings, *report.suppressed):
-        if f.code in _HOST_SYNC_CODES and f.file is not None:
+        if f.code in _HOST_SYNC_CODES and f.file is not None and f.line is not None:
             explained.update(id(c) for c in audit.at(f.file, f.line) if c.kind == "host-read")
     report.unexplained = _unexplained(c for c in audit.copies if id(c) not in explained)
     report.audit_summary = {**audit.summary(), **time_split(audit, explained)}

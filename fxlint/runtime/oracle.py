@@ -39,9 +39,13 @@ class OracleResult:
     def assert_all_confirmed(self) -> None:
         bad = [f for f in self.findings if f.status != "confirmed"]
         if bad:
+            def at(f: Finding) -> object:
+                if not f.file or f.line is None:
+                    return "?"
+                return [(c.op, c.bytes) for c in self.audit.at(f.file, f.line)]
+
             lines = "\n".join(f"  {f.code} {f.location}: {f.status}, predicted {f.bytes} B; runtime at that line: "
-                              f"{[(c.op, c.bytes) for c in self.audit.at(f.file, f.line)] if f.file else '?'}"
-                              for f in bad)
+                              f"{at(f)}" for f in bad)
             raise AssertionError(f"static findings the runtime does not back:\n{lines}")
 
     def assert_no_unexplained(self, min_bytes: int = 0) -> None:
