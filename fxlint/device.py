@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 import torch.fx as fx
@@ -123,6 +123,7 @@ def simulate(captured: "Captured", device: str) -> Simulation:
     sim = Simulation(device=str(target))
     originals = list(captured.views)
     host: set[str] = set()
+    results: list[_Result] = []
     for rnd in range(1, 5):
         sim.rounds = rnd
         results = _propagate_all(originals, target, host)
@@ -151,7 +152,7 @@ def simulate(captured: "Captured", device: str) -> Simulation:
                          roles=_roles(view), constants=dict(view._constants))
         new.graph_break = view.graph_break
         new.requires_grad_known = view.requires_grad_known
-        new.device_mismatches = {m.node for m in r.mismatches}  # read by FXL106/FXL107 (`mismatched`)
+        setattr(new, "device_mismatches", {m.node for m in r.mismatches})  # read by FXL106/FXL107 (`mismatched`)
         views.append(new)
     captured.views = views
     sim.host_parameters = sorted(host)
@@ -304,9 +305,9 @@ def _propagate(view: "GraphView", target: torch.device, host: set[str], earlier:
                 # which parameters does the model feed host data it moved there itself?
                 if any(n in host_moved for n in node.all_input_nodes):
                     for n in node.all_input_nodes:
-                        v = env.get(n)
-                        if origin.get(n) and isinstance(v, torch.Tensor) and v.device.type != "cpu":
-                            candidates.add(origin[n])
+                        v, pname = env.get(n), origin.get(n)
+                        if pname and isinstance(v, torch.Tensor) and v.device.type != "cpu":
+                            candidates.add(pname)
             else:
                 failed += 1 if not _is_mismatch(exc) else 0
             value = _fallback(gm, node, args, kwargs, mode, tensors, place)
@@ -395,17 +396,19 @@ def _retarget(node: fx.Node, target: torch.device) -> None:
 
 
 def _run(gm: fx.GraphModule, node: fx.Node, args: Any, kwargs: Any) -> Any:
+    target: Any = node.target
     if node.op == "call_function":
-        return node.target(*args, **kwargs)
+        return target(*args, **kwargs)
     if node.op == "call_method":
         self_obj, *rest = args
-        return getattr(self_obj, node.target)(*rest, **kwargs)
+        return getattr(self_obj, target)(*rest, **kwargs)
     if node.op == "call_module":
-        return gm.get_submodule(node.target)(*args, **kwargs)
+        return gm.get_submodule(target)(*args, **kwargs)
     raise RuntimeError(f"unexpected node {node.op}")
 
 
-def _fallback(gm: fx.GraphModule, node: fx.Node, args: Any, kwargs: Any, mode: Any, tensors: list, place) -> Any:
+def _fallback(gm: fx.GraphModule, node: fx.Node, args: Any, kwargs: Any, mode: Any, tensors: list[torch.Tensor],
+              place: Callable[[Any, torch.device], Any]) -> Any:
     """Run the op with every tensor on the CPU, then place the result on its operands' device."""
     dev = next((t.device for t in tensors if t.device.type != "cpu" and t.ndim > 0), None) \
         or next((t.device for t in tensors if t.device.type != "cpu"), None) or torch.device("cpu")

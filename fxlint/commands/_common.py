@@ -119,10 +119,11 @@ def add_device_arg(p: argparse.ArgumentParser) -> None:
 
 def _device_arg(value: str) -> str:
     from ..config import _device
+    from ..errors import ConfigError
 
     try:
         return _device(value, "--device")
-    except Exception as exc:  # a ConfigError: argparse turns it into a usage error (exit 2)
+    except ConfigError as exc:  # argparse turns it into a usage error (exit 2)
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
