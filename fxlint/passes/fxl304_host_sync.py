@@ -85,6 +85,7 @@ from ..findings import Severity
 from ..gradflow import GradFlow, analyse
 from ..program import GraphBreak, Program
 from ..registry import Hit, RuleContext, rule
+from ..source import Location
 from ._gradient import CutText, GradientCut, cut_hits, names_text, percent, quote
 
 _HOST_SYNC = re.compile(r"Tensor\.(item|tolist|numpy)\(\)|capture_scalar_outputs|generic_jump|data[- ]dependent",
@@ -171,10 +172,12 @@ def check(program: Program, ctx: RuleContext) -> Iterator[Hit]:
     done: set[int] = set()  # the synced nodes reported
     if ctx.training:
         for hit in cut_hits(program, ctx, "host_sync", HostSync):  # syncs kept inside a graph
-            src = hit.node.input if hit.node is not None else None
-            if device is not None and src is not None and _on_device(src):
-                hit.violation = replace(hit.violation, device=device, sync=hit.node.op)
-            done.add(id(hit.node))
+            node = hit.node
+            src = node.input if node is not None else None
+            if device is not None and node is not None and src is not None and _on_device(src) \
+                    and isinstance(hit.violation, HostSync):
+                hit.violation = replace(hit.violation, device=device, sync=node.op)
+            done.add(id(node))
             yield hit
         flow = analyse(program)
         for b in program.breaks:
@@ -187,12 +190,12 @@ def check(program: Program, ctx: RuleContext) -> Iterator[Hit]:
             params = flow.reaching(view, synced)
             if not params:
                 continue  # no trainable parameter's gradient reaches the number (or it is a bool/int)
-            hit = _break_hit(program, flow, view, synced, params, b)
-            if hit is not None:
-                if device is not None and _on_device(synced):
-                    hit.violation = replace(hit.violation, device=device, sync=_sync_kind(b))
+            brk = _break_hit(program, flow, view, synced, params, b)
+            if brk is not None:
+                if device is not None and _on_device(synced) and isinstance(brk.violation, HostSync):
+                    brk.violation = replace(brk.violation, device=device, sync=_sync_kind(b))
                 done.add(id(synced))
-                yield hit
+                yield brk
     if device is not None:
         yield from _device_syncs(program, device, done)
 
@@ -281,7 +284,7 @@ def _last_on_line(view: GraphView, b: GraphBreak) -> CanonNode | None:
     return max(here, key=lambda o: o.position) if here else None
 
 
-def _device_hit(node: CanonNode, location, code: str | None, device: str, kind: str, reason: str | None) -> Hit:
+def _device_hit(node: CanonNode, location: Location | None, code: str | None, device: str, kind: str, reason: str | None) -> Hit:
     name = {"bool": "`bool(t)`", "print": "`print(t)`", "nonzero": "`nonzero()`", "mask": "`x[mask]`"}.get(
         kind, f"`.{kind}()`" if kind in ("item", "tolist", "numpy") else "`.item()`")
     violation = HostSync(
