@@ -14,7 +14,8 @@ $(STAMP): pyproject.toml requirements-dev.txt
 
 venv: $(STAMP)
 
-## lint every scenario model in models/ and print the findings
+## lint every scenario model in models/ and print the findings (a model file's DEVICE = "cuda" lints it for
+## that device, simulated without a GPU: docs/device.md)
 demo: $(STAMP)
 	$(VENV)/bin/fxlint lint --zoo models --fail-on never
 

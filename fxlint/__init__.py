@@ -55,6 +55,7 @@ def lint(
     train: bool = False,
     registry: "Registry | None" = None,
     probe: bool | None = None,
+    device: "str | Any | None" = None,
 ) -> Report:
     """Lint ``target`` and return a ``Report``.
 
@@ -90,6 +91,15 @@ def lint(
     machine"; see ``fxlint.kernels.probe`` for the cost and the cache). ``probe=False`` leaves
     those parts unknown. ``Report.extras["probe"]`` says what probing did.
 
+    ``device`` (default: ``device`` from the config file, else none): lint as if the inputs,
+    parameters and buffers lived on this device (``"cuda"``), on a machine that has none: the
+    capture runs on the CPU, then fake tensors on the target device are propagated through the
+    captured graphs (``fxlint.device``; what it can and cannot tell: docs/device.md). Device
+    transfers (FXL106), CPU factories moved to the device (FXL107) and host syncs (FXL304, in
+    inference too) are then what the GPU run would do. ``Report.extras["device"]`` says what the
+    simulation did (parameters kept on the host, mixed-device ops). With ``confirm=True`` the
+    audit still runs on this machine: findings about the simulated device stay ``not-run``.
+
     The gradient rules (FXL301-304, FXL109's cut) speak about training: a
     module in ``eval()`` mode, or a lint under ``torch.no_grad()``, gets none
     of their warnings.
@@ -102,16 +112,35 @@ def lint(
     import torch
 
     # bad codes and bad config fail before anything runs
+    from .device import parse_device
+
+    device = parse_device(device) if device is not None else None
     settings = resolve(source_file_of(target), config=config, select=select, ignore=ignore,
                        extend_select=extend_select, severity=severity, probe=probe, registry=registry)
+    device = device if device is not None else parse_device(settings.device, "device (config)")
     captured = capture(target, example_inputs)
+    simulation = None
+    if device is not None:
+        from .device import simulate
+
+        if captured.origin == "export":
+            import warnings
+
+            warnings.warn(FxlintWarning(
+                "fxlint: device=: torch.export drops the conversions that are no-ops on the device it traced on "
+                "(`.to(x.device)`, `.cpu()` of a CPU tensor), so their copies on the target device cannot be "
+                "seen; lint the module itself for the device findings (docs/device.md)"), stacklevel=2)
+        simulation = simulate(captured, device)
     # training: the module's own flag, and autograd on (linting under no_grad is inference)
     training = captured.training and torch.is_grad_enabled()
     from .kernels.probe import probing
 
     with probing(settings.probe if probe is None else probe, max_mib=settings.probe_max_mib) as probe_stats:
-        report = run_rules(captured.program(), settings.rules, RuleContext(training=training), settings)
+        report = run_rules(captured.program(), settings.rules,
+                           RuleContext(training=training, device=simulation.device if simulation else None), settings)
     report.extras["probe"] = probe_stats.describe()
+    if simulation is not None:
+        report.extras["device"] = simulation.describe()
     report.graph_breaks = len(captured.breaks)
     report.extras["breaks"] = captured.breaks
     report.extras["config_file"] = settings.config_file
@@ -120,6 +149,10 @@ def lint(
         from .runtime.confirm import confirm as _confirm
 
         report = _confirm(report, audit(target, example_inputs, train=train))
+        if simulation is not None:
+            from .device import unmeasured
+
+            report = unmeasured(report)
     return report
 
 
@@ -134,6 +167,7 @@ def report(
     config: Any = None,
     rewrites: bool = True,
     title: str | None = None,
+    device: "str | None" = None,
 ) -> str:
     """Lint ``target`` with the runtime audit and write the HTML report to ``output``; returns the
     HTML text (``output=None`` writes nothing).
@@ -141,11 +175,13 @@ def report(
     The page holds the summary (bytes and measured time per rule and per line), each file's
     source with the lines that copy highlighted by cost and the findings inline, the runtime
     copies no finding explains, the graph breaks, and (``rewrites=True``) what ``fxlint fix``
-    would rewrite. ``train=True`` audits a training step. One self-contained file: no network."""
+    would rewrite. ``train=True`` audits a training step. ``device="cuda"`` lints for that device
+    (see ``lint``); the audit runs on this machine. One self-contained file: no network."""
     from .renderers.html import render_html
     from .outputs import write_text
 
-    rep = lint(target, example_inputs, select=select, ignore=ignore, config=config, confirm=True, train=train)
+    rep = lint(target, example_inputs, select=select, ignore=ignore, config=config, confirm=True, train=train,
+               device=device)
     rw = rw_error = None
     if rewrites:
         try:

@@ -33,6 +33,8 @@ Keys::
                                      # by running the op once (fxlint.kernels.probe); the compile
                                      # backend probes only with options={"probe": True}
     probe-max-mib = 256              # skip probing an op estimated to allocate more than this
+    device = "cuda"                  # fxlint lint / fxlint.lint: lint as if inputs, parameters and
+                                     # buffers lived on this device (simulated; docs/device.md)
 
 An explicit argument (CLI flag, ``fxlint.lint(select=...)``, backend option)
 replaces the value of the same key from the file; keys not passed still come
@@ -70,7 +72,7 @@ else:  # pragma: no cover - Python 3.10: tomli if installed, else config files a
         tomllib = None  # type: ignore[assignment, unused-ignore]
 
 KEYS = ("select", "extend-select", "ignore", "per-file-ignores", "severity", "fail-on", "inner", "rewrite", "probe",
-        "probe-max-mib")
+        "probe-max-mib", "device")
 FAIL_ON = ("error", "warning", "info", "never")
 DEFAULT_FAIL_ON = "warning"
 #: the default of ``probe-max-mib`` (``fxlint.kernels.probe.DEFAULT_MAX_MIB``; kept here so reading
@@ -97,6 +99,7 @@ class FileConfig:
     rewrite: bool | None = None
     probe: bool | None = None
     probe_max_mib: float | None = None
+    device: str | None = None
 
     @property
     def root(self) -> Path:
@@ -117,6 +120,7 @@ class Settings:
     root: Path = field(default_factory=Path.cwd)  # per-file-ignores globs are relative to it
     probe: bool = True  # fxlint.lint / fxlint lint resolve CPU-dependent kernel copies on this machine
     probe_max_mib: float = DEFAULT_PROBE_MAX_MIB
+    device: str | None = None  # the target device of the analysis (None: the inputs' own device)
 
     @property
     def codes(self) -> list[str]:
@@ -157,6 +161,7 @@ class Settings:
             "rewrite": self.rewrite,
             "probe": self.probe,
             "probe-max-mib": self.probe_max_mib,
+            "device": self.device,
         }
 
 
@@ -299,7 +304,20 @@ def _validate(table: dict[str, Any], path: Path) -> FileConfig:
         out["probe"] = table["probe"]
     if "probe-max-mib" in table:
         out["probe_max_mib"] = _probe_max_mib(table["probe-max-mib"], _where("probe-max-mib", path))
+    if "device" in table:
+        out["device"] = _device(table["device"], _where("device", path))
     return FileConfig(**out)
+
+
+def _device(value: Any, where: str) -> str:
+    """A target device ("cuda", "cuda:1"); checked without importing torch (config files are read
+    before torch loads), the full check is ``fxlint.device.parse_device``."""
+    import re
+
+    if not isinstance(value, str) or not re.fullmatch(r"(cuda|xpu|mps|hpu|cpu)(:\d+)?", value.strip()):
+        raise ConfigError(f"{where} must be a device such as \"cuda\" or \"cuda:0\" "
+                          f"(cuda, xpu, mps, hpu, cpu), not {value!r}")
+    return value.strip()
 
 
 def _probe_max_mib(value: Any, where: str) -> float:
@@ -344,6 +362,7 @@ def resolve(
     rewrite: bool | None = None,
     probe: bool | None = None,
     probe_max_mib: float | None = None,
+    device: str | None = None,
     registry: "Registry | None" = None,
 ) -> Settings:
     """Effective settings at ``start``: the applicable config file, overridden key by key by
@@ -396,6 +415,8 @@ def resolve(
         probe=probe if probe is not None else (fc.probe if fc.probe is not None else True),
         probe_max_mib=_probe_max_mib(probe_max_mib, "probe_max_mib") if probe_max_mib is not None
         else (fc.probe_max_mib or DEFAULT_PROBE_MAX_MIB),
+        device=_device(str(device) if not isinstance(device, str) else device, "device") if device is not None
+        else fc.device,
     )
 
 

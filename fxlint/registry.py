@@ -114,6 +114,9 @@ class RuleContext:
     # rules are quiet then.
     training: bool = True
     options: Mapping[str, Any] = field(default_factory=dict)
+    # the target device of the analysis ("cuda:0"), when the lint simulated one (fxlint.device):
+    # the graphs' values then live where the GPU run would put them; None: the inputs' own device
+    device: str | None = None
 
 
 CheckFn = Callable[[Any, RuleContext], Iterable[Hit]]  # (GraphView | Program, ctx)

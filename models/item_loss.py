@@ -13,6 +13,10 @@ the returned loss reaches: `aux.weight`/`aux.bias` reach the loss only
 through the number (FXL304 error); the trunk keeps its main-loss paths. FXL501
 reports the graph break itself.
 
+On a GPU the `.item()` also stalls the pipeline every step: the file declares
+`DEVICE = "cuda"`, so `make demo` lints it with `--device cuda` (simulated,
+docs/device.md) and the FXL304 finding says both.
+
 Expected: FXL304 (error) and FXL501 (warning) on the `.item()` line.
 """
 
@@ -23,6 +27,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 EXPECTED = {"FXL304", "FXL501"}
+DEVICE = "cuda"  # the target device `fxlint lint --zoo` lints this story for (simulated without a GPU)
 
 
 class WithAuxLoss(nn.Module):
@@ -39,6 +44,7 @@ class WithAuxLoss(nn.Module):
         return main_loss + 0.1 * aux_loss.item()     # the bug: the aux term has no gradient
 
 
-def make(batch: int = 16) -> tuple[nn.Module, tuple[torch.Tensor, torch.Tensor]]:
+def make(batch: int = 16, device: str = "cpu") -> tuple[nn.Module, tuple[torch.Tensor, torch.Tensor]]:
     torch.manual_seed(0)
-    return WithAuxLoss(), (torch.randn(batch, 32), torch.randint(0, 10, (batch,)))
+    return WithAuxLoss().to(device), (torch.randn(batch, 32, device=device),
+                                      torch.randint(0, 10, (batch,), device=device))

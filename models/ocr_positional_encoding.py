@@ -7,13 +7,18 @@ host and copied to the accelerator on every forward (`.to(x.device)`); the
 seed measured 2 ms per forward on a GPU. `torch.arange(seq_len,
 device=x.device)` builds them where they are used, for free.
 
-This machine has no accelerator, so `make()` puts the model on the `meta`
-device when CUDA is absent: `meta` stands for "another device" exactly (fake
-tensors know where every value lives, and the profiler records the CPU->meta
-copy as a device copy of the same size). `make(device="cpu")` puts everything
-on the CPU, where nothing moves and the rule stays quiet.
+The story is about the GPU, so the file declares `DEVICE = "cuda"`: `make
+demo` (`fxlint lint --zoo models`) lints it with `--device cuda`, a
+simulation that needs no GPU (docs/device.md): `make()` builds the model on
+the CPU when CUDA is absent, and the lint puts its inputs and parameters on a
+fake `cuda` device, where the `.to(cols.device)` is the host-to-device copy
+the GPU run makes. `make(device="meta")` puts the model on the `meta`
+device instead, which the runtime audit can profile on a CPU machine (the
+CPU->meta copy is recorded as a device copy of the same size);
+`bench/gpu_check.py` checks the prediction on a real GPU. Linted without a
+target device on the CPU, nothing moves and the rule stays quiet.
 
-Expected: FXL107 on the positions line.
+Expected (with --device cuda): FXL107 on the positions line.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import torch
 import torch.nn as nn
 
 EXPECTED = {"FXL107"}
+DEVICE = "cuda"  # the target device `fxlint lint --zoo` lints this story for (simulated without a GPU)
 
 
 class TextLineRecognizer(nn.Module):
@@ -42,7 +48,7 @@ class TextLineRecognizer(nn.Module):
 
 
 def default_device() -> str:
-    return "cuda" if torch.cuda.is_available() else "meta"
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def make(batch: int = 4, width: int = 64, device: str | None = None) -> tuple[nn.Module, tuple[torch.Tensor]]:

@@ -47,6 +47,11 @@ OTHERS = {
 }
 
 
+#: make() arguments per model: the OCR story is linted for CUDA by `make demo` (simulated, tests/test_device.py);
+#: here it runs on the `meta` device, which the runtime audit can profile on a CPU machine
+MAKE = {"ocr_positional_encoding": {"device": "meta"}}
+
+
 def _load(name: str):
     return importlib.import_module(f"models.{name}")
 
@@ -54,7 +59,7 @@ def _load(name: str):
 @pytest.mark.parametrize("name", sorted(LINES))
 def test_scenario_model_findings_lines_bytes_and_runtime(name):
     mod = _load(name)
-    model, inputs = mod.make()
+    model, inputs = mod.make(**MAKE.get(name, {}))
     result = check(model, inputs, select="FXL1")
     report = result.report
     assert {f.code for f in report.findings} == {c for c in mod.EXPECTED if c.startswith("FXL1")}
@@ -111,7 +116,8 @@ def test_scenario_models_with_a_dynamic_batch_size(name):
     for t in inputs:
         torch._dynamo.maybe_mark_dynamic(t, 0)
     torch._dynamo.reset()
-    report = fxlint.lint(model, inputs)  # every rule: the layout rules must hold under a dynamic batch too
+    # every rule: the layout rules must hold under a dynamic batch too (a GPU story: for its device)
+    report = fxlint.lint(model, inputs, device=getattr(mod, "DEVICE", None))
     assert report.errors == [] and {f.code for f in report.findings} == mod.EXPECTED
     for f in report.findings:
         assert f.bytes is not None or (f.bytes_expr and "s" in f.bytes_expr), f

@@ -37,10 +37,10 @@ index                                      input, index: IndexSpec (advanced: li
                                            index_select
 contiguous                                 input, memory_format. Spelled: contiguous
 clone                                      input, memory_format. Spelled: clone
-to                                         input, dtype, device, memory_format, copy, style (the spelling).
-                                           Spelled: _to_copy, _to_dtype, bfloat16, bool, byte, cdouble,
-                                           cfloat, char, cpu, cuda, double, float, half, int, long, short, to,
-                                           type, type_as
+to                                         input, dtype, device, memory_format, copy, non_blocking, style (the
+                                           spelling). Spelled: _to_copy, _to_dtype, bfloat16, bool, byte,
+                                           cdouble, cfloat, char, cpu, cuda, double, float, half, int, long,
+                                           short, to, type, type_as
 detach                                     input, inplace (``aten.alias`` keeps the autograd graph: a view,
                                            not a detach). Spelled: detach, detach_
 data                                       input (``x.data``). Spelled: _get_data_attr, data

@@ -277,7 +277,7 @@ _METHOD_DTYPES = {
     "to",
     spellings={"to", "_to_copy", "type", "type_as", "cuda", "cpu", "_to_dtype", *_METHOD_DTYPES},
     maybe_view=True,
-    doc="input, dtype, device, memory_format, copy, style (the spelling)",
+    doc="input, dtype, device, memory_format, copy, non_blocking, style (the spelling)",
 )
 def to(c: Call) -> Args:
     raw, node = c.raw, c.node
@@ -286,6 +286,7 @@ def to(c: Call) -> Args:
     device: Any = None
     memory_format: Any = None
     copy = False
+    non_blocking = bool(node.kwargs.get("non_blocking", False))
     if raw in _METHOD_DTYPES:
         dtype = _METHOD_DTYPES[raw]
         memory_format = node.kwargs.get("memory_format")
@@ -311,8 +312,11 @@ def to(c: Call) -> Args:
         copy = bool(node.kwargs.get("copy", copy))
         if raw == "_to_copy":
             copy = True
+    if raw in ("to", "cuda") and not non_blocking:  # positional: to(device, dtype, non_blocking, copy)
+        flags = [a for a in node.args[1:] if isinstance(a, bool)]
+        non_blocking = bool(flags[0]) if flags else False
     return {"input": c.input, "dtype": dtype, "device": device, "memory_format": memory_format, "copy": copy,
-            "style": raw}
+            "non_blocking": non_blocking, "style": raw}
 
 
 # --------------------------------------------------------------------------- gradient cuts

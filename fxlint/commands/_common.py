@@ -111,6 +111,39 @@ def emit(text: str, output: str | None) -> None:
         sys.stdout.write(text)
 
 
+def add_device_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", metavar="DEVICE", type=_device_arg, default=None,
+                   help="lint as if the inputs, parameters and buffers lived on DEVICE (e.g. cuda), on a machine "
+                        "without one: a fake-tensor simulation, see docs/device.md (config key: device)")
+
+
+def _device_arg(value: str) -> str:
+    from ..config import _device
+    from ..errors import ConfigError
+
+    try:
+        return _device(value, "--device")
+    except ConfigError as exc:  # argparse turns it into a usage error (exit 2)
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def declared_device(path: str) -> str | None:
+    """The target device a zoo model file declares with a module-level ``DEVICE = "cuda"`` (read
+    from the source, before the file is imported), or None."""
+    import ast
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), filename=path)
+    except (OSError, SyntaxError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "DEVICE" for t in node.targets) \
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return node.value.value
+    return None
+
+
 def zoo_models(folder: str) -> list[str]:
     """Scenario model files in ``folder`` that define ``make()``."""
     import glob

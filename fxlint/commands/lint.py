@@ -14,10 +14,12 @@ from ._common import (
     EXIT_FINDINGS,
     TARGET_HELP,
     add_config_args,
+    add_device_arg,
     add_rule_filter_args,
     add_target_args,
     check_explicit_codes,
     config_arg,
+    declared_device,
     emit,
     load_inputs,
     progress,
@@ -37,6 +39,12 @@ runs that one op on random tensors of the same geometry and reports what this
 machine does ("measured on this machine"), cached in $FXLINT_CACHE_DIR
 (default ~/.cache/fxlint); --no-probe leaves those parts unknown.
 `fxlint env` shows this machine's facts and the cache.
+
+target device: --device cuda lints as if the inputs, parameters and buffers
+lived on that device, on a machine without one (a fake-tensor simulation:
+device transfers FXL106, CPU factories FXL107, host syncs FXL304 in inference
+too; limits in docs/device.md). With --zoo, a model file's module-level
+DEVICE = "cuda" is its target device unless --device is given.
 
 baselines: --baseline FILE --write-baseline records today's findings; later
 runs with --baseline FILE report only new ones (the rest are counted).
@@ -65,6 +73,7 @@ def add_parser(sub: Any) -> None:
                    help="exit 1 when a finding is at or above this severity "
                         "(default: fail-on from the config file, else warning)")
     add_config_args(p)
+    add_device_arg(p)
     p.add_argument("--confirm", action="store_true",
                    help="also run the model under torch.profiler and mark each copy finding confirmed, "
                         "refuted or not-run; list runtime copies no finding explains")
@@ -109,9 +118,10 @@ def run(args: argparse.Namespace) -> int:
     reports, names, fail_on = [], [], []
     for i, (target, path) in enumerate(targets, 1):
         name = os.path.splitext(os.path.basename(path))[0] if path else target
+        device = args.device if args.device is not None or path is None else declared_device(path)
         if path:
-            progress(i, len(targets), name)
-        report, settings = _lint_one(args, target, select, ignore, extend)
+            progress(i, len(targets), name + (f" (device {device})" if device else ""))
+        report, settings = _lint_one(args, target, select, ignore, extend, device)
         reports.append(report)
         names.append(name)
         fail_on.append(settings.fail_on)
@@ -131,13 +141,19 @@ def run(args: argparse.Namespace) -> int:
                   "no longer match a finding (fixed?); --write-baseline refreshes the file", file=sys.stderr)
 
     if args.zoo is None:
+        sim = reports[0].extras.get("device")
+        if sim:
+            host = f"; kept on the host: {', '.join(sim['host_parameters'])}" if sim["host_parameters"] else ""
+            print(f"fxlint: linted for {sim['device']}, simulated on this machine (docs/device.md){host}",
+                  file=sys.stderr)
         _emit_one(reports[0], args)
     else:
         _emit_zoo(reports, names, args)
     return exit_code(reports, fail_on)
 
 
-def _lint_one(args: argparse.Namespace, target: str, select: Any, ignore: Any, extend: Any) -> tuple[Any, Any]:
+def _lint_one(args: argparse.Namespace, target: str, select: Any, ignore: Any, extend: Any,
+              device: str | None = None) -> tuple[Any, Any]:
     import fxlint
 
     from ..config import resolve
@@ -145,7 +161,8 @@ def _lint_one(args: argparse.Namespace, target: str, select: Any, ignore: Any, e
 
     loaded = load_target(target)
     settings = resolve(target_file(target), config=config_arg(args), select=select, ignore=ignore,
-                       extend_select=extend, fail_on=args.fail_on, probe=False if args.no_probe else None)
+                       extend_select=extend, fail_on=args.fail_on, probe=False if args.no_probe else None,
+                       device=device)
     inputs = load_inputs(args.input, loaded.inputs, target)
     return fxlint.lint(loaded.obj, inputs, config=settings, confirm=args.confirm), settings
 
@@ -165,6 +182,11 @@ def _emit_one(report: Any, args: argparse.Namespace) -> None:
     emit(render(report, args.format, **render_options(args)), args.output)
 
 
+def _device_note(report: Any) -> str:
+    sim = report.extras.get("device")
+    return f" (--device {sim['device']}, simulated)" if sim else ""
+
+
 def _emit_zoo(reports: list[Any], names: list[str], args: argparse.Namespace) -> None:
     from ..renderers import render
     from ..renderers.json import report_dict
@@ -173,7 +195,7 @@ def _emit_zoo(reports: list[Any], names: list[str], args: argparse.Namespace) ->
 
     opts = render_options(args)
     if args.format == "text":
-        chunks = [f"== {name} ==\n{render(r, 'text', **opts)}\n" for name, r in zip(names, reports)]
+        chunks = [f"== {name}{_device_note(r)} ==\n{render(r, 'text', **opts)}\n" for name, r in zip(names, reports)]
         total = sum(len(r) for r in reports)
         copied = sum(r.total_bytes for r in reports)
         chunks.append(f"{len(reports)} models, {total} findings, {human_bytes(copied)} copied per call in all.")

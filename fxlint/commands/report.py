@@ -11,6 +11,7 @@ from ._common import (
     EXIT_CLEAN,
     TARGET_HELP,
     add_config_args,
+    add_device_arg,
     add_rule_filter_args,
     add_target_args,
     check_explicit_codes,
@@ -40,6 +41,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--no-rewrites", action="store_true", help="leave out what `fxlint fix` would rewrite")
     add_rule_filter_args(p)
     add_config_args(p)
+    add_device_arg(p)
     p.set_defaults(func=run)
 
 
@@ -57,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_target(args.target)
     inputs = load_inputs(args.input, loaded.inputs, args.target)
     settings = resolve(target_file(args.target), config=config_arg(args), select=select, ignore=ignore,
-                       extend_select=extend)
+                       extend_select=extend, device=args.device)
     fxlint.report(loaded.obj, inputs, args.output, train=args.train, config=settings,
                   rewrites=not args.no_rewrites, title=f"fxlint report: {args.target}")
     print(f"fxlint: wrote {args.output}", file=sys.stderr)

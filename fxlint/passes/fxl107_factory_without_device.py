@@ -61,7 +61,18 @@ name of the transfer or consuming op), `target_device` (the consumer's device:
 build the factory there), `via` (`to` or the op that mixes devices),
 `conversions` (node names of CPU dtype conversions on the way; add their dtype
 to the factory), `converted_to`, the bytes moved and converted,
-`backward_bytes` (0).
+`backward_bytes` (0), `non_blocking_unpinned` (moved with `non_blocking=True`
+from pageable memory: synchronous anyway), `raises`.
+
+## With a target device (`--device cuda`)
+On a CPU-only machine the model's tensors are on the CPU and a factory's
+tensor moves nowhere. With a target device (`fxlint lint --device cuda`,
+`fxlint.lint(..., device="cuda")`; a simulation, see docs/device.md) the
+inputs, parameters and buffers live on that device while a factory without
+`device=` stays on the CPU, so `torch.arange(n).to(x.device)` is the
+host-to-device copy the GPU run makes. A CPU factory's tensor handed to an op
+that needs all operands on one device (`x + torch.ones(n)`) is what the GPU
+raises at ("Expected all tensors to be on the same device"): an error.
 """
 
 from __future__ import annotations
@@ -70,7 +81,8 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ..canon import CanonNode, GraphView
-from ..findings import Violation
+from ..device import mismatched, pinned
+from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
 from ..text import bytes_text, bytes_value, line_of, torch_name
 from ._sites import numbered
@@ -95,8 +107,16 @@ class FactoryWithoutDevice(Violation):
     factory_line: int | None
     move: str  # the node of the transfer or of the op that mixes devices
     conversions: list[str]  # the nodes of the CPU dtype conversions on the way (add their dtype to the factory)
+    non_blocking_unpinned: bool = False  # moved with `non_blocking=True` from pageable memory: synchronous anyway
+    raises: bool = False  # handed to an op that needs every operand on one device: the GPU run raises there
 
     def message(self) -> str:
+        if self.raises:
+            where = "here" if self.same_line else f"at {self.move_at}"
+            built = "" if self.same_line else f" at {self.factory_at}"
+            return (f"`torch.{self.kind}(...)`{built} is built on the CPU (no `device=`) and handed to `{self.via}` "
+                    f"with tensors on {self.target_device} {where}: on the GPU run this raises (\"Expected all "
+                    "tensors to be on the same device\")")
         via = (f"copied to {self.target_device}" if self.via == "to"
                else f"handed to `{self.via}` on {self.target_device}, which copies it over")
         where = "here" if self.same_line else f"at {self.move_at}"
@@ -106,6 +126,9 @@ class FactoryWithoutDevice(Violation):
         if self.converted_to is not None:
             message += (f"; on the way it is converted to {self.converted_to} on the CPU, "
                         f"another {bytes_text(self.converted)} copied")
+        if self.non_blocking_unpinned:
+            message += ("; `non_blocking=True` does nothing here: a fresh CPU tensor is pageable (not pinned) "
+                        "memory, so the copy is synchronous")
         return message
 
     def fix_title(self) -> str:
@@ -149,8 +172,12 @@ def _hits(view: GraphView) -> Iterator[Hit]:
                 factory_line=factory.location.line if factory.location is not None else None,
                 move=mv.move.name,
                 conversions=[c.name for c in mv.conversions],
+                non_blocking_unpinned=mv.move.op == "to" and bool(mv.move.args.get("non_blocking"))
+                and not pinned(mv.tensor),
+                raises=mv.move.op != "to" and mismatched(view, mv.move.name),
             )
-            yield Hit(mv.move, violation, bytes=nbytes, backward_bytes=0)
+            yield Hit(mv.move, violation, bytes=nbytes, backward_bytes=0,
+                      severity=Severity.ERROR if violation.raises else None)
 
 
 def _same_line(a: CanonNode, b: CanonNode) -> bool:
