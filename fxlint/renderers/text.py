@@ -97,13 +97,29 @@ def summary_block(report: Report, groups: list[Group], *, hidden: int = 0, top: 
         parts.append(f"{code} {gs[0].name} ×{n} on {where} line{'s' if where != 1 else ''}"
                      + (f", {human_bytes(b)}" if b else ""))
     out.append("By rule: " + "; ".join(parts) + ".")
-    costly = [g for g in groups if (g.bytes or g.time_ns)]
-    if costly:
-        ranked = sorted(costly, key=lambda g: (-(g.time_ns or 0), -(g.bytes or 0)) if report.audit_summary
-                        else (-(g.bytes or 0)))[:top]
-        out.append("Top lines: " + "; ".join(
-            f"{g.location} ({g.code}{f' ×{g.count}' if g.count > 1 else ''}, {_bytes_cell(g)}"
-            + (f", {ms(g.time_ns)}" if g.time_ns is not None else "") + ")" for g in ranked) + ".")
+    # one entry per source line: the groups of a line (q and k of one matmul, two rules) add up
+    per_line: dict[str, list[Group]] = defaultdict(list)
+    for g in groups:
+        if g.bytes or g.time_ns:
+            per_line[g.location].append(g)
+    if per_line:
+        def cost(gs: list[Group]) -> tuple[int, int]:
+            return sum(g.time_ns or 0 for g in gs), sum(g.bytes or 0 for g in gs)
+
+        ranked = sorted(per_line.items(), key=lambda kv: tuple(-c for c in cost(kv[1])) if report.audit_summary
+                        else -cost(kv[1])[1])[:top]
+        entries = []
+        for loc, gs in ranked:
+            counts: dict[str, int] = defaultdict(int)
+            for g in gs:
+                counts[g.code] += g.count
+            codes = ", ".join(f"{c} ×{n}" if n > 1 else c for c, n in counts.items())
+            t, b = cost(gs)
+            unknown = any(g.bytes is None for g in gs)
+            size = human_bytes(b) + ("+?" if unknown and b else "") if b or not unknown else "? B"
+            times = [g.time_ns for g in gs if g.time_ns is not None]
+            entries.append(f"{loc} ({codes}, {size}" + (f", {ms(sum(times))}" if times else "") + ")")
+        out.append("Top lines: " + "; ".join(entries) + ".")
     if report.audit_summary is not None:
         out.append(time_sentence(report.audit_summary))
     return out
