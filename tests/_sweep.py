@@ -391,12 +391,97 @@ def _norm_cases() -> Iterator[Case]:
             yield Case("log_softmax(-1) " + tag, sm("log_softmax", -1))
 
 
+def _pad_cases() -> Iterator[Case]:
+    pads = [(0, 0), (0, 0, 0, 0), (0, 0, 0, 0, 0, 0), (1, 1), (0, 1, 2, 0), (0, 0, 0, 1, 0, 2), (-1, 0), (-1, 1),
+            (0, -2, 0, 0)]
+    for dt, shape in itertools.product((torch.float32, torch.bfloat16), [(2, 8, 6), (2, 6, 5, 8), (1, 6, 5, 8)]):
+        for (ln, st), pad, train in itertools.product(_norm_layouts(shape), pads, (False, True)):
+            if len(pad) // 2 > len(shape):
+                continue
+
+            def build(dt=dt, st=st, pad=pad, train=train, shape=shape):
+                x = leaf(shape, st, dt, train)
+                return (lambda x: F.pad(x, pad)), (x,), train, \
+                    (lambda x: K.predict_pad(TI(x), pad, grad=train, env=env()))
+
+            yield Case(f"pad {dt} {shape} {ln} {pad} train={train}", build)
+
+
+def _qkv_layouts(B, H, L, E):
+    """(name, shape, strides) of q/k/v layouts attention code produces."""
+    yield "c", (B, H, L, E), strides_for((B, H, L, E))
+    yield "qkv", (B, H, L, E), (L * 3 * H * E, E, 3 * H * E, 1)  # qkv.reshape(B, L, 3, H, E).permute(2, 0, 3, 1, 4)[i]
+    yield "t12", (B, H, L, E), strides_for((B, H, L, E), order=[0, 2, 1, 3])
+    yield "lastT", (B, H, L, E), strides_for((B, H, L, E), order=[0, 1, 3, 2])
+    yield "5d", (B, 2, H, L, E), (3 * 2 * H * L * E, H * L * E, L * E, E, 1)
+    yield "3d", (B * H, L, E), strides_for((B * H, L, E), order=[1, 0, 2])
+
+
+def _sdpa_cases() -> Iterator[Case]:
+    B, H, L, E = 2, 4, 16, 8
+    masks = [None, (L, L), (1, H, L, L), (H, L, L), (B, 1, L, L)]
+    for dt, (ln, shape, st), mask, train, dropout in itertools.product(
+            (torch.float32, torch.bfloat16), _qkv_layouts(B, H, L, E), masks, (False, True), (0.0,)):
+        if mask is not None and len(shape) == 3 and len(mask) > 2:
+            continue
+        if dt != torch.float32 and (ln in ("lastT", "5d", "3d") or (mask is not None and len(mask) == 3)):
+            continue  # reduced precision on the math path converts to float32 first: not modelled
+
+        def build(dt=dt, shape=shape, st=st, mask=mask, train=train):
+            q, k, v = (leaf(shape, st, dt, train) for _ in range(3))
+            m = leaf(mask, strides_for(mask), dt) if mask is not None else None
+            return (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=m)), (q, k, v), train, \
+                (lambda q, k, v: K.predict_sdpa(TI(q), TI(k), TI(v), TI(m) if m is not None else None, grad=train,
+                                                env=env()))
+
+        yield Case(f"sdpa {dt} {ln} {shape} mask={mask} train={train}", build)
+
+
+#: einsum equations of the zoos (torchvision maxvit/mvit, timm mvitv2/maxxvit rel-pos) with operand sizes
+_EINSUMS = [
+    ("B G H I D, B G H J D -> B G H I J", {"B": 2, "G": 3, "H": 2, "I": 5, "J": 5, "D": 4}),
+    ("B G H I J, B G H J D -> B G H I D", {"B": 2, "G": 3, "H": 2, "I": 5, "J": 5, "D": 4}),
+    ("bythwc,hkc->bythwk", {"b": 2, "y": 2, "t": 1, "h": 3, "w": 3, "c": 4, "k": 3}),
+    ("byhwc,hkc->byhwk", {"b": 2, "y": 2, "h": 3, "w": 4, "c": 5, "k": 3}),
+    ("nixw,jyw->nijxy", {"n": 2, "i": 3, "x": 4, "w": 5, "j": 3, "y": 4}),
+    ("nhw,ixh->nixw", {"n": 2, "h": 5, "w": 4, "i": 3, "x": 4}),
+    ("bhid,bhjd->bhij", {"b": 2, "h": 3, "i": 6, "j": 7, "d": 4}),
+    ("bij,bjk->bik", {"b": 3, "i": 4, "j": 5, "k": 6}),
+]
+
+
+def _einsum_layouts(n):
+    yield "c", None
+    yield "rev", list(reversed(range(n)))
+    yield "swap01", [1, 0] + list(range(2, n))
+    if n >= 3:
+        yield "swap12", [0, 2, 1] + list(range(3, n))
+        yield "lastfirst", [n - 1] + list(range(n - 1))
+
+
+def _einsum_cases() -> Iterator[Case]:
+    for dt, (eqn, sizes) in itertools.product((torch.float32,), _EINSUMS):
+        lhs = eqn.replace(" ", "").split("->")[0].split(",")
+        sa, sb = (tuple(sizes[c] for c in part) for part in lhs)
+        for (na, oa), (nb, ob), train in itertools.product(_einsum_layouts(len(sa)), _einsum_layouts(len(sb)),
+                                                           (False, True)):
+            def build(dt=dt, eqn=eqn, sa=sa, sb=sb, oa=oa, ob=ob, train=train):
+                a, b = leaf(sa, strides_for(sa, order=oa), dt, train), leaf(sb, strides_for(sb, order=ob), dt, train)
+                return (lambda a, b: torch.einsum(eqn, a, b)), (a, b), train, \
+                    (lambda a, b: K.predict_einsum(eqn, TI(a), TI(b), grad=train, env=env()))
+
+            yield Case(f"einsum {eqn!r} {dt} a={na} b={nb} train={train}", build)
+
+
 FAMILIES: dict[str, Callable[[], Iterator[Case]]] = {
     "matrix": _matrix_cases,
     "bmm": _bmm_cases,
     "matmul": _matmul_cases,
     "conv": _conv_cases,
     "norm": _norm_cases,
+    "pad": _pad_cases,
+    "sdpa": _sdpa_cases,
+    "einsum": _einsum_cases,
 }
 
 

@@ -257,7 +257,7 @@ def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
 
     out = rule_output("FXL201")
     assert reported_lines(out, "FXL201") == set(marked_lines("FXL201", "positive")) and "# negative" not in out
-    assert out.count("FXL201 ") == 8
+    assert out.count("FXL201 ") == 11  # SDPA's math path copies q, k and v: three findings on its line
     assert out == snapshot
 
 
@@ -269,3 +269,87 @@ def test_fixture_copies_are_confirmed_by_the_runtime():
     report = fxlint.lint(model, inputs, select="FXL201", config=False, confirm=True)
     assert report.findings and all(f.status == "confirmed" for f in report.findings), report
     assert report.unexplained == []
+
+
+class WindowAttention(nn.Module):
+    """tiny_vit's pattern: qkv permuted into (B, H, N, D) and a 3-D (H, N, N) relative-position bias."""
+
+    def __init__(self, dim=32, heads=4, n=16, bias_4d=False):
+        super().__init__()
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.heads, self.bias_4d = heads, bias_4d
+        self.table = nn.Parameter(torch.randn(heads, n * n))
+
+    def forward(self, x):
+        B, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        bias = self.table.view(self.heads, N, N) * 1.0  # computed (tiny_vit gathers it), not a view of the table
+        if self.bias_4d:
+            bias = bias.unsqueeze(0)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias)  # sdpa with a relative-position bias
+
+
+def test_sdpa_math_path_copies_q_k_v_and_the_4d_mask_fix_removes_them():
+    x = torch.randn(2, 16, 32)
+    m = WindowAttention()
+    with torch.no_grad():
+        result = check(m, (x,), select="FXL201")
+    found = _fxl201(result.report)
+    assert sorted(f.details["operand"] for f in found) == ["key", "query", "value"]
+    assert all(f.line == _line("# sdpa with a relative-position bias") and f.bytes == 2 * 16 * 32 * 4 for f in found)
+    assert all("attn_mask is 3-D" in f.message and "unsqueeze(0)" in f.fix for f in found)
+    assert {f.details["origin"] for f in found} == {"q", "k", "v"}
+    result.assert_all_confirmed()
+    fixed = WindowAttention(bias_4d=True)
+    fixed.load_state_dict(m.state_dict())
+    with torch.no_grad():
+        assert torch.allclose(fixed(x), m(x), atol=1e-5)
+        assert _fxl201(fxlint.lint(fixed, (x,))) == []
+        assert [c for c in fxlint.audit(fixed, (x,)).copies if c.avoidable and "scaled_dot_product" in c.top_op] == []
+
+
+def test_sdpa_on_5d_windows_copies_the_value_whose_batch_dims_do_not_merge():
+    def hiera(qkv):  # (B, 3, heads, windows, N, D) unbound on dim 1: 5-D q/k/v
+        q, k, v = qkv.unbind(1)
+        return F.scaled_dot_product_attention(q, k, v)  # sdpa on 5-D windows
+
+    qkv = torch.randn(2, 3, 4, 2, 16, 8)
+    result = check(hiera, (qkv,), select="FXL201")
+    [f] = _fxl201(result.report)
+    assert (f.details["operand"], f.bytes, f.line) == ("value", 2 * 4 * 2 * 16 * 8 * 4, _line("# sdpa on 5-D windows"))
+    assert "4-D" in f.fix
+    result.assert_all_confirmed()
+    result.assert_no_unexplained()
+
+
+SDPA_FUSED = [
+    ("no mask", lambda q, k, v: F.scaled_dot_product_attention(q, k, v)),
+    ("2-D mask", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=torch.zeros(16, 16))),
+    ("causal", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)),
+]
+
+
+@pytest.mark.parametrize("label,fn", SDPA_FUSED, ids=[s[0] for s in SDPA_FUSED])
+def test_sdpa_fused_path_reads_the_qkv_layout_without_copying(label, fn):
+    q, k, v = torch.randn(2, 16, 3, 4, 8).permute(2, 0, 3, 1, 4).unbind(0)
+    assert _fxl201(fxlint.lint(fn, (q, k, v))) == []
+    assert [c for c in fxlint.audit(fn, (q, k, v)).copies if c.avoidable and "scaled_dot_product" in c.top_op] == []
+
+
+def maxvit_scores(q, k):
+    return torch.einsum("B G H I D, B G H J D -> B G H I J", q, k)  # einsum over permuted windows
+
+
+def test_einsum_copies_operands_whose_batch_dims_do_not_merge():
+    q = torch.randn(2, 5, 3, 4, 8).permute(0, 2, 3, 1, 4)  # (B, G, H, I, D) from (B, I, G, H, D)
+    k = torch.randn(2, 3, 4, 5, 8)
+    result = check(maxvit_scores, (q, k), select="FXL201")
+    [f] = _fxl201(result.report)
+    assert (f.line, f.bytes, f.details["operand"], f.details["reason"]) == (
+        _line("# einsum over permuted windows"), q.numel() * 4, "a", "einsum-fold")
+    assert "torch.einsum copies its first operand" in f.message and "come first and in order" in f.fix
+    result.assert_all_confirmed()
+    result.assert_no_unexplained()
+    qc = q.contiguous()
+    assert _fxl201(fxlint.lint(maxvit_scores, (qc, k))) == []
+    assert [c for c in fxlint.audit(maxvit_scores, (qc, k)).copies if c.avoidable] == []

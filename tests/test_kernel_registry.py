@@ -13,7 +13,8 @@ import torch.nn.functional as F
 from fxlint import kernels as K
 from fxlint.capture import capture
 from fxlint.kernels.registry import KernelModel, KernelRegistry, kernel_model
-from fxlint.passes import fxl201_noncontiguous_matmul, fxl202_noncontiguous_conv, fxl203_noncontiguous_norm
+from fxlint.passes import (fxl201_noncontiguous_matmul, fxl202_noncontiguous_conv, fxl203_noncontiguous_norm,
+                           fxl205_pad_copy)
 
 r = torch.randn
 
@@ -35,6 +36,9 @@ EXAMPLES = {
     "batch_norm": (lambda x, m, v: F.batch_norm(x, m, v), (r(2, 4, 3, 3), torch.zeros(4), torch.ones(4))),
     "softmax": (lambda x: torch.softmax(x, -1), (r(2, 4),)),
     "log_softmax": (lambda x: F.log_softmax(x, -1), (r(2, 4),)),
+    "pad": (lambda x: F.pad(x, (1, 1)), (r(2, 4),)),
+    "scaled_dot_product_attention": (lambda q: F.scaled_dot_product_attention(q, q, q), (r(2, 2, 4, 8),)),
+    "einsum": (lambda a, b: torch.einsum("bij,bjk->bik", a, b), (r(2, 3, 4), r(2, 4, 5))),
 }
 
 
@@ -59,9 +63,9 @@ def test_every_family_lives_in_its_own_module_and_every_op_in_one_family():
     modules = {m.family: set() for m in K.models()}
     for m in K.models():
         modules[m.family].add(m.module.rsplit(".", 1)[-1])
-    assert set(K.families()) == {"matmul", "conv", "norm", "softmax"}
-    assert modules == {"matmul": {"blas", "bmm", "matmul"}, "conv": {"conv"}, "norm": {"norm"},
-                       "softmax": {"softmax"}}
+    assert set(K.families()) == {"matmul", "conv", "norm", "softmax", "pad", "attention"}
+    assert modules == {"matmul": {"blas", "bmm", "matmul", "einsum"}, "conv": {"conv"}, "norm": {"norm"},
+                       "softmax": {"softmax"}, "pad": {"pad"}, "attention": {"attention"}}
     assert sorted(K.ops()) == sorted(set(K.ops()))
 
 
@@ -77,9 +81,10 @@ class _Recorder:
 
 
 @pytest.mark.parametrize("rule,families", [
-    (fxl201_noncontiguous_matmul, ("matmul",)),
+    (fxl201_noncontiguous_matmul, ("matmul", "attention")),
     (fxl202_noncontiguous_conv, ("conv",)),
     (fxl203_noncontiguous_norm, ("norm", "softmax")),
+    (fxl205_pad_copy, ("pad",)),
 ])
 def test_the_layout_rules_check_exactly_the_ops_of_their_kernel_families(rule, families):
     view = _Recorder()
@@ -89,7 +94,7 @@ def test_the_layout_rules_check_exactly_the_ops_of_their_kernel_families(rule, f
 
 def test_every_kernel_op_is_checked_by_a_layout_rule():
     checked = set()
-    for rule in (fxl201_noncontiguous_matmul, fxl202_noncontiguous_conv, fxl203_noncontiguous_norm):
+    for rule in (fxl201_noncontiguous_matmul, fxl202_noncontiguous_conv, fxl203_noncontiguous_norm, fxl205_pad_copy):
         view = _Recorder()
         list(rule.check(view, SimpleNamespace()))
         checked |= set(view.asked)

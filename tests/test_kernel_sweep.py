@@ -34,9 +34,14 @@ FULL = os.environ.get("FXLINT_SWEEP") == "full"
 SCALE = float(os.environ.get("FXLINT_SWEEP_SCALE", "1"))
 #: cases per family in the default run (the whole suite's sweep stays well under a minute)
 BUDGET = {fam: max(20, int(n * SCALE)) for fam, n in
-          {"matrix": 260, "bmm": 180, "matmul": 260, "conv": 300, "norm": 200}.items()}
+          {"matrix": 260, "bmm": 180, "matmul": 260, "conv": 300, "norm": 200, "pad": 80, "sdpa": 78, "einsum": 120}.items()}
 #: kernels whose backward the model does not follow (declared with a machine-independent Unknown part)
-BACKWARD_NOT_MODELLED = {"bmm", "baddbmm", "linear", "matmul", "rms_norm", "instance_norm", "batch_norm"}
+BACKWARD_NOT_MODELLED = {"bmm", "baddbmm", "linear", "matmul", "rms_norm", "instance_norm", "batch_norm",
+                         "scaled_dot_product_attention", "einsum"}
+
+
+#: the families of ``tests/_sweep.py`` (every kernel family with a model)
+FAMILIES = list(_sweep.FAMILIES)
 
 
 def _run(family: str) -> list[_sweep.Outcome]:
@@ -51,7 +56,7 @@ def _report(outcomes: list[_sweep.Outcome]) -> str:
     return f"{len(bad)} of {len(outcomes)} cases disagree:\n" + "\n".join(lines)
 
 
-@pytest.mark.parametrize("family", ["matrix", "bmm", "matmul", "conv", "norm"])
+@pytest.mark.parametrize("family", FAMILIES)
 def test_model_matches_runtime(family: str) -> None:
     outcomes = _run(family)
     assert all(o.status == "ok" for o in outcomes), _report(outcomes)
@@ -59,7 +64,7 @@ def test_model_matches_runtime(family: str) -> None:
     assert copying >= len(outcomes) // 10, "the sample hardly exercises copies; the sweep would be vacuous"
 
 
-@pytest.mark.parametrize("family", ["matrix", "bmm", "matmul", "conv", "norm"])
+@pytest.mark.parametrize("family", FAMILIES)
 def test_unknown_parts_are_only_the_documented_ones(family: str) -> None:
     """A conv leaves unknown only what oneDNN decides on this CPU (its reorders, on oneDNN paths,
     marked machine-dependent); the other families only the backward of the kernels whose backward

@@ -14,70 +14,79 @@ Canonical ops a pass can rely on (``CanonNode.op``) and their ``args``
 (generated from the registry by ``fxlint.canon.ops.op_table()``; a test keeps
 this copy equal to it):
 
-==========================  ==================================================================================
-op                          args
-==========================  ==================================================================================
-permute                     input, dims (the full permutation), written (the two dims as a transpose wrote
-                            them, else None). Spelled: adjoint, H, mH, moveaxis, movedim, mT, numpy_T,
-                            permute, swapaxes, swapdims, T, t, t_, transpose, transpose_
-view                        input, shape (the result's). Spelled: _reshape_alias, _unsafe_view, view, view_as
-reshape                     input, shape (the result's). Spelled: flatten, ravel, reshape, reshape_as,
-                            unflatten; modules: Flatten
-expand                      input, shape (the result's). Spelled: broadcast_to, expand, expand_as, expand_copy
-repeat                      input, repeats, style (the spelling). Spelled: repeat, tile
-slice                       input, index: IndexSpec (basic indexing: slices, ints, None; ``getitem`` makes it
-                            too). Spelled: narrow, select, slice
-tuple_getitem               input, index (an element of a tuple value: ``getitem`` on a non-tensor)
-index                       input, index: IndexSpec (advanced: lists, index tensors, masks); index_select also
-                            dim. Spelled: _unsafe_index, getitem, index, index_select
-contiguous                  input, memory_format. Spelled: contiguous
-clone                       input, memory_format. Spelled: clone
-to                          input, dtype, device, memory_format, copy, style (the spelling). Spelled:
-                            _to_copy, _to_dtype, bfloat16, bool, byte, cdouble, cfloat, char, cpu, cuda,
-                            double, float, half, int, long, short, to, type, type_as
-detach                      input, inplace (``aten.alias`` keeps the autograd graph: a view, not a detach).
-                            Spelled: detach, detach_
-data                        input (``x.data``). Spelled: _get_data_attr, data
-mm/bmm/matmul/mv/dot        a, b. Spelled: __matmul__, bmm, dot, matmul, mm, mv
-addmm/baddbmm/addbmm/addmv  bias, a, b. Spelled: addbmm, addmm, addmv, baddbmm
-linear                      input, weight, bias; as a module: weight and bias None, weight_info, has_bias.
-                            Spelled: linear; modules: Linear
-conv                        input, weight, bias, transposed, groups, weight_info, has_bias, stride, padding,
-                            dilation, output_padding (one entry per spatial dim). Spelled: _convolution,
-                            conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,
-                            convolution; modules: _ConvNd
-layer_norm/...              input, rest, kwargs (the rest of the call as written); batch_norm also has
-                            training (bool, None if unknown). Spelled: _fused_rms_norm,
-                            _native_batch_norm_legit, _native_batch_norm_legit_functional,
-                            _native_batch_norm_legit_no_training, batch_norm, group_norm, instance_norm,
-                            layer_norm, native_batch_norm, native_group_norm, native_layer_norm, rms_norm;
-                            modules: LayerNorm, GroupNorm, _BatchNorm, _InstanceNorm
-softmax/log_softmax         input, dim. Spelled: _log_softmax, _softmax, log_softmax, softmax; modules:
-                            Softmax, LogSoftmax
-factory                     kind (the spelling), args, device (explicit or None), dtype. Spelled: arange,
-                            as_tensor, empty, empty_strided, eye, full, linspace, logspace, ones, rand,
-                            randint, randn, randperm, range, scalar_tensor, tensor, tril_indices,
-                            triu_indices, zeros
-set_grad_enabled            enabled, style: ``"set_grad_enabled"`` (``no_grad``, ``enable_grad``,
-                            ``set_grad_enabled`` as Dynamo records them) or ``"inference_mode"`` (enter/exit;
-                            ``enabled`` is resolved to the grad mode in force after the node). Spelled:
-                            _enter_inference_mode, _exit_inference_mode, _set_grad_enabled, set_grad_enabled
-grad_region                 enabled, returns (export's ``wrap_with_set_grad_enabled``: its inputs are the
-                            inlined region's results)
-item/tolist/numpy           input. Spelled: _local_scalar_dense, item, numpy, tolist
-size                        input, args. Spelled: dim, numel, shape, size, stride, sym_numel, sym_size,
-                            sym_stride
-collective                  kind (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast), input (the
-                            tensor sent; a coalesced form's first), inputs, group_size, group, reduce_op, src,
-                            out (``_out`` forms), inplace, style (the ``torch.ops._c10d_functional`` op that
-                            ``dist.*`` calls are captured as). Spelled: all_gather_into_tensor,
-                            all_gather_into_tensor_coalesced, all_gather_into_tensor_out, all_reduce,
-                            all_reduce_, all_reduce_coalesced, all_reduce_coalesced_, all_to_all_single,
-                            broadcast, broadcast_, reduce_scatter_tensor, reduce_scatter_tensor_coalesced,
-                            reduce_scatter_tensor_out
-wait                        input (the collective's result it waits for; the same tensor comes back). Spelled:
-                            wait_tensor
-==========================  ==================================================================================
+============================  ================================================================================
+op                            args
+============================  ================================================================================
+permute                       input, dims (the full permutation), written (the two dims as a transpose wrote
+                              them, else None). Spelled: adjoint, H, mH, moveaxis, movedim, mT, numpy_T,
+                              permute, swapaxes, swapdims, T, t, t_, transpose, transpose_
+view                          input, shape (the result's). Spelled: _reshape_alias, _unsafe_view, view,
+                              view_as
+reshape                       input, shape (the result's). Spelled: flatten, ravel, reshape, reshape_as,
+                              unflatten; modules: Flatten
+expand                        input, shape (the result's). Spelled: broadcast_to, expand, expand_as,
+                              expand_copy
+repeat                        input, repeats, style (the spelling). Spelled: repeat, tile
+slice                         input, index: IndexSpec (basic indexing: slices, ints, None; ``getitem`` makes
+                              it too). Spelled: narrow, select, slice
+tuple_getitem                 input, index (an element of a tuple value: ``getitem`` on a non-tensor)
+index                         input, index: IndexSpec (advanced: lists, index tensors, masks); index_select
+                              also dim. Spelled: _unsafe_index, getitem, index, index_select
+contiguous                    input, memory_format. Spelled: contiguous
+clone                         input, memory_format. Spelled: clone
+to                            input, dtype, device, memory_format, copy, style (the spelling). Spelled:
+                              _to_copy, _to_dtype, bfloat16, bool, byte, cdouble, cfloat, char, cpu, cuda,
+                              double, float, half, int, long, short, to, type, type_as
+detach                        input, inplace (``aten.alias`` keeps the autograd graph: a view, not a detach).
+                              Spelled: detach, detach_
+data                          input (``x.data``). Spelled: _get_data_attr, data
+mm/bmm/matmul/mv/dot          a, b. Spelled: __matmul__, bmm, dot, matmul, mm, mv
+addmm/baddbmm/addbmm/addmv    bias, a, b. Spelled: addbmm, addmm, addmv, baddbmm
+linear                        input, weight, bias; as a module: weight and bias None, weight_info, has_bias.
+                              Spelled: linear; modules: Linear
+conv                          input, weight, bias, transposed, groups, weight_info, has_bias, stride, padding,
+                              dilation, output_padding (one entry per spatial dim). Spelled: _convolution,
+                              conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,
+                              convolution; modules: _ConvNd
+layer_norm/...                input, rest, kwargs (the rest of the call as written); batch_norm also has
+                              training (bool, None if unknown). Spelled: _fused_rms_norm,
+                              _native_batch_norm_legit, _native_batch_norm_legit_functional,
+                              _native_batch_norm_legit_no_training, batch_norm, group_norm, instance_norm,
+                              layer_norm, native_batch_norm, native_group_norm, native_layer_norm, rms_norm;
+                              modules: LayerNorm, GroupNorm, _BatchNorm, _InstanceNorm
+softmax/log_softmax           input, dim. Spelled: _log_softmax, _softmax, log_softmax, softmax; modules:
+                              Softmax, LogSoftmax
+pad                           input, pad (the widths as written: last dim first, (left, right) pairs; ints or
+                              SymInt nodes), mode (constant, reflect, replicate, circular), value. Spelled:
+                              constant_pad_nd, pad; modules: _ConstantPadNd
+scaled_dot_product_attention  query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa. Spelled:
+                              scaled_dot_product_attention
+einsum                        equation, operands, a and b (the first two operands). Spelled: einsum
+factory                       kind (the spelling), args, device (explicit or None), dtype. Spelled: arange,
+                              as_tensor, empty, empty_strided, eye, full, linspace, logspace, ones, rand,
+                              randint, randn, randperm, range, scalar_tensor, tensor, tril_indices,
+                              triu_indices, zeros
+set_grad_enabled              enabled, style: ``"set_grad_enabled"`` (``no_grad``, ``enable_grad``,
+                              ``set_grad_enabled`` as Dynamo records them) or ``"inference_mode"``
+                              (enter/exit; ``enabled`` is resolved to the grad mode in force after the node).
+                              Spelled: _enter_inference_mode, _exit_inference_mode, _set_grad_enabled,
+                              set_grad_enabled
+grad_region                   enabled, returns (export's ``wrap_with_set_grad_enabled``: its inputs are the
+                              inlined region's results)
+item/tolist/numpy             input. Spelled: _local_scalar_dense, item, numpy, tolist
+size                          input, args. Spelled: dim, numel, shape, size, stride, sym_numel, sym_size,
+                              sym_stride
+collective                    kind (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast), input (the
+                              tensor sent; a coalesced form's first), inputs, group_size, group, reduce_op,
+                              src, out (``_out`` forms), inplace, style (the ``torch.ops._c10d_functional`` op
+                              that ``dist.*`` calls are captured as). Spelled: all_gather_into_tensor,
+                              all_gather_into_tensor_coalesced, all_gather_into_tensor_out, all_reduce,
+                              all_reduce_, all_reduce_coalesced, all_reduce_coalesced_, all_to_all_single,
+                              broadcast, broadcast_, reduce_scatter_tensor, reduce_scatter_tensor_coalesced,
+                              reduce_scatter_tensor_out
+wait                          input (the collective's result it waits for; the same tensor comes back).
+                              Spelled: wait_tensor
+============================  ================================================================================
 
 Every other op keeps its own name (``add``, ``relu``...) with ``args`` holding
 ``{"input": ..., "args": [...], "kwargs": {...}}``.

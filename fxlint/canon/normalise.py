@@ -462,6 +462,45 @@ def softmax(c: Call) -> Args:
     return {"input": c.input, "dim": c.get("dim")}
 
 
+@normaliser("pad", spellings={"pad", "constant_pad_nd"}, modules={nn.modules.padding._ConstantPadNd: "pad"},
+            doc="input, pad (the widths as written: last dim first, (left, right) pairs; ints or SymInt nodes), "
+                "mode (constant, reflect, replicate, circular), value")
+def pad(c: Call) -> Args:
+    if c.is_module:
+        mod = c.module
+        widths = getattr(mod, "padding", None)
+        return {"input": c.input, "pad": tuple(widths) if isinstance(widths, (list, tuple)) else None,
+                "mode": "constant", "value": getattr(mod, "value", 0.0)}
+    widths = c.first("pad", default=c.node.args[1] if len(c.node.args) > 1 else None)
+    mode = "constant" if c.raw == "constant_pad_nd" else c.get("mode", "constant")
+    value = c.get("value", 0.0)
+    return {"input": c.input, "pad": tuple(c.conv(list(widths))) if isinstance(widths, (list, tuple)) else None,
+            "mode": mode if isinstance(mode, str) else None, "value": 0.0 if value is None else c.conv(value)}
+
+
+@normaliser("scaled_dot_product_attention", spellings={"scaled_dot_product_attention"},
+            doc="query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa")
+def sdpa(c: Call) -> Args:
+    return {"query": c.input, "key": c.conv(c.get("key")), "value": c.conv(c.get("value")),
+            "attn_mask": c.conv(c.get("attn_mask")), "dropout_p": c.conv(c.get("dropout_p", 0.0)),
+            "is_causal": c.conv(c.get("is_causal", False)), "scale": c.conv(c.get("scale")),
+            "enable_gqa": c.conv(c.get("enable_gqa", False))}
+
+
+@normaliser("einsum", spellings={"einsum"}, kinds=("call_function",),
+            doc="equation, operands, a and b (the first two operands)")
+def einsum(c: Call) -> Args | None:
+    args = list(c.node.args)
+    if not args or not isinstance(args[0], str):
+        return None
+    rest = args[1:]
+    if len(rest) == 1 and isinstance(rest[0], (list, tuple)):
+        rest = list(rest[0])
+    ops = [c.conv(x) for x in rest]
+    return {"equation": args[0], "operands": ops, "a": ops[0] if ops else None,
+            "b": ops[1] if len(ops) > 1 else None}
+
+
 # --------------------------------------------------------------------------- factories, grad mode, host syncs
 
 FACTORIES = frozenset({

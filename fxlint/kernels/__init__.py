@@ -90,13 +90,16 @@ import pkgutil
 from typing import Any
 
 from ..layout import CHANNELS_LAST, CHANNELS_LAST_3D, CONTIGUOUS
+from .attention import predict_sdpa
 from .blas import predict_addmm, predict_mm, predict_mv
 from .bmm import predict_bmm
 from .conv import predict_conv, predict_conv_node
+from .einsum import predict_einsum
 from .env import Env
 from .geometry import is_channels_last_dense, suggest_memory_format
 from .matmul import predict_linear, predict_matmul
 from .norm import predict_norm
+from .pad import predict_pad
 from .registry import (
     REGISTRY,
     KernelModel,
@@ -141,6 +144,9 @@ __all__ = [
     "predict_conv",
     "predict_conv_node",
     "predict_norm",
+    "predict_pad",
+    "predict_sdpa",
+    "predict_einsum",
     "predict_softmax",
     "suggest_memory_format",
     "is_channels_last_dense",

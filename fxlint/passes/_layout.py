@@ -62,6 +62,23 @@ def _assigned_name(n: CanonNode, consumer: CanonNode | None) -> str | None:
     return m.group(1)
 
 
+_UNPACK = re.compile(r"^\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\s*,?\s*=(?!=)")
+
+
+def _unpacked_name(n: CanonNode) -> str | None:
+    """The name an element of a tuple got where the statement unpacks it (``q, k, v = qkv.unbind(0)``)."""
+    if n.op != "tuple_getitem" or not isinstance(n.args.get("index"), int) or n.location is None:
+        return None
+    src = n.input
+    if src is None or src.location is None or (src.location.file, src.location.line) != (n.location.file,
+                                                                                        n.location.line):
+        return None
+    m = _UNPACK.match(n.location.code or source_line(n.location.file, n.location.line) or "")
+    names = [x.strip() for x in m.group(1).split(",")] if m else []
+    i = n.args["index"]
+    return names[i] if 0 <= i < len(names) and names[i] != "_" else None
+
+
 def origin(node: CanonNode | None, consumer: CanonNode | None = None, max_steps: int = 4) -> str:
     """How the operand was made, in the user's names where we can: ``k.transpose(-2, -1)``,
     ``x.permute(1, 0, 2)``, ``linear.view(2, 16, 4, 8).transpose(1, 2)``."""
@@ -73,7 +90,7 @@ def origin(node: CanonNode | None, consumer: CanonNode | None = None, max_steps:
         if cur.kind in ("input", "parameter", "buffer", "constant"):
             base = operand_name(cur)
             break
-        assigned = _assigned_name(cur, consumer)
+        assigned = _assigned_name(cur, consumer) or _unpacked_name(cur)
         if assigned is not None:
             base = assigned
             break

@@ -1,4 +1,4 @@
-"""An operand whose strides make mm/bmm/matmul/linear/addmm/baddbmm copy it on every call.
+"""An operand whose strides make mm/bmm/matmul/linear/addmm/baddbmm/SDPA copy it on every call.
 
 ## What it does
 Predicts, from each operand's shape and strides, whether the matrix kernel
@@ -19,6 +19,16 @@ call and why. The prediction follows ATen's own decisions (see
   copied. `linear` and `nn.Linear` on such inputs take this path.
 * bfloat16/float16 `bmm` on CPUs with oneDNN takes each operand only
   contiguous or transposed in its last two dims.
+* `torch.einsum` of two operands permutes each to (batch, free, summed)
+  dims and reshapes it to 3-D for `bmm`: an operand whose batch dims do not
+  merge in that order is copied (a permuted `(B, G, H, I, D)` in
+  `"B G H I D, B G H J D -> B G H I J"`).
+* `F.scaled_dot_product_attention` on CPU reads strided q/k/v without
+  copying only on its fused (flash) path: 4-D q/k/v of equal batch, heads
+  and head dim, no dropout, and no mask or a 2-D/4-D one. Otherwise (a 3-D
+  `(H, L, S)` relative-position bias, 5-D windowed q/k/v, ...) its math path
+  multiplies through `matmul`, which copies q, k and v in the usual
+  `qkv.reshape(B, N, 3, H, D).permute(2, 0, 3, 1, 4).unbind(0)` layout.
 
 Copies the kernel repeats in backward (a saved operand BLAS cannot take)
 are counted in the message and in `details["backward_bytes"]`.
@@ -39,7 +49,8 @@ y = self.proj(x.permute(1, 0, 2))               # Linear on a (S, B, D) -> (B, S
 
 ## Use instead
 ```python
-y = F.scaled_dot_product_attention(q, k, v)     # reads strided q/k/v without copying
+y = F.scaled_dot_product_attention(q, k, v)     # fused path: reads strided q/k/v without copying
+y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias.unsqueeze(0))  # a 4-D (1, H, L, S) bias, not 3-D
 y = self.proj(x).permute(1, 0, 2)               # Linear acts on the last dim: permute afterwards
 ```
 Or produce the operand in a layout the kernel takes (batch dims outermost
@@ -59,12 +70,13 @@ from typing import Iterator
 
 from ..canon import CanonNode, GraphView
 from ..kernels import KernelCopy, operand_role, ops, predict
+from ..kernels.attention import sdpa_blocker
 from ..registry import Hit, RuleContext, rule
 from ..text import permute_text
 from ._layout import OperandCopy, backward_bytes, copy_sizes, made_by_permute, operand_copy, total
 
-#: the kernel family this rule checks: its ops and operand roles come from the kernel registry
-FAMILY = "matmul"
+#: the kernel families this rule checks: their ops and operand roles come from the kernel registry
+FAMILY = ("matmul", "attention")
 
 
 @dataclass(frozen=True)
@@ -78,6 +90,7 @@ class NoncontiguousMatmul(OperandCopy):
     reason: str  # the code of the main copy: fold-grad, batch-fold, broadcast, onednn-layout, blas-layout, ...
     permute: tuple[int, ...] | None  # the dims of the permute (through other views) that made the operand, if any
     attention: bool  # both operands are 4-D: (B, H, S, D) attention
+    sdpa_math: str | None  # SDPA: why it takes its math path (the fused kernel's condition that fails), else None
 
     def message(self) -> str:
         who = f"its {self.role} {self.origin}" if self.origin is not None else f"its {self.role}"
@@ -86,6 +99,8 @@ class NoncontiguousMatmul(OperandCopy):
 
     def fix_title(self) -> str:
         at = f" (it is made at {self.made_at})" if self.made_at else ""
+        if self.sdpa_math is not None:
+            return _sdpa_fix(self.sdpa_math, at)
         if self.copies_result:  # 2-D @ N-D: matmul computes (x.mT @ W.mT).mT, whatever x's layout
             return ("keep the activations as (..., N, K) and write `x @ W.t()` (or `F.linear(x, W)`) instead of "
                     "`W @ x` on (..., K, N): the batch dims then fold into the rows of one mm, and neither the "
@@ -98,10 +113,14 @@ class NoncontiguousMatmul(OperandCopy):
                         "same result without the copy")
             return f"give this operand a layout whose leading dims merge (contiguous in all but the last dim){at}"
         if self.reason == "batch-fold":
-            hint = (" For attention, torch.nn.functional.scaled_dot_product_attention takes strided q/k/v "
-                    "without copying." if self.attention else "")
+            hint = (" For attention, torch.nn.functional.scaled_dot_product_attention takes strided 4-D q/k/v "
+                    "without copying on its fused path (no mask, or a 2-D/4-D one)." if self.attention else "")
             return (f"lay the operand out with its batch dims outermost and in order where it is created{at}, "
                     f"e.g. project straight into (B, H, S, D); matmul then folds the batch for free.{hint}")
+        if self.reason == "einsum-fold":
+            return (f"give the operand a layout in which einsum's batch dims (the labels of both operands and the "
+                    f"output) come first and in order, and its summed dims last, where it is created{at}: einsum "
+                    "then reshapes it for bmm without a copy")
         if self.reason == "broadcast":
             return ("the broadcast operand is materialised for the whole batch; if it is shared across the batch, "
                     "fold the batch into the rows of the other operand (e.g. (B*S, D) @ (D, N)) so one mm needs no "
@@ -132,6 +151,20 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             yield _hit(node, operand, copies, pred.backward(operand) if pred.backward_known else None, pred.path)
 
 
+def _sdpa_fix(blocker: str, at: str) -> str:
+    """The fix for an SDPA that takes its math path because of ``blocker`` (``flash_blocker``'s clause)."""
+    fused = "SDPA then runs its fused kernel, which reads these strided q/k/v without copying"
+    if "attn_mask is 3-D" in blocker:
+        return (f"pass the mask 4-D, e.g. attn_mask=bias.unsqueeze(0) for an (H, L, S) bias: {fused} (in inference; "
+                "a mask that requires grad, as a learned bias does in training, takes the math path anyway)")
+    if "-D, and the fused kernel takes only 4-D" in blocker:
+        return (f"give SDPA 4-D (B, H, L, E) q/k/v (fold the extra batch dims into B where they are produced): "
+                f"{fused}; or produce q/k/v with their batch dims outermost and in order{at}")
+    return (f"the fused kernel, which reads strided q/k/v without copying, is not taken because {blocker}: lift "
+            f"that, or produce q/k/v with their batch dims outermost and in order{at} so that the math path's "
+            "matmuls fold them for free")
+
+
 def _operand(node: CanonNode, operand: str) -> CanonNode | None:
     x = node.args.get(operand)
     return x if isinstance(x, CanonNode) else None
@@ -139,7 +172,8 @@ def _operand(node: CanonNode, operand: str) -> CanonNode | None:
 
 def _hit(node: CanonNode, operand: str, copies: list[KernelCopy], backward: list[KernelCopy] | None,
          path: str) -> Hit:
-    kernel = "F.linear" if node.op == "linear" else ("@" if node.op == "matmul" else f"torch.{node.op}")
+    kernel = {"linear": "F.linear", "matmul": "@", "scaled_dot_product_attention": "F.scaled_dot_product_attention"
+              }.get(node.op, f"torch.{node.op}")
     op_node = _operand(node, operand)
     t = op_node.tensor if op_node is not None else (node.args.get("weight_info") if operand == "weight" else None)
     main = next((c for c in copies if c.operand != "output"), copies[0])
@@ -154,6 +188,7 @@ def _hit(node: CanonNode, operand: str, copies: list[KernelCopy], backward: list
         reason=main.reason,
         permute=tuple(perm.args["dims"]) if perm is not None and perm.args.get("dims") else None,
         attention=all(x is not None and x.tensor is not None and x.tensor.ndim == 4 for x in (a, b)),
+        sdpa_math=sdpa_blocker(node) if node.op == "scaled_dot_product_attention" else None,
     )
     return Hit(node, violation, bytes=total(copies), copy_sizes=copy_sizes(copies),
                backward_bytes=backward_bytes(backward), dedup=f"{node.name}:{operand}")

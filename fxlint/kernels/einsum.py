@@ -1,0 +1,139 @@
+"""``torch.einsum`` of two operands on CPU (``Linear.cpp``: ``einsum``, ``sumproduct_pair``).
+
+``einsum`` permutes each operand into one label order - the output's labels
+in output order, then the contracted labels in label order (``A``-``Z`` before
+``a``-``z``), a size-1 dim for a label the operand lacks - and hands the pair
+to ``sumproduct_pair``. That sorts the dims into those in both operands and
+the output (``lro``: the batch), those of the left or right operand only
+(``lo``, ``ro``) and the summed ones, and runs
+
+    left.permute(lro, lo, sum).reshape(lro_size, lo_size, sum_size)
+    right.permute(lro, sum, ro).reshape(lro_size, sum_size, ro_size)
+    bmm(left, right)
+
+so an operand whose permuted dims do not merge is copied by the ``reshape``
+(``aten::clone`` under ``aten::einsum``), and ``bmm`` then applies its own
+rules (``fxlint.kernels.bmm``). ``q`` and ``k`` of
+``einsum("B G H I D, B G H J D -> B G H I J", q, k)`` are copied whenever
+their batch dims ``B G H`` do not merge - a permuted ``(B, G, H, I, D)``.
+
+Modelled: two operands, explicit ``->``, letters only (spaces allowed), no
+label repeated within an operand, every contracted label in both operands.
+Anything else (ellipsis, diagonals, three or more operands, labels summed
+out of one operand alone, a size-1 dim where the other operand's is not) is
+not predicted (None).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..symbolic import eq, prod
+from ..tensorinfo import TensorInfo
+from .bmm import bmm_copies
+from .env import Env
+from .geometry import Geometry, on_cpu, shape_text
+from .registry import kernel_model, needs_grad, tensor_arg
+from .results import KernelCopy, KernelPrediction, copy_of, none_when_undecided
+
+__all__ = ["predict_einsum", "parse_equation"]
+
+
+def parse_equation(equation: str) -> tuple[list[str], str] | None:
+    """(operand label strings, output labels) of an explicit equation of letters, None otherwise."""
+    if not isinstance(equation, str) or "->" not in equation or "." in equation:
+        return None
+    lhs, out = equation.replace(" ", "").split("->")
+    ins = lhs.split(",")
+    if not all(s.isalpha() or s == "" for s in ins + [out]):
+        return None
+    if any(len(set(s)) != len(s) for s in ins + [out]):
+        return None
+    return ins, out
+
+
+def _label_index(c: str) -> int:
+    return ord(c) - ord("A") if c.isupper() else 26 + ord(c) - ord("a")
+
+
+def _aligned(t: Geometry, labels: str, order: list[str]) -> Geometry:
+    """``t`` permuted into ``order``, a size-1 dim for each label it lacks (``unsqueeze(-1)`` then permute)."""
+    shape, stride = list(t.shape), list(t.stride)
+    where = {c: i for i, c in enumerate(labels)}
+    out_shape, out_stride = [], []
+    for c in order:
+        if c in where:
+            out_shape.append(shape[where[c]])
+            out_stride.append(stride[where[c]])
+        else:
+            out_shape.append(1)
+            out_stride.append(1)
+    return t.with_(out_shape, out_stride)
+
+
+@none_when_undecided
+def predict_einsum(equation: str, a: TensorInfo, b: TensorInfo, *, grad: bool = False,
+                   env: Env | None = None) -> KernelPrediction | None:
+    """``torch.einsum(equation, a, b)`` on CPU: the copies of ``sumproduct_pair``'s reshapes and its ``bmm``."""
+    env = env or Env.current()
+    parsed = parse_equation(equation)
+    if parsed is None or len(parsed[0]) != 2 or not on_cpu(a, b):
+        return None
+    (la_labels, lb_labels), out = parsed
+    la, lb = Geometry.of(a), Geometry.of(b)
+    if la.ndim != len(la_labels) or lb.ndim != len(lb_labels):
+        return None
+    contracted = sorted({c for c in la_labels + lb_labels if c not in out}, key=_label_index)
+    if any(c not in la_labels or c not in lb_labels for c in contracted):
+        return None  # a label summed out of one operand alone: a reduction first, not modelled
+    order = list(out) + contracted
+    ta, tb = _aligned(la, la_labels, order), _aligned(lb, lb_labels, order)
+    lro, lo, ro, sums = [], [], [], []
+    for i, c in enumerate(order):
+        sl, sr = not eq(ta.shape[i], 1), not eq(tb.shape[i], 1)
+        if c in contracted:
+            if not (sl and sr):
+                return None  # a size-1 contracted dim: summed right away, not modelled
+            sums.append(i)
+        elif sl and sr:
+            lro.append(i)
+        elif sl:
+            lo.append(i)
+        else:
+            ro.append(i)
+
+    def size(t: Geometry, dims: list[int]) -> Any:
+        return prod([t.shape[d] for d in dims]) if dims else 1
+
+    lro_size, lo_size, ro_size, sum_size = size(ta, lro), size(ta, lo), size(tb, ro), size(ta, sums)
+    lperm, rperm = lro + lo + sums + ro, lro + sums + ro + lo
+    pa = ta.with_([ta.shape[d] for d in lperm], [ta.stride[d] for d in lperm])
+    pb = tb.with_([tb.shape[d] for d in rperm], [tb.stride[d] for d in rperm])
+    copies: list[KernelCopy] = []
+    left, ca = pa.reshape((lro_size, lo_size, sum_size))
+    right, cb = pb.reshape((lro_size, sum_size, ro_size))
+    batch = shape_text([order[d] for d in lro]).replace("'", "")
+    for name, copied, t, shape in (("a", ca, la, (lro_size, lo_size, sum_size)),
+                                   ("b", cb, lb, (lro_size, sum_size, ro_size))):
+        if copied:
+            copies.append(copy_of(name, t, "aten::clone", "einsum-fold",
+                                  f"einsum permutes the operand to (batch {batch}, free, summed) dims and reshapes it "
+                                  f"to {shape_text(shape)} for bmm, which this layout does not allow without a copy"))
+    res = bmm_copies(left, right, ("a", "b"), env, "bmm")
+    if res is None:
+        return None
+    path, inner = res
+    copies.extend(inner)
+    return KernelPrediction("einsum", f"einsum: sumproduct_pair, {path}", tuple(copies), backward_known=not grad)
+
+
+# --------------------------------------------------------------------------- models
+
+
+@kernel_model("einsum", family="matmul", operands={"a": "first operand", "b": "second operand"})
+def _einsum(node: Any, env: Env) -> KernelPrediction | None:
+    a, b = tensor_arg(node, "a"), tensor_arg(node, "b")
+    eqn = node.args.get("equation")
+    if a is None or b is None or len(node.args.get("operands") or ()) != 2 or not isinstance(eqn, str):
+        return None
+    return predict_einsum(eqn, a, b, grad=needs_grad(node, a, b), env=env)

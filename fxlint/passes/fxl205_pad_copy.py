@@ -1,0 +1,169 @@
+"""A constant pad that copies its input: always, even when every width is zero.
+
+## What it does
+Reports `F.pad(x, pad)` (mode `"constant"`, `nn.ZeroPad2d`,
+`nn.ConstantPad*d`, `aten.constant_pad_nd`) with the copy it makes (see
+`fxlint.kernels.pad`, checked against the runtime):
+
+* **every width zero** (warning): `constant_pad_nd` returns a *clone* of the
+  input when no width is positive, so a pad that pads nothing still reads and
+  writes the whole tensor. Window attention pads by
+  `(0, 0, 0, pad_w, 0, pad_h)`, which is all zeros whenever the feature map
+  is already a multiple of the window: a full copy per block for nothing.
+* **only negative widths** (warning): a crop, made with a copy; a slice is a
+  view.
+* **widths the graph does not know** (info, dynamic shapes): the pad copies
+  whatever they turn out to be, and when they are all zero the copy buys
+  nothing.
+* **a real pad** (info): a new, larger tensor is filled and the input copied
+  into it - the price of padding. Where the pad only feeds a convolution
+  with symmetric zero widths, the conv pads for free (`padding=`).
+
+The backward copies again (the gradient is narrowed back and cloned).
+
+## Why is this bad?
+The zero-width pad is a hidden full copy of an activation on every call
+(11 MB per call in a window-attention model at 224 px). A real pad is not
+wrong, but it is a copy the kernel around it could often do itself.
+
+## Example
+```python
+pad_r = (self.window_size - W % self.window_size) % self.window_size
+pad_b = (self.window_size - H % self.window_size) % self.window_size
+x = F.pad(x, (0, 0, 0, pad_r, 0, pad_b))   # copies x even when pad_r == pad_b == 0
+```
+
+## Use instead
+```python
+if pad_r or pad_b:                          # pad only when there is something to pad
+    x = F.pad(x, (0, 0, 0, pad_r, 0, pad_b))
+```
+For a real symmetric zero pad in front of a conv, give the conv
+`padding=(ph, pw)` and drop the pad.
+
+## Fix safety
+`fxlint fix` (and `options={"rewrite": True}`) drops a pad whose widths are
+statically all zero: the program then reads the input itself instead of a
+copy of it, so the rewrite is applied only where nothing writes either tensor
+in place afterwards and the result is not returned (it would alias the input).
+
+## When it is intentional
+A pad kept for a layout or a fresh buffer (`F.pad` as a copy). Silence the
+line with `# fxlint: ignore[FXL205]`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Literal
+
+from ..canon import CanonNode, GraphView
+from ..findings import Severity, Violation
+from ..kernels import ops, predict
+from ..kernels.pad import CROP, DYNAMIC, NOOP, pad_widths
+from ..registry import FixSpec, Hit, RuleContext, rule
+from ..text import bytes_text, bytes_value, dims_value, shape_text
+from ._layout import backward_bytes, backward_copied, copy_sizes, origin, total
+
+_KINDS = {NOOP: "noop", CROP: "crop", DYNAMIC: "dynamic"}
+
+
+@dataclass(frozen=True)
+class ConstantPadCopy(Violation):
+    """A constant pad and the copy of its input it makes."""
+
+    kind: Literal["noop", "crop", "dynamic", "pad"]  # every width zero, only negative ones, not known, a real pad
+    origin: str  # the padded tensor, in the user's names
+    shape: tuple[int | str, ...] | None  # its shape (a formula for a dynamic size)
+    widths: tuple[int | str, ...]  # the widths as written (last dim first), "?" for one the graph does not know
+    copied: int | str | None  # bytes copied per call
+    backward_copied: int | str | None  # bytes copied again in backward (None: none)
+    conv_padding: tuple[int, ...] | None  # the padding= of the conv the pad alone feeds, when it can take it over
+    conv: str | None  # that conv's node
+
+    def message(self) -> str:
+        w = "(" + ", ".join(str(x) for x in self.widths) + ")"
+        cost = f"{bytes_text(self.copied)} per call"
+        if self.backward_copied:
+            cost += f", and again in backward ({bytes_text(self.backward_copied)} more per training step)"
+        x = f"{self.origin} {shape_text(self.shape)}"
+        if self.kind == "noop":
+            return f"F.pad with widths {w} pads nothing but still copies {x}: {cost}"
+        if self.kind == "crop":
+            return f"F.pad with widths {w} only crops {x}, and copies the part it keeps: {cost}"
+        if self.kind == "dynamic":
+            return (f"F.pad with widths {w} copies {x} whatever the widths turn out to be: {cost}; when they are "
+                    "all zero the copy buys nothing")
+        return f"F.pad with widths {w} copies {x} into a new, larger tensor: {cost}"
+
+    def fix_title(self) -> str:
+        if self.kind == "noop":
+            return ("skip the pad when there is nothing to pad (`if any(widths): x = F.pad(x, widths)`): F.pad "
+                    "copies even when every width is zero")
+        if self.kind == "crop":
+            return "crop with a slice instead (`x[..., a:n - b]`): a slice is a view and copies nothing"
+        if self.kind == "dynamic":
+            return ("guard the pad with its widths (`if pad_r or pad_b: x = F.pad(x, ...)`) so that the common "
+                    "no-padding case copies nothing")
+        if self.conv_padding is not None:
+            return (f"drop the pad and give the conv padding={self.conv_padding}: it pads inside the kernel, "
+                    "without a copy")
+        return ("a real pad costs this copy; it can be avoided only by a consumer that pads itself (a conv's "
+                "padding=, F.unfold's padding=) or by writing the producer's result into a padded buffer")
+
+
+def _conv_padding(node: CanonNode, widths: tuple[int | None, ...]) -> tuple[CanonNode | None, tuple[int, ...] | None]:
+    """The conv the pad alone feeds, and the ``padding=`` that would replace the pad (None when it cannot:
+    a non-zero value, asymmetric widths, widths outside the spatial dims, a conv that pads already)."""
+    users = node.users
+    if len(users) != 1 or users[0].op != "conv" or users[0].args.get("input") is not node:
+        return None, None
+    conv = users[0]
+    value = node.args.get("value")
+    padding, stride = conv.args.get("padding"), conv.args.get("stride")
+    spatial = len(padding) if isinstance(padding, tuple) else None
+    if value not in (0, 0.0) or spatial is None or any(p != 0 for p in padding) or conv.args.get("transposed"):
+        return conv, None
+    if len(widths) > 2 * spatial or any(w is None for w in widths):
+        return conv, None
+    per_dim = [0] * spatial
+    for i in range(len(widths) // 2):
+        left, right = widths[2 * i], widths[2 * i + 1]
+        if left != right or left is None or left < 0:
+            return conv, None
+        per_dim[spatial - 1 - i] = left
+    return conv, tuple(per_dim)
+
+
+@rule("FXL205", "pad-copy", "warning", violation=ConstantPadCopy, fix=FixSpec.rewrite_of(
+    "drop-zero-pad", safe=False,
+    why="the program then reads the input itself instead of a fresh copy of it: values are equal, but the result "
+        "shares the input's memory (the rewrite is applied only where nothing writes either in place afterwards "
+        "and the result is not returned)"))
+def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
+    for node in view.ops(*ops(family="pad")):
+        pred = predict(node)
+        if pred is None:
+            continue
+        copies = pred.forward("input")
+        if not copies:
+            continue
+        x = node.input
+        t = x.tensor if x is not None else None
+        widths = pad_widths(node.args.get("pad")) or ()
+        kind = _KINDS.get(copies[0].reason, "pad")
+        conv, padding = _conv_padding(node, widths) if kind == "pad" else (None, None)
+        backward = pred.backward("input")
+        violation = ConstantPadCopy(
+            kind=kind,  # type: ignore[arg-type]
+            origin=origin(x, node) if x is not None else "the input",
+            shape=dims_value(t.shape) if t is not None else None,
+            widths=tuple("?" if w is None else w for w in widths),
+            copied=bytes_value(total(copies)),
+            backward_copied=backward_copied(backward),
+            conv_padding=padding,
+            conv=conv.name if conv is not None and padding is not None else None,
+        )
+        severity = None if kind in ("noop", "crop") else Severity.INFO
+        yield Hit(node, violation, bytes=total(copies), copy_sizes=copy_sizes(copies),
+                  backward_bytes=backward_bytes(backward), severity=severity, dedup=node.name)
