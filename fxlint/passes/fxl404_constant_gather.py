@@ -2,7 +2,8 @@
 
 ## What it does
 Finds advanced indexing (`table[index]`, `aten::index`) where `table` is a
-parameter or buffer and every index tensor is computed only from constants,
+parameter or buffer (or computed from them alone, e.g. interpolated to a
+size) and every index tensor is computed only from constants,
 buffers and `arange`-style factories (nothing from the model's inputs): the
 relative-position lookups of window and pooling attention,
 `table[self.relative_position_index.view(-1)]` (Swin) and
@@ -83,28 +84,30 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
 def _hits(view: GraphView) -> Iterator[Hit]:
     for node in view.ops("index"):
         table = node.input
-        if table is None or node.tensor is None or table.kind not in ("parameter", "buffer", "constant"):
-            continue
+        if table is None or node.tensor is None or not _fixed(table, 0, weights=True):
+            continue  # the table comes from the input: nothing to cache
         spec = node.args.get("index")
         items = [it for it in getattr(spec, "advanced", ()) if it.kind == "tensor"]
         if not items or any(it.index is None for it in items):
             continue
-        if not all(_constant(it.index, 0) for it in items):
+        if not all(_fixed(it.index, 0, weights=False) for it in items):
             continue
         violation = ConstantGather(table=operand_name(table), indices=tuple(operand_name(it.index) for it in items),
                                    copied=bytes_value(node.tensor.nbytes))
         yield Hit(node, violation, bytes=node.tensor.nbytes, backward_bytes=0, severity=Severity.INFO)
 
 
-def _constant(n: CanonNode, depth: int) -> bool:
-    """True when ``n`` is computed only from buffers, constants and factories (no input, no parameter)."""
+def _fixed(n: CanonNode, depth: int, *, weights: bool) -> bool:
+    """True when ``n`` is computed only from buffers, constants and factories (``arange``), and, with
+    ``weights``, parameters: nothing from the model's inputs (a table interpolated from a parameter,
+    MViT's ``_interpolate(rel_pos_h, d)``, is as fixed as the parameter in inference)."""
     if depth > _MAX_DEPTH:
         return False
-    if n.kind in _CONSTANT_KINDS:
+    if n.kind in _CONSTANT_KINDS or (weights and n.kind == "parameter"):
         return True
     if n.kind != "op":
         return False
     tensors = [i for i in n.inputs if i.tensor is not None]
     if not tensors:
         return n.op == "factory"  # arange, zeros, ...: values fixed by their arguments
-    return all(_constant(i, depth + 1) for i in tensors)
+    return all(_fixed(i, depth + 1, weights=weights) for i in tensors)
