@@ -16,9 +16,17 @@ gradient of the region and of the base again. The rewrite removes the
 
 ## What changes
 Nothing the program can observe: the same values are in ``x`` afterwards,
-and the gradients are the same. Measured on an 8x8x129x129 base with a
-training step (eager, 1 thread, ``bench/self_assign.py``): see the FXL110
-rule page for the figures.
+and the gradients are the same. Measured (torch 2.13 CPU, AMD EPYC):
+
+- ``x = w * 2; x[:, :, 1:, 1:] += r; x.sum().backward()`` on an 8x8x129x129
+  base, 1 thread, ``torch.utils.benchmark`` medians in one run: 37 ms per
+  step, 21 ms with ``.add_`` (what the rewrite leaves);
+- ``fxlint bench bench/zoo_rewrite.py:mvit_self_assign --mode train``
+  (torchvision MViT's two self-assignments, batch 4, 197 tokens): bytes
+  copied per training step 10.6 MB -> 5.3 MB eager (peak memory 5.4 ->
+  4.1 MB), unchanged under Inductor (403.5 kB: its functionalisation already
+  drops the self-copy); the time ratios (1.03x eager, 1.15x Inductor) were
+  within the noise of that run (IQR 50-100% on a shared 2-core machine).
 """
 
 from __future__ import annotations
