@@ -61,6 +61,7 @@ import multiprocessing
 import os
 import platform
 import re
+import signal
 import statistics
 import sys
 import time
@@ -682,6 +683,8 @@ def render_markdown(data: dict[str, Any], *, per_model: bool = True) -> str:
     out = [
         f"Command: `{data['command']}` ({data['duration_s'] / 60:.1f} min, started {data['started']}).",
         "",
+        *([f"**Partial run: {len(data['models'])} of the {st['selected']} models selected** (stopped before the "
+           "end; the figures are those of the models measured).", ""] if st.get("partial") else []),
         f"Machine: {m['cpu']}, {m['threads']} threads, Python {m['python']}, torch {m['torch']}, torchvision "
         f"{m.get('torchvision')} ({m['torchvision_mode']}), timm {m.get('timm')}, transformers {m.get('transformers')}. "
         f"Models in eval mode, linted under `torch.no_grad()`; lines copying < {st['min_bytes']} B left out.",
@@ -833,16 +836,52 @@ def progress_line(i: int, n: int, rec: dict[str, Any], took: float, elapsed: flo
     return f"{head}{body}  | {_fmt_s(elapsed)} elapsed, ~{_fmt_s(left)} left"
 
 
+def interleaved(archs: list[Any]) -> list[Any]:
+    """The models, one library after another in turn (the order within a library kept)."""
+    queues = [[a for a in archs if a.library == lib] for lib in LIBRARIES]
+    out: list[Any] = []
+    while any(queues):
+        for q in queues:
+            if q:
+                out.append(q.pop(0))
+    return out + [a for a in archs if a.library not in LIBRARIES]
+
+
+def read_checkpoint(path: Path) -> list[dict[str, Any]]:
+    """The model records a run wrote to ``path`` (JSON lines); a torn last line is dropped."""
+    records = []
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue
+    return records
+
+
 def run_census(archs: list[Any], *, min_bytes: int = DEFAULT_MIN_BYTES, timeout_s: float = DEFAULT_TIMEOUT_S,
-               in_process: bool = False, log: Any = sys.stderr) -> list[dict[str, Any]]:
-    results = []
-    worker = None if in_process else Worker(min_bytes)
+               in_process: bool = False, log: Any = sys.stderr, checkpoint: Path | None = None,
+               done: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Run ``archs`` one by one. Each finished model is appended to ``checkpoint`` (JSON lines) at
+    once, so a run that is stopped (Ctrl-C, SIGTERM) loses nothing: ``--resume`` goes on from it,
+    and the models done so far are rendered as a partial census. ``done``: records of an earlier
+    run, kept and skipped."""
+    results = list(done or [])
+    finished = {r["name"] for r in results}
+    todo = [a for a in archs if f"{a.library}/{a.name}" not in finished and a.name not in finished]
+    worker = None if in_process or not todo else Worker(min_bytes)
     t0 = time.perf_counter()
     try:
-        for i, arch in enumerate(archs, 1):
+        for i, arch in enumerate(todo, len(results) + 1):
             t = time.perf_counter()
             rec = run_model(arch.name, min_bytes) if worker is None else worker.run(arch, timeout_s)
             results.append(rec)
+            if checkpoint is not None:
+                with checkpoint.open("a") as fh:
+                    fh.write(json.dumps(rec, default=str) + "\n")
             if log is not None:
                 print(progress_line(i, len(archs), rec, time.perf_counter() - t, time.perf_counter() - t0),
                       file=log, flush=True)
@@ -866,6 +905,12 @@ def main(argv: Iterable[str] | None = None) -> int:
     p.add_argument("--in-process", action="store_true", help="no worker process (debugging; a crash ends the run)")
     p.add_argument("--from-json", metavar="PATH", help="render a saved census.json; run nothing")
     p.add_argument("--readme", metavar="PATH", help="also write the tables between the census markers of PATH")
+    p.add_argument("--resume", action="store_true",
+                   help="go on from OUT/census.partial.jsonl (each finished model is written there at once): "
+                        "the models it holds are kept, not run again")
+    p.add_argument("--interleave", action="store_true",
+                   help="run the libraries' models in turn (timm, torchvision, transformers, timm, ...), so that a "
+                        "run stopped early still covers every library")
     args = p.parse_args(argv)
     if args.min_bytes < 0:
         p.error("--min-bytes must be >= 0")
@@ -893,13 +938,39 @@ def main(argv: Iterable[str] | None = None) -> int:
         started = time.strftime("%Y-%m-%d %H:%M")
         print(f"census: {len(archs)} models, worker {'in process' if args.in_process else 'process'}, "
               f"min {args.min_bytes} B per line", file=sys.stderr, flush=True)
-        t0 = time.perf_counter()
-        results = run_census(archs, min_bytes=args.min_bytes, timeout_s=args.timeout, in_process=args.in_process)
-        data = build_data(results, command=command, started=started, duration_s=time.perf_counter() - t0,
-                          settings={"min_bytes": args.min_bytes, "grad": False, "timeout_s": args.timeout,
-                                    "quick": args.quick, "library": args.library, "models": args.models})
+        if args.interleave:
+            archs = interleaved(archs)
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
+        checkpoint = out / "census.partial.jsonl"
+        done = read_checkpoint(checkpoint) if args.resume else []
+        if not args.resume:
+            checkpoint.write_text("")
+        selected = {f"{a.library}/{a.name}" for a in archs} | {a.name for a in archs}
+        done = [r for r in done if r["name"] in selected]
+        t0 = time.perf_counter()
+        results: list[dict[str, Any]] = []
+        stopped = None
+
+        def _stop(signum: int, _frame: Any) -> None:
+            raise KeyboardInterrupt(signal.Signals(signum).name)
+
+        previous = signal.signal(signal.SIGTERM, _stop)
+        try:
+            results = run_census(archs, min_bytes=args.min_bytes, timeout_s=args.timeout,
+                                 in_process=args.in_process, checkpoint=checkpoint, done=done)
+        except KeyboardInterrupt as exc:
+            stopped = str(exc) or "SIGINT"
+            results = read_checkpoint(checkpoint)
+            results = [r for r in results if r["name"] in selected]
+            print(f"census: stopped ({stopped}) after {len(results)} of {len(archs)} models; rendering those "
+                  f"(go on with --resume)", file=sys.stderr, flush=True)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        data = build_data(results, command=command, started=started, duration_s=time.perf_counter() - t0,
+                          settings={"min_bytes": args.min_bytes, "grad": False, "timeout_s": args.timeout,
+                                    "quick": args.quick, "library": args.library, "models": args.models,
+                                    "selected": len(archs), "partial": len(results) < len(archs)})
         (out / "census.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
     md = render_markdown(data)
     if not args.from_json:

@@ -558,7 +558,8 @@ def capture_graph_module(target: Any, example_inputs: Any = None) -> tuple[fx.Gr
 
     What ``fxlint.rewrite`` rewrites: a module or callable is captured whole by Dynamo
     (``torch._dynamo.export``: torch-level ops, the user's stack traces, parameters as
-    attributes shared with the model, called like the model); a GraphModule is copied; an
+    attributes shared with the model, called like the model; shapes static, those of the example
+    inputs, as in ``fxlint.lint``); a GraphModule is copied; an
     ExportedProgram gives its ATen-level ``module()``. A graph break is a ``CaptureError``.
     """
     args, kwargs = normalise_inputs(example_inputs)
@@ -580,7 +581,10 @@ def capture_graph_module(target: Any, example_inputs: Any = None) -> tuple[fx.Gr
     try:
         with preserved_state(module, (args, kwargs)):
             with quiet_torch_logs():
-                gm, _guards = dynamo_export(target)(*args, **kwargs)
+                # static shapes, as the backend's first compile and the lint see them: under export's
+                # default (every dim dynamic) a rule that needs a concrete layout (channels_last
+                # strides, FXL204) finds nothing, and the sites the lint reports are not even seen
+                gm, _guards = dynamo_export(target, assume_static_by_default=True)(*args, **kwargs)
     except Exception as exc:
         # Dynamo reports the user's own exceptions, unsupported constructs and its own tracing
         # limits (a data-dependent size it cannot reason about) alike: the eager model decides

@@ -314,3 +314,54 @@ def test_real_lint_on_a_small_model_and_the_separate_audit_fallback(monkeypatch)
     rec = census.run_model("timm/fake_copies")
     assert rec["status"] == "ok" and rec["audit_source"] == "separate run"
     assert rec["recall"]["lines"] == 1 and rec["recall"]["covered_lines"] == 0  # the copy is seen, unclaimed
+
+
+# ------------------------------------------------------------------ long runs: checkpoint, resume, partial
+
+
+def test_checkpoint_resume_and_a_partial_run_render(tmp_path, monkeypatch, capsys):
+    """Each finished model is written to OUT/census.partial.jsonl at once; --resume skips those; a run
+    stopped early renders the models done, marked partial (no model is built: run_model is replaced)."""
+    archs = census.select("timm/beit_base_patch16_224,torchvision/shufflenet_v2_x0_5,transformers/bert", None, False)
+    names = [a.name for a in archs]
+    ran: list[str] = []
+
+    def fake_run(name: str, min_bytes: int) -> dict:
+        arch = next(a for a in archs if a.name == name)
+        ran.append(arch.name)
+        if len(ran) == 2 and stop["now"]:
+            raise KeyboardInterrupt("SIGTERM")
+        rec = census._empty_record(arch)
+        rec["times"].update(build_s=0.1, lint_s=0.2, audit_s=0.1, static_s=0.1)
+        return rec
+
+    stop = {"now": True}
+    monkeypatch.setattr(census, "run_model", fake_run)
+    out = tmp_path / "out"
+    assert census.main(["--models", ",".join(names), "--in-process", "--out", str(out)]) == 0
+    data = json.loads((out / "census.json").read_text())
+    assert [m["name"] for m in data["models"]] == names[:1]  # the second was interrupted
+    assert data["settings"]["partial"] and data["settings"]["selected"] == 3
+    assert "**Partial run: 1 of the 3 models selected**" in (out / "census.md").read_text()
+    assert "stopped (SIGTERM) after 1 of 3" in capsys.readouterr().err
+    # --resume: the first model is not run again; the run completes
+    stop["now"], ran[:] = False, []
+    assert census.main(["--models", ",".join(names), "--in-process", "--out", str(out), "--resume"]) == 0
+    assert ran == names[1:]
+    data = json.loads((out / "census.json").read_text())
+    assert sorted(m["name"] for m in data["models"]) == sorted(names) and not data["settings"]["partial"]
+    assert "Partial run" not in (out / "census.md").read_text()
+
+
+def test_interleave_takes_the_libraries_in_turn():
+    archs = census.select(None, None, False)
+    order = [a.library for a in census.interleaved(archs)]
+    assert sorted(order) == sorted(a.library for a in archs)
+    assert order[:3] == ["timm", "torchvision", "transformers"]
+
+
+def test_read_checkpoint_drops_a_torn_last_line(tmp_path):
+    p = tmp_path / "c.jsonl"
+    p.write_text('{"name": "a"}\n{"name": "b"}\n{"name": ')
+    assert [r["name"] for r in census.read_checkpoint(p)] == ["a", "b"]
+    assert census.read_checkpoint(tmp_path / "missing.jsonl") == []

@@ -35,6 +35,15 @@ class Trap(nn.Module):
 
 def plain(x):
     return x[:, ::2]
+
+
+class NHWCConv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(8, 8, 3)
+
+    def forward(self, x):
+        return self.conv(x.permute(0, 3, 1, 2).contiguous())
 """
 
 
@@ -95,3 +104,15 @@ def test_parse_line_reads_statements_expressions_in_literals_and_block_headers()
         sub = line.unique(lambda n: isinstance(n, ast.Subscript))
         assert sub is not None and line.text(sub).startswith(("x[", "out["))
     assert parse_line("foo(") is None and parse_line(None) is None
+
+
+def test_fix_no_grad_applies_what_gradients_would_make_slower(write_module, capsys):
+    """A model run for inference: with autograd on (eval() does not turn it off) the FXL204 site is
+    listed with its reason and the way out; under --no-grad it is applied."""
+    path = write_module(MODEL)
+    assert main(["fix", f"{path}:NHWCConv", "-i", "randn(2,12,12,8)"]) == 0
+    out = capsys.readouterr().out
+    assert "FXL204 not applied: gradients flow through the convolution" in out and "--no-grad" in out
+    assert main(["fix", f"{path}:NHWCConv", "-i", "randn(2,12,12,8)", "--no-grad"]) == 0
+    out = capsys.readouterr().out
+    assert "1 rewrite applied" in out or "1 rewrites applied" in out, out

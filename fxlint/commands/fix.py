@@ -28,6 +28,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--safe-only", action="store_true",
                    help="only the rewrites their rule declares safe (fxlint rules shows which); by default the "
                         "unsafe ones apply too: equal values, but a result that becomes a view or changes layout")
+    p.add_argument("--no-grad", action="store_true",
+                   help="capture and rewrite under torch.no_grad() (inference: what a model in eval() is run "
+                        "with); rewrites that gradients would make slower (FXL204 on CPU) then apply")
     p.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
     p.set_defaults(func=run)
@@ -49,6 +52,12 @@ def run(args: argparse.Namespace) -> int:
     check_writable(args.output)
     loaded = load_target(args.target)
     inputs = load_inputs(args.input, loaded.inputs, args.target)
-    result = fxlint.rewrite(loaded.obj, inputs, select=select, verify=not args.no_verify, safe_only=args.safe_only)
+    import contextlib
+
+    import torch
+
+    with torch.no_grad() if args.no_grad else contextlib.nullcontext():
+        result = fxlint.rewrite(loaded.obj, inputs, select=select, verify=not args.no_verify,
+                                safe_only=args.safe_only)
     emit(render_fix_json(result) if args.format == "json" else render_fix_text(result), args.output)
     return EXIT_CLEAN

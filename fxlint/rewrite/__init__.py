@@ -55,7 +55,10 @@ def rewrite(
     ``verify=True`` (the default) every rewrite is checked on ``example_inputs`` against
     the original (outputs, and gradients when anything requires grad); one that differs is
     rolled back and listed in ``.skipped``. Returns a ``RewriteResult``: ``.module`` is a
-    callable ``GraphModule`` taking the model's inputs, sharing its parameters.
+    callable ``GraphModule`` taking the model's inputs, sharing its parameters. A module or
+    callable is captured with the example inputs' shapes (static, as ``fxlint.lint`` and the
+    backend's first compile see them, so the three report the same sites): call ``.module`` with
+    inputs of those shapes; for other shapes use the backend, which rewrites each compile.
 
     The project configuration (``[tool.fxlint]``) applies as in ``fxlint.lint``;
     ``config`` is a file path, False (no file) or None (search from the model's file).

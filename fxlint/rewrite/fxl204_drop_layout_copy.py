@@ -46,8 +46,10 @@ def apply(site: Site) -> Change:
     if t.is_channels_last() is not True or t.is_contiguous() is not False:
         raise NotApplied("the input is not a (non-contiguous) channels_last tensor")
     if any(u.tensor is not None and u.tensor.requires_grad and u.grad_enabled for u in node.users):
-        raise NotApplied("in training the channels_last convolution backward copies more on CPU than the "
-                         "copy saves (fxlint.audit, 2x8x12x12 input, 3x3 conv: 9.2 kB -> 31.2 kB per step)")
+        raise NotApplied("gradients flow through the convolution (autograd is on, its weight requires grad; "
+                         "eval() does not turn that off), and on CPU the channels_last convolution backward "
+                         "copies more than the copy saves (fxlint.audit, 2x8x12x12 input, 3x3 conv: 9.2 kB -> "
+                         "31.2 kB per step); for inference rewrite under torch.no_grad() (`fxlint fix --no-grad`)")
     if node in site.view.outputs:
         raise NotApplied("the contiguous tensor is returned: the caller may rely on its layout")
     users = node.users

@@ -1,0 +1,105 @@
+"""Out-of-place `masked_fill` on a temporary nothing else reads: a full copy that `masked_fill_` avoids.
+
+## What it does
+Finds `t.masked_fill(mask, value)` where `t` is a fresh tensor computed in
+this graph (not an input, parameter or buffer, not a view of one), whose
+only reader is this `masked_fill`, and which is not returned. ATen's
+out-of-place `masked_fill` is `clone()` then `masked_fill_`
+(`aten::masked_fill > aten::clone > aten::copy_`, the tensor's full size
+every call); when nobody else reads `t`, the in-place `t.masked_fill_(...)`
+gives the same result without the copy.
+
+The usual spelling is a chain:
+`m.masked_fill(m != 0, -100.0).masked_fill(m == 0, 0.0)` (torchvision's
+shifted-window attention mask): the second call's input is the first call's
+fresh result, read by nothing else; the first call's input `m` is read again
+by `m == 0` and must stay out-of-place (it is not reported).
+
+In training the finding is limited to temporaries that do not require
+grad: an in-place write on a tensor autograd saved for the backward of the
+op that made it raises at `.backward()`.
+
+Bytes are the temporary's size; backward pays nothing extra.
+
+## Why is this bad?
+The clone allocates and writes a second full-size tensor only to throw the
+first away on the next line.
+
+## Example
+```python
+mask = mask.masked_fill(mask != 0, -100.0).masked_fill(mask == 0, 0.0)
+```
+
+## Use instead
+```python
+mask = mask.masked_fill(mask != 0, -100.0).masked_fill_(mask == 0, 0.0)
+# or, for this pattern, one op:  torch.where(mask != 0, -100.0, 0.0)
+```
+
+## When it is intentional
+Never for the values; an in-place op inside a function that must stay
+functional (`torch.func` transforms) is the exception: silence the line
+with `# fxlint: ignore[FXL111]`.
+
+`details` (the fields of `OutOfPlaceOnTemporary`): `op` (the call, e.g.
+`masked_fill`), `inplace` (its in-place twin), `source` (the temporary's
+node), `copied` (bytes per call).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from ..alias import escapes
+from ..canon import GraphView
+from ..findings import Violation
+from ..registry import Hit, RuleContext, rule
+from ..text import bytes_text, bytes_value
+from ._sites import numbered
+from ._util import real_users
+
+#: out-of-place ops ATen implements as clone + their in-place twin (checked with the profiler:
+#: ``aten::masked_fill > aten::clone > aten::copy_``)
+_TWINS = {"masked_fill": "masked_fill_"}
+
+
+@dataclass(frozen=True)
+class OutOfPlaceOnTemporary(Violation):
+    """An out-of-place op that clones a temporary nothing else reads."""
+
+    op: str
+    inplace: str
+    source: str
+    copied: int | str | None
+
+    def message(self) -> str:
+        return (f"`.{self.op}(...)` clones its input ({bytes_text(self.copied)} per call) before writing it, but "
+                f"the input is a temporary nothing else reads")
+
+    def fix_title(self) -> str:
+        return f"use the in-place `.{self.inplace}(...)` on the temporary"
+
+
+@rule("FXL111", "out-of-place-on-temporary", "warning", violation=OutOfPlaceOnTemporary)
+def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
+    return iter(numbered(_hits(view)))
+
+
+def _hits(view: GraphView) -> Iterator[Hit]:
+    for op, twin in _TWINS.items():
+        for node in view.ops(op):
+            src = node.input
+            if src is None or src.tensor is None or node.tensor is None:
+                continue
+            if src.kind != "op" or src.is_view or src.aliases or src.mutates:
+                continue  # the caller's tensor, or memory shared with another tensor
+            if [u.node for u in real_users(src)] != [node.node] or escapes(src, view):
+                continue  # read again (m == 0 after m.masked_fill(...)) or returned
+            if src.tensor.requires_grad and node.grad_enabled:
+                continue  # autograd may have saved it: an in-place write would fail in backward
+            if tuple(src.tensor.shape) != tuple(node.tensor.shape):
+                continue  # broadcast up by the mask: the in-place op cannot grow its input
+            violation = OutOfPlaceOnTemporary(op=op, inplace=twin, source=src.name,
+                                              copied=bytes_value(src.tensor.nbytes))
+            yield Hit(node, violation, bytes=src.tensor.nbytes, backward_bytes=0)
