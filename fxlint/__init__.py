@@ -11,7 +11,8 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 import os
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     CaptureError,
@@ -53,9 +54,9 @@ def lint(
     config: Any = None,
     confirm: bool = False,
     train: bool = False,
-    registry: "Registry | None" = None,
+    registry: Registry | None = None,
     probe: bool | None = None,
-    device: "str | Any | None" = None,
+    device: str | Any | None = None,
 ) -> Report:
     """Lint ``target`` and return a ``Report``.
 
@@ -104,15 +105,15 @@ def lint(
     module in ``eval()`` mode, or a lint under ``torch.no_grad()``, gets none
     of their warnings.
     """
+    import torch
+
     from .capture import capture
     from .config import resolve, source_file_of
-    from .engine import run_rules
-    from .registry import RuleContext
-
-    import torch
 
     # bad codes and bad config fail before anything runs
     from .device import parse_device
+    from .engine import run_rules
+    from .registry import RuleContext
 
     device = parse_device(device) if device is not None else None
     settings = resolve(source_file_of(target), config=config, select=select, ignore=ignore,
@@ -159,7 +160,7 @@ def lint(
 def report(
     target: Any,
     example_inputs: Any = None,
-    output: "str | os.PathLike[str] | None" = "fxlint-report.html",
+    output: str | os.PathLike[str] | None = "fxlint-report.html",
     *,
     train: bool = False,
     select: str | Sequence[str] | None = None,
@@ -167,7 +168,7 @@ def report(
     config: Any = None,
     rewrites: bool = True,
     title: str | None = None,
-    device: "str | None" = None,
+    device: str | None = None,
 ) -> str:
     """Lint ``target`` with the runtime audit and write the HTML report to ``output``; returns the
     HTML text (``output=None`` writes nothing).
@@ -177,8 +178,8 @@ def report(
     copies no finding explains, the graph breaks, and (``rewrites=True``) what ``fxlint fix``
     would rewrite. ``train=True`` audits a training step. ``device="cuda"`` lints for that device
     (see ``lint``); the audit runs on this machine. One self-contained file: no network."""
-    from .renderers.html import render_html
     from .outputs import write_text
+    from .renderers.html import render_html
 
     rep = lint(target, example_inputs, select=select, ignore=ignore, config=config, confirm=True, train=train,
                device=device)
@@ -202,7 +203,7 @@ def _target_name(target: Any) -> str:
     return getattr(t, "__qualname__", None) or type(t).__qualname__
 
 
-def audit(target: Any, example_inputs: Any = None, *, train: bool = False) -> "AuditReport":
+def audit(target: Any, example_inputs: Any = None, *, train: bool = False) -> AuditReport:
     """Run ``target`` eagerly under ``torch.profiler`` and return every copy it makes,
     attributed to source lines (see the ``fxlint.runtime`` module documentation)."""
     from .runtime import audit as _audit
@@ -211,22 +212,22 @@ def audit(target: Any, example_inputs: Any = None, *, train: bool = False) -> "A
 
 
 __all__ = [
+    "CaptureError",
+    "ConfigError",
+    "Finding",
+    "FxlintError",
+    "FxlintWarning",
+    "ModelError",
+    "Report",
+    "RewriteResult",
+    "Session",
+    "Severity",
+    "SpecError",
+    "TargetError",
     "__version__",
-    "lint",
     "audit",
+    "collect",
+    "lint",
     "report",
     "rewrite",
-    "RewriteResult",
-    "collect",
-    "Session",
-    "Finding",
-    "Report",
-    "Severity",
-    "FxlintError",
-    "TargetError",
-    "SpecError",
-    "ConfigError",
-    "CaptureError",
-    "ModelError",
-    "FxlintWarning",
 ]

@@ -23,7 +23,7 @@ those, not every node.
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from .canon import CanonNode, GraphView
 
@@ -151,12 +151,12 @@ def may_require_grad(view: GraphView, n: CanonNode, _memo: dict | None = None) -
 
 __all__ = [
     "GRAPH_INPUTS",
+    "Aliasing",
+    "escapes",
+    "is_mutated",
+    "may_require_grad",
+    "mutated_after",
     "view_base",
     "view_family",
-    "escapes",
     "writes_after",
-    "mutated_after",
-    "is_mutated",
-    "Aliasing",
-    "may_require_grad",
 ]

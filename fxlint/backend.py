@@ -52,14 +52,15 @@ import itertools
 import logging
 import os
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx as fx
 
-from .errors import ConfigError, FxlintError, FxlintWarning, first_line
 from .distributed import SplitGraphs
+from .errors import ConfigError, FxlintError, FxlintWarning, first_line
 from .findings import Report
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -85,14 +86,14 @@ class BackendOptions:
     extend_select: Sequence[str] | None = None
     severity: dict[str, str] | None = None
     config: Any = None
-    registry: "Registry | None" = None
+    registry: Registry | None = None
     safe_only: bool = False
     probe: bool = False
     ranks: str | int = "first"
     passthrough: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def parse(cls, options: dict[str, Any] | None) -> "BackendOptions":
+    def parse(cls, options: dict[str, Any] | None) -> BackendOptions:
         opts = dict(options or {})
         out = cls()
         if "inner" in opts:
@@ -187,7 +188,7 @@ def _warn_untouched(exc: BaseException) -> None:
     )
 
 
-def _settings_for(gm: fx.GraphModule, opts: BackendOptions) -> "Settings":
+def _settings_for(gm: fx.GraphModule, opts: BackendOptions) -> Settings:
     """Project configuration found from the user's file of this graph, overridden by the options."""
     from .config import resolve
 
@@ -208,7 +209,7 @@ def _user_file(gm: fx.GraphModule) -> str | None:
 
 
 def _lint_and_rewrite(
-    gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, settings: "Settings", fusing: bool
+    gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, settings: Settings, fusing: bool
 ) -> fx.GraphModule:
     from .distributed import ddp_original, is_ddp_split
     from .registry import RuleContext
@@ -245,7 +246,7 @@ def _lint_and_rewrite(
     return gm
 
 
-def _lint(gm: fx.GraphModule, label: str, opts: BackendOptions, settings: "Settings", ctx: Any) -> Report:
+def _lint(gm: fx.GraphModule, label: str, opts: BackendOptions, settings: Settings, ctx: Any) -> Report:
     """Lint one captured graph, log what this rank reports and hand the report to the sessions."""
     from .capture import ended_by, view_from_dynamo
     from .engine import run_rules
@@ -295,7 +296,7 @@ def _training() -> bool:
     return any(m.training for m in modules) if modules else True
 
 
-def _rewrite(gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, settings: "Settings",
+def _rewrite(gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, settings: Settings,
              label: str, training: bool, rules: list[Any], fusing: bool) -> fx.GraphModule:
     """Apply the safe rewrites to (a copy of) the captured graph; the inner backend compiles the result."""
     from .rewrite.engine import rewrite_graph

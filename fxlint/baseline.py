@@ -24,9 +24,10 @@ import json
 import os
 import tokenize
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from . import __version__
 from .errors import ConfigError
@@ -115,7 +116,7 @@ class Baseline:
         return self.path.resolve().parent
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> "Baseline":
+    def load(cls, path: str | os.PathLike[str]) -> Baseline:
         p = Path(path)
         if not p.is_file():
             raise ConfigError(f"no baseline file {path}; create it with --write-baseline")

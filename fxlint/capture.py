@@ -19,18 +19,19 @@ import copy
 import linecache
 import re
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 import torch.fx as fx
 
 from .canon import GraphView, build_view
 from .distributed import unwrap, wrapper_break
-from .roles import dynamo_roles
 from .errors import CaptureError, ModelError, first_line
-from .quiet import quiet_torch_logs
 from .program import AutogradReach, GraphBreak, Program
+from .quiet import quiet_torch_logs
+from .roles import dynamo_roles
 from .source import Location, is_internal_file, source_line
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
-from typing import NoReturn, Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 from . import __version__
 from .commands import command_modules

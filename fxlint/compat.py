@@ -46,7 +46,7 @@ import importlib.machinery
 import importlib.util
 import sys
 import types
-from typing import Sequence
+from collections.abc import Sequence
 
 __all__ = ["ensure_torchvision_importable", "install_torchvision_fallback", "torchvision_mode"]
 

@@ -52,9 +52,10 @@ import fnmatch
 import functools
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .errors import ConfigError
 from .findings import Severity
@@ -110,7 +111,7 @@ class FileConfig:
 class Settings:
     """The effective settings for one run: what the file says, overridden by explicit arguments."""
 
-    rules: tuple["Rule", ...]
+    rules: tuple[Rule, ...]
     severity: tuple[tuple[str, Severity], ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     fail_on: str = DEFAULT_FAIL_ON
@@ -355,7 +356,7 @@ def resolve(
     select: Codes = None,
     ignore: Codes = None,
     extend_select: Codes = None,
-    severity: Mapping[str, "Severity | str"] | None = None,
+    severity: Mapping[str, Severity | str] | None = None,
     per_file_ignores: Mapping[str, Codes] | None = None,
     fail_on: str | None = None,
     inner: str | None = None,
@@ -363,7 +364,7 @@ def resolve(
     probe: bool | None = None,
     probe_max_mib: float | None = None,
     device: str | None = None,
-    registry: "Registry | None" = None,
+    registry: Registry | None = None,
 ) -> Settings:
     """Effective settings at ``start``: the applicable config file, overridden key by key by
     the explicit arguments that are not None.

@@ -45,8 +45,9 @@ reads as taken from a tensor), and values built in Python between graphs.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx as fx
@@ -54,8 +55,8 @@ import torch.fx as fx
 from .errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .capture import Captured
     from .canon import GraphView
+    from .capture import Captured
 
 #: device types the simulation accepts (fake tensors carry any of them without the hardware)
 DEVICE_TYPES = ("cuda", "xpu", "mps", "hpu", "cpu")
@@ -112,7 +113,7 @@ class Simulation:
                 "rounds": self.rounds, "failed_ops": self.failed_ops, "errors": list(self.errors)}
 
 
-def simulate(captured: "Captured", device: str) -> Simulation:
+def simulate(captured: Captured, device: str) -> Simulation:
     """Re-propagate every graph of ``captured`` as if its inputs, parameters and buffers lived on
     ``device``; replaces ``captured.views`` by views of the simulated copies."""
     from .canon import build_view
@@ -152,14 +153,14 @@ def simulate(captured: "Captured", device: str) -> Simulation:
                          roles=_roles(view), constants=dict(view._constants))
         new.graph_break = view.graph_break
         new.requires_grad_known = view.requires_grad_known
-        setattr(new, "device_mismatches", {m.node for m in r.mismatches})  # read by FXL106/FXL107 (`mismatched`)
+        new.device_mismatches = {m.node for m in r.mismatches}  # read by FXL106/FXL107 (`mismatched`)
         views.append(new)
     captured.views = views
     sim.host_parameters = sorted(host)
     return sim
 
 
-def mismatched(view: "GraphView", node_name: str) -> bool:
+def mismatched(view: GraphView, node_name: str) -> bool:
     """Would the GPU run raise at this node of a simulated view (operands on two devices)?"""
     return node_name in getattr(view, "device_mismatches", ())
 
@@ -192,7 +193,7 @@ def unmeasured(report: Any) -> Any:
     return report
 
 
-def _roles(view: "GraphView") -> dict[str, tuple[str, str | None]]:
+def _roles(view: GraphView) -> dict[str, tuple[str, str | None]]:
     return {n.name: (n.kind, n.param_name) for n in view.nodes if n.op == "placeholder"}
 
 
@@ -207,7 +208,7 @@ class _Result:
     error: str | None = None  # the simulation failed on this graph: it is analysed as captured
 
 
-def _propagate_all(views: list["GraphView"], target: torch.device, host: set[str]) -> list[_Result]:
+def _propagate_all(views: list[GraphView], target: torch.device, host: set[str]) -> list[_Result]:
     results: list[_Result] = []
     for view in views:
         try:
@@ -234,7 +235,7 @@ def _local_name(source: str | None) -> str | None:
     return m.group(1) if m else None
 
 
-def _propagate(view: "GraphView", target: torch.device, host: set[str], earlier: list[_Result]) -> _Result:
+def _propagate(view: GraphView, target: torch.device, host: set[str], earlier: list[_Result]) -> _Result:
     from .capture import copy_graph_module
 
     gm = copy_graph_module(view.gm)

@@ -40,9 +40,10 @@ import socket
 import sys
 import types
 import weakref
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 
@@ -104,7 +105,7 @@ def _store() -> Any:
 RANK_POLICIES = ("first", "all")
 
 
-def parse_policy(value: Any) -> "str | int":
+def parse_policy(value: Any) -> str | int:
     """The ``ranks`` option: ``"first"``, ``"all"`` or a rank number."""
     if isinstance(value, bool) or not (isinstance(value, int) or value in RANK_POLICIES):
         raise ConfigError(f"options['ranks'] must be 'first', 'all' or a rank number, not {value!r}")
@@ -113,7 +114,7 @@ def parse_policy(value: Any) -> "str | int":
     return value
 
 
-def to_report(findings: Sequence["Finding"], policy: "str | int", ranks: Ranks) -> tuple[list["Finding"], str]:
+def to_report(findings: Sequence[Finding], policy: str | int, ranks: Ranks) -> tuple[list[Finding], str]:
     """The findings this rank logs under ``policy``, and why it is this rank (for the log line).
 
     ``first``: those no other rank has logged yet (the store decides; without a store, rank 0
@@ -125,7 +126,7 @@ def to_report(findings: Sequence["Finding"], policy: "str | int", ranks: Ranks) 
     return shown, why
 
 
-def logs(keys: Sequence[str], policy: "str | int", ranks: Ranks) -> tuple[list[bool], str]:
+def logs(keys: Sequence[str], policy: str | int, ranks: Ranks) -> tuple[list[bool], str]:
     """For each key (a finding, a rewrite), does this rank log it under ``policy``? And why
     (``""``, ``"first"``, ``"rank 0 reports"``)."""
     if policy == "all":
@@ -153,7 +154,7 @@ class Gathered:
     """Every rank's findings after ``Session.gather``: the merged findings (each with ``ranks``),
     the world size, and the ranks that did not answer before the deadline."""
 
-    findings: list["Finding"]
+    findings: list[Finding]
     world: int
     missing: tuple[int, ...] = ()
 
@@ -161,7 +162,7 @@ class Gathered:
 _gathers = itertools.count()
 
 
-def gather(findings: Sequence["Finding"], timeout: float) -> Gathered:
+def gather(findings: Sequence[Finding], timeout: float) -> Gathered:
     """Exchange each rank's findings through the store; every rank must call it, in the same order.
 
     A rank that does not answer within ``timeout`` seconds is listed in ``missing``; nothing waits
@@ -182,7 +183,7 @@ def gather(findings: Sequence["Finding"], timeout: float) -> Gathered:
         store.wait(keys, timedelta(seconds=timeout))
     except Exception:  # noqa: BLE001 - a deadline or a dead rank: merge what came
         pass
-    per_rank: dict[int, list["Finding"]] = {}
+    per_rank: dict[int, list[Finding]] = {}
     missing = []
     for r, key in enumerate(keys):
         try:
@@ -195,11 +196,11 @@ def gather(findings: Sequence["Finding"], timeout: float) -> Gathered:
     return Gathered(merge(per_rank, ranks.world), ranks.world, tuple(missing))
 
 
-def merge(per_rank: dict[int, list["Finding"]], world: int) -> list["Finding"]:
+def merge(per_rank: dict[int, list[Finding]], world: int) -> list[Finding]:
     """One finding per ``Finding.key()``, in the order the ranks list them, each with the ranks
     that found it; one that only some ranks found says so in its message."""
     order: list[tuple] = []
-    first: dict[tuple, "Finding"] = {}
+    first: dict[tuple, Finding] = {}
     seen: dict[tuple, list[int]] = {}
     for r in sorted(per_rank):
         for f in per_rank[r]:
@@ -225,14 +226,14 @@ def only_on(ranks: Sequence[int], world: int) -> str:
     return f"Found on rank{'s' if len(ranks) != 1 else ''} {names} of {world} only (rank-dependent code)."
 
 
-def _dumps(findings: Sequence["Finding"]) -> bytes:
+def _dumps(findings: Sequence[Finding]) -> bytes:
     try:
         return pickle.dumps(list(findings))
     except Exception:  # noqa: BLE001 - a violation that does not pickle: its text is enough
         return pickle.dumps([f.with_(violation=None) for f in findings])
 
 
-def _loads(data: bytes) -> list["Finding"]:
+def _loads(data: bytes) -> list[Finding]:
     return list(pickle.loads(data))  # noqa: S301 - written by this job's own ranks
 
 
@@ -249,12 +250,12 @@ def _is_ddp_reason(reason: Any) -> bool:
     return str(getattr(reason, "reason", "")).startswith("DDPOptimizer intentional graph-break")
 
 
-def is_ddp_split(gm: "fx.GraphModule") -> bool:
+def is_ddp_split(gm: fx.GraphModule) -> bool:
     """Is ``gm`` one of the pieces DDPOptimizer split a captured graph into?"""
     return _is_ddp_reason(getattr(gm, "compile_subgraph_reason", None))
 
 
-def ddp_original(gm: "fx.GraphModule") -> "fx.GraphModule | None":
+def ddp_original(gm: fx.GraphModule) -> fx.GraphModule | None:
     """The graph Dynamo captured, that DDPOptimizer split ``gm`` from (None when ``gm`` is not a
     piece of a split, or the original cannot be found)."""
     if not is_ddp_split(gm):
@@ -281,7 +282,7 @@ class SplitGraphs:
     weakly: a graph Dynamo drops is forgotten)."""
 
     def __init__(self) -> None:
-        self._labels: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
+        self._labels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
     def label(self, original: Any) -> str | None:
         return self._labels.get(original)
@@ -400,5 +401,18 @@ def start_one_process_group() -> None:
         dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
 
 
-__all__ = ["Ranks", "current", "to_report", "gather", "Gathered", "merge", "ddp_original", "is_ddp_split",
-           "wrapper_break", "unwrap", "single_process_env", "SplitGraphs", "parse_policy"]
+__all__ = [
+    "Gathered",
+    "Ranks",
+    "SplitGraphs",
+    "current",
+    "ddp_original",
+    "gather",
+    "is_ddp_split",
+    "merge",
+    "parse_policy",
+    "single_process_env",
+    "to_report",
+    "unwrap",
+    "wrapper_break",
+]

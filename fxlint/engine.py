@@ -17,8 +17,9 @@ project's configured severities apply.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import sympy
 
@@ -69,7 +70,7 @@ def finding_from_hit(rule: Rule, hit: Hit, label: str | None) -> Finding:
     )
 
 
-def _known_ints(xs: "Sequence[Dim] | None") -> tuple[int, ...] | None:
+def _known_ints(xs: Sequence[Dim] | None) -> tuple[int, ...] | None:
     """The values as ints, or None when there are none or one is symbolic (dynamic shapes)."""
     if xs is None:
         return None
@@ -77,7 +78,7 @@ def _known_ints(xs: "Sequence[Dim] | None") -> tuple[int, ...] | None:
     return None if any(v is None for v in out) else out  # type: ignore[return-value]
 
 
-def silenced_by(finding: Finding, hit: Hit, settings: "Settings | None") -> str | None:
+def silenced_by(finding: Finding, hit: Hit, settings: Settings | None) -> str | None:
     """Why ``finding`` is silenced (``inline``, ``anchor``, ``per-file-ignores``), or None."""
     if is_suppressed(finding.code, finding.file, finding.line):
         return INLINE
@@ -109,10 +110,10 @@ class Evaluation:
 
 
 def evaluate(
-    views: "Sequence[GraphView] | Program",
+    views: Sequence[GraphView] | Program,
     rules: Iterable[Rule],
     ctx: RuleContext,
-    settings: "Settings | None" = None,
+    settings: Settings | None = None,
 ) -> Evaluation:
     """Every graph rule over every view, every program rule once over the whole capture.
 
@@ -123,7 +124,7 @@ def evaluate(
     out = Evaluation(graphs=len(program.views))
     rules = list(rules)
 
-    def run(rule: Rule, subject: "GraphView | Program", where: str) -> None:
+    def run(rule: Rule, subject: GraphView | Program, where: str) -> None:
         try:
             hits = list(rule.check(subject, ctx))
         except Exception as exc:  # noqa: BLE001 - isolate rule failures
@@ -157,10 +158,10 @@ def evaluate(
 
 
 def run_rules(
-    views: "Sequence[GraphView] | Program",
+    views: Sequence[GraphView] | Program,
     rules: Iterable[Rule],
     ctx: RuleContext,
-    settings: "Settings | None" = None,
+    settings: Settings | None = None,
 ) -> Report:
     """The lint's report: ``evaluate``, then one finding per line for a loop
     (``merge_repeats``) and each finding once across graphs and recompiles; silenced

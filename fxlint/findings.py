@@ -5,9 +5,10 @@ from __future__ import annotations
 import enum
 import os
 from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from types import MappingProxyType
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 
 class Severity(str, enum.Enum):
@@ -20,7 +21,7 @@ class Severity(str, enum.Enum):
         return {"error": 3, "warning": 2, "info": 1}[self.value]
 
     @classmethod
-    def parse(cls, value: "str | Severity") -> "Severity":
+    def parse(cls, value: str | Severity) -> Severity:
         if isinstance(value, Severity):
             return value
         try:
@@ -147,7 +148,7 @@ class Finding:
         where = (self.file, self.line) if self.file is not None else (None, self.node)
         return (self.code, *where, self.module_path, self.dedup)
 
-    def with_(self, **changes: Any) -> "Finding":
+    def with_(self, **changes: Any) -> Finding:
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -217,7 +218,7 @@ class Report:
     def by_code(self, code: str) -> list[Finding]:
         return [f for f in self.findings if f.code == code]
 
-    def at_or_above(self, severity: "Severity | str") -> list[Finding]:
+    def at_or_above(self, severity: Severity | str) -> list[Finding]:
         sev = Severity.parse(severity)
         return [f for f in self.findings if f.severity.rank >= sev.rank]
 

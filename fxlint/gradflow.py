@@ -47,9 +47,10 @@ order (bit sets), one backward pass (path counts, exact integers).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 import networkx as nx
 
@@ -71,7 +72,7 @@ _HOST_SYNC_OPS = {"item", "tolist", "numpy"}
 _NOT_COMPUTE = {"set_grad_enabled", "output", "placeholder", "grad_region"}
 
 
-def cut_kind(node: "CanonNode") -> str | None:
+def cut_kind(node: CanonNode) -> str | None:
     """The kind of gradient cut ``node`` is, or None."""
     if node.kind != "op" or node.op in _NOT_COMPUTE:
         return None
@@ -88,7 +89,7 @@ def cut_kind(node: "CanonNode") -> str | None:
     return None
 
 
-def tensor_operands(node: "CanonNode") -> list["CanonNode"]:
+def tensor_operands(node: CanonNode) -> list[CanonNode]:
     """The tensors in the (nested) list given to a ``torch.tensor``-like factory."""
     from .canon import CanonNode
 
@@ -132,8 +133,8 @@ class ParamFlow:
 class Cut:
     """One cut node, and the trainable parameters whose gradient it stops."""
 
-    node: "CanonNode"
-    view: "GraphView"
+    node: CanonNode
+    view: GraphView
     kind: str
     params: tuple[str, ...]
     region: int | None = None  # grad-disabled region (position of its first node) for no_grad cuts
@@ -165,7 +166,7 @@ class GradFlow:
         names = self.bits.get(label, [])
         return [names[i] for i in range(len(names)) if mask >> i & 1]
 
-    def reaching(self, view: "GraphView", node: "CanonNode") -> list[str]:
+    def reaching(self, view: GraphView, node: CanonNode) -> list[str]:
         """Trainable parameters whose gradient reaches ``node`` on an uncut path."""
         return self.names(view.label, self.masks.get((view.label, node.name), 0))
 
@@ -197,7 +198,7 @@ class GradFlow:
                     self.params[p].cut_by += 1
         return out
 
-    def paths_to(self, view: "GraphView", target: "CanonNode") -> dict[str, int]:
+    def paths_to(self, view: GraphView, target: CanonNode) -> dict[str, int]:
         """Uncut paths from each trainable parameter to ``target`` (one extra
         backward pass); used for a value that leaves the graph through Python."""
         info = _analyse_view(view, sink=target)
@@ -216,11 +217,11 @@ class _ViewFlow:
     param_uncut: dict[str, int]
 
 
-def _param_key(node: "CanonNode") -> str:
+def _param_key(node: CanonNode) -> str:
     return node.param_name or node.name
 
 
-def _analyse_view(view: "GraphView", sink: "CanonNode | None" = None) -> _ViewFlow:
+def _analyse_view(view: GraphView, sink: CanonNode | None = None) -> _ViewFlow:
     g = view.graph
     order = [g.nodes[name]["cn"] for name in nx.topological_sort(g)]
     bit_of: dict[str, int] = {}
@@ -327,7 +328,7 @@ def _analyse_view(view: "GraphView", sink: "CanonNode | None" = None) -> _ViewFl
     return _ViewFlow(bits, masks, cuts, param_paths, param_uncut)
 
 
-def _differentiable(view: "GraphView", n: "CanonNode", kind: str | None, scalar: set[str]) -> bool:
+def _differentiable(view: GraphView, n: CanonNode, kind: str | None, scalar: set[str]) -> bool:
     """Could a gradient pass through ``n`` at all (cuts aside)?"""
     if kind == "host_sync":
         return True  # the Python number carries the value on; the cut is the sync itself
@@ -345,7 +346,7 @@ def _differentiable(view: "GraphView", n: "CanonNode", kind: str | None, scalar:
     return any(i.name in scalar for i in n.inputs)
 
 
-def analyse(program: "Program") -> GradFlow:
+def analyse(program: Program) -> GradFlow:
     """The gradient flow of ``program`` (cached on it)."""
     cached = program.cache.get("gradflow")
     if cached is not None:

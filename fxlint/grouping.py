@@ -16,8 +16,8 @@ import os
 import re
 import sysconfig
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from .findings import Finding, Severity
 

@@ -25,9 +25,10 @@ So ``x[[1], [0, 2, 4]]`` is ``x[1, 0:5:2]`` and ``x[[[0], [1]], [0, 2]]`` is
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
@@ -286,4 +287,4 @@ def basic_equivalent(view: GraphView, node: CanonNode) -> BasicIndex | None:
     return BasicIndex(spec, replace)
 
 
-__all__ = ["progression", "slice_text", "basic_equivalent", "BasicIndex", "Replacement"]
+__all__ = ["BasicIndex", "Replacement", "basic_equivalent", "progression", "slice_text"]

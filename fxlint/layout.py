@@ -32,30 +32,30 @@ against torch itself (``tests/test_layout.py``):
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from .symbolic import Dim, Undecided, eq, ge, gt, lt, max1, maybe_eq, ne, prod, require_int, simplify
 
 __all__ = [
-    "CONTIGUOUS",
     "CHANNELS_LAST",
     "CHANNELS_LAST_3D",
     "CHANNELS_LAST_ORDER",
+    "CONTIGUOUS",
+    "broadcast_shapes",
     "channels_last_format",
+    "channels_last_strides",
+    "compute_stride",
     "contiguous_strides",
     "dense_strides",
-    "channels_last_strides",
-    "maybe_contiguous_in_order",
-    "is_contiguous_in_order",
-    "is_contiguous",
+    "expand_strides",
     "is_channels_last_contiguous",
+    "is_contiguous",
     "is_contiguous_as",
-    "suggest_memory_format",
+    "is_contiguous_in_order",
     "is_non_overlapping_and_dense",
     "iter_output_strides",
-    "expand_strides",
-    "broadcast_shapes",
-    "compute_stride",
+    "maybe_contiguous_in_order",
+    "suggest_memory_format",
     "view_strides",
 ]
 

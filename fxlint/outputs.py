@@ -29,7 +29,7 @@ def _why(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
-def check_writable(path: "str | os.PathLike[str] | None", *, what: str = "file") -> None:
+def check_writable(path: str | os.PathLike[str] | None, *, what: str = "file") -> None:
     """Raise ``OutputError`` unless ``path`` can be created or overwritten (``None``: stdout, fine)."""
     if path is None:
         return
@@ -51,7 +51,7 @@ def check_writable(path: "str | os.PathLike[str] | None", *, what: str = "file")
         raise OutputError(f"cannot write {path}: permission denied")
 
 
-def write_text(path: "str | os.PathLike[str]", text: str) -> None:
+def write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` (UTF-8), or raise ``OutputError`` naming the path."""
     try:
         with open(path, "w", encoding="utf-8") as fh:

@@ -11,8 +11,9 @@ the breaks with the user's line, and the runtime facts when there are some.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .source import Location
 
@@ -80,26 +81,26 @@ class AutogradReach:
 class Program:
     """Every graph of one capture, the breaks between them, and runtime facts."""
 
-    views: list["GraphView"]
+    views: list[GraphView]
     breaks: list[GraphBreak] = field(default_factory=list)
     reach: AutogradReach | None = None  # None when the model did not run (backend, fx, export)
     cache: dict[str, Any] = field(default_factory=dict)  # shared analyses, computed once per program
 
-    def __iter__(self) -> Iterator["GraphView"]:
+    def __iter__(self) -> Iterator[GraphView]:
         return iter(self.views)
 
     def __len__(self) -> int:
         return len(self.views)
 
-    def view(self, label: str) -> "GraphView | None":
+    def view(self, label: str) -> GraphView | None:
         return next((v for v in self.views if v.label == label), None)
 
-    def view_of(self, node: "CanonNode") -> "GraphView | None":
+    def view_of(self, node: CanonNode) -> GraphView | None:
         for v in self.views:
             if v.by_name.get(node.name) is node:
                 return v
         return None
 
     @classmethod
-    def of(cls, views: "Sequence[GraphView] | Program") -> "Program":
+    def of(cls, views: Sequence[GraphView] | Program) -> Program:
         return views if isinstance(views, Program) else cls(list(views))

@@ -11,7 +11,8 @@ from __future__ import annotations
 import shutil
 import sys
 import time
-from typing import Callable, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
 
 def _clock(seconds: float) -> str:

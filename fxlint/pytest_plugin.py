@@ -13,7 +13,8 @@ Importing this module is cheap (torch loads only when a check runs).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

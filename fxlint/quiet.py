@@ -29,7 +29,7 @@ import os
 import re
 import sys
 import tempfile
-from typing import Iterator
+from collections.abc import Iterator
 
 #: the loggers whose warnings are about torch's internals while fxlint captures or profiles a model
 TORCH_LOGGERS = ("torch._dynamo", "torch._subclasses", "torch._inductor", "torch._functorch", "torch.fx",

@@ -31,8 +31,9 @@ from __future__ import annotations
 import contextlib
 import inspect
 import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 from .findings import Severity, Violation
@@ -61,21 +62,32 @@ class Hit:
     region reported at the first line inside it).
     """
 
-    __slots__ = ("node", "violation", "bytes", "copy_sizes", "backward_bytes", "tensor_shape", "severity",
-                 "location", "anchors", "dedup", "graph")
+    __slots__ = (
+        "anchors",
+        "backward_bytes",
+        "bytes",
+        "copy_sizes",
+        "dedup",
+        "graph",
+        "location",
+        "node",
+        "severity",
+        "tensor_shape",
+        "violation",
+    )
 
     def __init__(
         self,
-        node: "CanonNode | None",
+        node: CanonNode | None,
         violation: Violation,
         *,
-        bytes: "Dim | None" = None,  # noqa: A002 - the user's word for it
+        bytes: Dim | None = None,  # noqa: A002 - the user's word for it
         copy_sizes: Sequence[int] | None = None,
-        backward_bytes: "Dim | None" = None,
+        backward_bytes: Dim | None = None,
         tensor_shape: tuple[int, ...] | None = None,
         severity: Severity | None = None,
-        location: "Location | None" = None,
-        anchors: tuple["Location", ...] = (),
+        location: Location | None = None,
+        anchors: tuple[Location, ...] = (),
         dedup: str = "",
         graph: str | None = None,
     ) -> None:
@@ -154,7 +166,7 @@ class FixSpec:
             raise ValueError(f"a rewrite's applicability must be one of {FIX_APPLICABILITY}")
 
     @classmethod
-    def rewrite_of(cls, name: str, *, safe: bool, why: str, availability: str = "sometimes") -> "FixSpec":
+    def rewrite_of(cls, name: str, *, safe: bool, why: str, availability: str = "sometimes") -> FixSpec:
         return cls(availability, name, "safe" if safe else "unsafe", why)
 
     @property
@@ -188,9 +200,9 @@ class Rule:
 class Registry:
     """Rules by code and the rewrites that fix them."""
 
-    def __init__(self, rules: Iterable[Rule] = (), rewrites: Iterable["Rewrite"] = ()) -> None:
+    def __init__(self, rules: Iterable[Rule] = (), rewrites: Iterable[Rewrite] = ()) -> None:
         self._rules: dict[str, Rule] = {r.code: r for r in rules}
-        self._rewrites: dict[str, "Rewrite"] = {rw.code: rw for rw in rewrites}
+        self._rewrites: dict[str, Rewrite] = {rw.code: rw for rw in rewrites}
 
     def __repr__(self) -> str:
         return f"Registry({len(self._rules)} rules, {len(self._rewrites)} rewrites)"
@@ -201,12 +213,12 @@ class Registry:
             raise ValueError(f"rule {rule.code} is registered twice")
         self._rules[rule.code] = rule
 
-    def add_rewrite(self, rw: "Rewrite") -> None:
+    def add_rewrite(self, rw: Rewrite) -> None:
         if rw.code in self._rewrites and self._rewrites[rw.code].apply is not rw.apply:
             raise ValueError(f"a rewrite for {rw.code} is registered twice")
         self._rewrites[rw.code] = rw
 
-    def replacing(self, *items: "Rule | Rewrite") -> "Registry":
+    def replacing(self, *items: Rule | Rewrite) -> Registry:
         """A copy with these rules or rewrites added (or put in place of the same code)."""
         from .rewrite.base import Rewrite
 
@@ -219,7 +231,7 @@ class Registry:
         return out
 
     @contextlib.contextmanager
-    def added(self, *rules: Rule) -> Iterator["Registry"]:
+    def added(self, *rules: Rule) -> Iterator[Registry]:
         """Register ``rules`` here for the duration of a ``with`` block (a plugin's rules for one
         run, a test's throwaway rule); the codes must be new."""
         for r in rules:
@@ -233,7 +245,7 @@ class Registry:
             for r in rules:
                 self._rules.pop(r.code, None)
 
-    def without(self, *codes: str) -> "Registry":
+    def without(self, *codes: str) -> Registry:
         """A copy without these rules (and their rewrites)."""
         keep = [r for c, r in self._rules.items() if c not in codes]
         return Registry(keep, [rw for c, rw in self._rewrites.items() if c not in codes])
@@ -254,18 +266,18 @@ class Registry:
                 return r
         raise ConfigError(f"unknown rule {code!r}; `fxlint rules` lists them")
 
-    def rewrites(self) -> dict[str, "Rewrite"]:
+    def rewrites(self) -> dict[str, Rewrite]:
         """Every rewrite whose rule is registered and declares it, by rule code."""
         return {c: rw for c, rw in sorted(self._rewrites.items())
                 if c in self._rules and self._rules[c].fix.rewrite == rw.name}
 
-    def rewrite_for(self, rule: "Rule | str") -> "Rewrite | None":
+    def rewrite_for(self, rule: Rule | str) -> Rewrite | None:
         """The rewrite that fixes ``rule``'s findings: the one its ``fix`` names."""
         r = self.get(rule) if isinstance(rule, str) else rule
         rw = self._rewrites.get(r.code)
         return rw if rw is not None and r.fix.rewrite == rw.name else None
 
-    def normalise_codes(self, codes: "str | Sequence[str] | None", what: str) -> list[str] | None:
+    def normalise_codes(self, codes: str | Sequence[str] | None, what: str) -> list[str] | None:
         """Codes or prefixes as given (a string or a list, comma-separated allowed), upper-cased;
         ``ConfigError`` names a code that matches no rule."""
         if codes is None:
@@ -286,8 +298,8 @@ class Registry:
                 out.append(part)
         return out
 
-    def select(self, select: "str | Sequence[str] | None" = None,
-               ignore: "str | Sequence[str] | None" = None) -> list[Rule]:
+    def select(self, select: str | Sequence[str] | None = None,
+               ignore: str | Sequence[str] | None = None) -> list[Rule]:
         """Rules enabled by ``select`` (codes or prefixes, default all) minus ``ignore``.
 
         As in ruff, the more specific entry wins: ``select=["FXL401"], ignore=["FXL4"]``
@@ -332,7 +344,7 @@ def default_registry() -> Registry:
 
 
 def rule(
-    code: str, name: str, severity: "Severity | str" = Severity.WARNING, *, scope: str = "graph",
+    code: str, name: str, severity: Severity | str = Severity.WARNING, *, scope: str = "graph",
     violation: type[Violation] | None = None, fix: FixSpec = NO_FIX,
 ) -> Callable[[CheckFn], CheckFn]:
     """Register ``check`` as rule ``code`` in the default registry. Its module docstring (or the
@@ -353,7 +365,7 @@ def _check_rule_args(code: str, scope: str, violation: Any) -> None:
         raise ValueError(f"rule {code}: violation must be a Violation subclass")
 
 
-def make_rule(fn: CheckFn, code: str, name: str, severity: "Severity | str" = Severity.WARNING, *,
+def make_rule(fn: CheckFn, code: str, name: str, severity: Severity | str = Severity.WARNING, *,
               scope: str = "graph", violation: type[Violation] | None = None, fix: FixSpec = NO_FIX) -> Rule:
     """A ``Rule`` for ``fn`` (not registered anywhere): what ``@rule`` builds."""
     _check_rule_args(code, scope, violation)
@@ -363,7 +375,7 @@ def make_rule(fn: CheckFn, code: str, name: str, severity: "Severity | str" = Se
     return Rule(code, name, Severity.parse(severity), fn, summary, doc, scope, violation, fix)
 
 
-def register_rule(registry: Registry, fn: CheckFn, code: str, name: str, severity: "Severity | str" = Severity.WARNING,
+def register_rule(registry: Registry, fn: CheckFn, code: str, name: str, severity: Severity | str = Severity.WARNING,
                   **kw: Any) -> CheckFn:
     registry.add(make_rule(fn, code, name, severity, **kw))
     return fn
@@ -380,14 +392,14 @@ def get_rule(code: str, registry: Registry | None = None) -> Rule:
     return (registry or default_registry()).get(code)
 
 
-def normalise_codes(codes: "str | Sequence[str] | None", what: str,
+def normalise_codes(codes: str | Sequence[str] | None, what: str,
                     registry: Registry | None = None) -> list[str] | None:
     return (registry or default_registry()).normalise_codes(codes, what)
 
 
 def select_rules(
-    select: "str | Sequence[str] | None" = None,
-    ignore: "str | Sequence[str] | None" = None,
+    select: str | Sequence[str] | None = None,
+    ignore: str | Sequence[str] | None = None,
     registry: Registry | None = None,
 ) -> list[Rule]:
     return (registry or default_registry()).select(select, ignore)

@@ -9,7 +9,8 @@ the default severity, the family, and how to silence the rule.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from .registry import Rule
@@ -36,13 +37,13 @@ def family(code: str) -> str:
     return FAMILIES.get(code[:4], f"{code[:4]}xx")
 
 
-def missing_sections(rule: "Rule") -> list[str]:
+def missing_sections(rule: Rule) -> list[str]:
     """Required docstring sections the rule's documentation lacks."""
     lines = {line.strip() for line in rule.doc.splitlines()}
     return [s for s in REQUIRED_SECTIONS if s not in lines]
 
 
-def render_rule(rule: "Rule") -> str:
+def render_rule(rule: Rule) -> str:
     """The Markdown page of ``rule``."""
     body = "\n".join(rule.doc.splitlines()[1:]).strip()
     code = rule.code
@@ -72,7 +73,7 @@ def render_rule(rule: "Rule") -> str:
     return "\n".join(parts)
 
 
-def fix_safety(rule: "Rule") -> list[str]:
+def fix_safety(rule: Rule) -> list[str]:
     """The page's "Fix safety" section, from the fix the rule declares."""
     fix = rule.fix
     if fix.rewrite is None:
@@ -98,7 +99,7 @@ def fix_safety(rule: "Rule") -> list[str]:
     return lines
 
 
-def render_index(rules: Iterable["Rule"]) -> str:
+def render_index(rules: Iterable[Rule]) -> str:
     """``docs/rules/README.md``: the table of every rule."""
     def cell(text: str) -> str:
         return text.replace("|", "\\|")
@@ -118,7 +119,7 @@ def render_index(rules: Iterable["Rule"]) -> str:
     ])
 
 
-def pages(rules: Iterable["Rule"]) -> dict[str, str]:
+def pages(rules: Iterable[Rule]) -> dict[str, str]:
     """File name -> text of every page ``fxlint docs`` writes."""
     rules = list(rules)
     out = {f"{r.code}.md": render_rule(r) for r in rules}

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from .findings import Finding, Report, dedupe
 
@@ -25,15 +26,15 @@ class Session:
     """
 
     reports: list[Report] = field(default_factory=list)
-    rewrites: list["RewriteResult"] = field(default_factory=list)  # with options={"rewrite": True}
+    rewrites: list[RewriteResult] = field(default_factory=list)  # with options={"rewrite": True}
 
     @property
-    def applied(self) -> list["AppliedRewrite"]:
+    def applied(self) -> list[AppliedRewrite]:
         """Rewrites applied to the compiled graphs (``options={"rewrite": True}``)."""
         return [a for r in self.rewrites for a in r.applied]
 
     @property
-    def skipped(self) -> list["SkippedRewrite"]:
+    def skipped(self) -> list[SkippedRewrite]:
         """Rewrites not applied, with the reason (rolled back ones included)."""
         return [s for r in self.rewrites for s in r.skipped]
 
@@ -107,7 +108,7 @@ def collect() -> Iterator[Session]:
             _active.remove(s)
 
 
-def publish_rewrites(result: "RewriteResult") -> None:
+def publish_rewrites(result: RewriteResult) -> None:
     """Hand one graph's rewrite result to every open session."""
     with _lock:
         sessions = list(_active)

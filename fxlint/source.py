@@ -12,8 +12,8 @@ import functools
 import linecache
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 

@@ -21,7 +21,8 @@ Grammar::
 from __future__ import annotations
 
 import ast
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -200,7 +201,7 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-def parse_specs(texts: list[str]) -> "tuple[Any, ...] | dict[str, Any]":
+def parse_specs(texts: list[str]) -> tuple[Any, ...] | dict[str, Any]:
     """Several --input SPECs as positional inputs. An ``@factory`` may return a
     tuple (several inputs) or, alone, a dict of keyword inputs."""
     values: list[Any] = []

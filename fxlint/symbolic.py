@@ -34,7 +34,8 @@ lets sympy decide ``4*s0 - 1 != 0`` or ``s0 >= 2`` but not ``s0 - 4 == 0``.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, TypeAlias
+from collections.abc import Callable, Iterable
+from typing import TypeAlias
 
 import sympy
 
@@ -43,25 +44,25 @@ Dim: TypeAlias = int | sympy.Expr
 __all__ = [
     "Dim",
     "Undecided",
-    "known",
-    "simplify",
-    "sign",
-    "eq",
-    "ne",
-    "lt",
-    "le",
-    "gt",
-    "ge",
-    "maybe_eq",
-    "maybe_lt",
-    "maybe_ge",
-    "is_one",
-    "max1",
-    "require_int",
-    "prod",
-    "sum_of",
-    "nbytes",
     "divide_exact",
+    "eq",
+    "ge",
+    "gt",
+    "is_one",
+    "known",
+    "le",
+    "lt",
+    "max1",
+    "maybe_eq",
+    "maybe_ge",
+    "maybe_lt",
+    "nbytes",
+    "ne",
+    "prod",
+    "require_int",
+    "sign",
+    "simplify",
+    "sum_of",
 ]
 
 

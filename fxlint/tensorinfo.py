@@ -9,16 +9,18 @@ here they answer ``None`` when the symbols decide.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import sympy
 import torch
 
 from . import layout
 from .symbolic import Dim, Undecided, is_one, known, prod
-from .symbolic import maybe_eq as dim_eq  # noqa: F401 - the name callers outside fxlint may still use
+from .symbolic import maybe_eq as dim_eq
 from .symbolic import nbytes as _nbytes
+
 
 def to_dim(x: Any) -> Dim:
     """An ``int`` or a sympy expression for a size, stride or offset."""
@@ -81,7 +83,7 @@ class TensorInfo(Sized):
     is_parameter: bool = False
 
     @classmethod
-    def from_tensor(cls, t: torch.Tensor) -> "TensorInfo":
+    def from_tensor(cls, t: torch.Tensor) -> TensorInfo:
         try:
             stride = tuple(to_dim(s) for s in t.stride())
             offset = to_dim(t.storage_offset())
@@ -160,7 +162,7 @@ def human_bytes(n: Dim | None) -> str:
     return f"{size:.1f} PB"
 
 
-def info_of(value: Any) -> "TensorInfo | tuple | None":
+def info_of(value: Any) -> TensorInfo | tuple | None:
     """TensorInfo for a tensor value, a tuple of them for tuple values, else None."""
     if isinstance(value, torch.Tensor):
         return TensorInfo.from_tensor(value)
@@ -169,4 +171,4 @@ def info_of(value: Any) -> "TensorInfo | tuple | None":
     return None
 
 
-__all__ = ["Dim", "TensorInfo", "to_dim", "known", "dim_eq", "prod", "human_bytes", "info_of"]
+__all__ = ["Dim", "TensorInfo", "dim_eq", "human_bytes", "info_of", "known", "prod", "to_dim"]

@@ -11,7 +11,8 @@ entry point) offers the same as the ``fxlint_check`` fixture.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .findings import Finding, Report, Severity
 

@@ -19,7 +19,8 @@ same in every message:
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .tensorinfo import Dim, TensorInfo, human_bytes, known
 
@@ -44,7 +45,7 @@ def bytes_text(n: Dim | None) -> str:
     return human_bytes(k) if k is not None else f"{n} bytes"
 
 
-def bytes_value(n: "Dim | None") -> int | str | None:
+def bytes_value(n: Dim | None) -> int | str | None:
     """Bytes as a violation field (JSON-friendly): an int, or the formula under dynamic shapes."""
     if n is None:
         return None
@@ -52,7 +53,7 @@ def bytes_value(n: "Dim | None") -> int | str | None:
     return k if k is not None else str(n)
 
 
-def shape_value(shape: "Sequence[Dim]") -> tuple[int | str, ...]:
+def shape_value(shape: Sequence[Dim]) -> tuple[int | str, ...]:
     """A shape or strides as a violation field (JSON-friendly): ints, and a formula as its text under
     dynamic shapes (``shape_text`` shows either the same way)."""
     return tuple(k if (k := known(d)) is not None else str(d) for d in shape)
@@ -63,7 +64,7 @@ def torch_name(x: Any) -> str:
     return str(x).replace("torch.", "")
 
 
-def dims_value(dims: "Sequence[Dim] | None") -> tuple[int | str, ...] | None:
+def dims_value(dims: Sequence[Dim] | None) -> tuple[int | str, ...] | None:
     """A shape or strides as a violation field (JSON-friendly): ints, and a symbolic size as its
     formula; ``shape_text`` shows it as the tensor's own shape would be shown."""
     if dims is None:
@@ -71,7 +72,7 @@ def dims_value(dims: "Sequence[Dim] | None") -> tuple[int | str, ...] | None:
     return tuple(k if (k := known(d)) is not None else str(d) for d in dims)
 
 
-def shape_text(shape: "Sequence[Dim | str] | TensorInfo | None") -> str:
+def shape_text(shape: Sequence[Dim | str] | TensorInfo | None) -> str:
     """A shape (or a tensor's shape) as a Python tuple: ``(2, 3)``, ``(5,)``, ``()``; ``?`` for None."""
     if isinstance(shape, TensorInfo):
         shape = shape.shape
@@ -85,7 +86,7 @@ def strides_text(t: TensorInfo | None) -> str:
     return shape_text(t.stride if t is not None else None)
 
 
-def args_text(shape: "Sequence[Dim | str]") -> str:
+def args_text(shape: Sequence[Dim | str]) -> str:
     """A shape as call arguments: ``2, 3``."""
     return ", ".join(str(s) for s in shape)
 
@@ -95,7 +96,7 @@ def layout_text(t: TensorInfo) -> str:
     return strided_text(torch_name(t.dtype), t.shape, t.stride)
 
 
-def strided_text(dtype: str, shape: "Sequence[Dim | str]", stride: "Sequence[Dim | str]") -> str:
+def strided_text(dtype: str, shape: Sequence[Dim | str], stride: Sequence[Dim | str]) -> str:
     """``layout_text`` from its parts (a violation's fields): ``float32 (2, 3) with strides (3, 1)``."""
     return f"{dtype} {shape_text(shape)} with strides {shape_text(stride)}"
 
@@ -134,7 +135,7 @@ def permute_text(dims: Sequence[int] | None, spelling: str | None = None,
     return ".permute(" + ", ".join(str(d) for d in dims) + ")"
 
 
-def spelled_name(node: "CanonNode") -> str:
+def spelled_name(node: CanonNode) -> str:
     """The name the op was called by: ``transpose`` for ``Tensor.transpose``, ``torch.transpose``
     and ``aten.transpose.int`` alike."""
     s = node.spelling
@@ -143,11 +144,11 @@ def spelled_name(node: "CanonNode") -> str:
     return s.rsplit(".", 1)[-1]
 
 
-def _permute_of(node: "CanonNode") -> str:
+def _permute_of(node: CanonNode) -> str:
     return permute_text(node.args.get("dims"), spelled_name(node), node.args.get("written"))
 
 
-def call_text(node: "CanonNode") -> str:
+def call_text(node: CanonNode) -> str:
     """How the user spelled a layout-making call, e.g. ``.permute(0, 3, 1, 2)``, ``[:, ::2]``."""
     op = node.op
     if op == "permute":
@@ -166,7 +167,7 @@ def call_text(node: "CanonNode") -> str:
     return f".{short}(...)"
 
 
-def step_text(node: "CanonNode") -> str:
+def step_text(node: CanonNode) -> str:
     """One step of a view chain by its canonical op (``.view(2, 16, 4, 8)``, ``.contiguous()``),
     a permute or slice as ``call_text`` shows it."""
     op = node.op
@@ -183,7 +184,7 @@ def step_text(node: "CanonNode") -> str:
     return f".{op}(...)"
 
 
-def factory_text(node: "CanonNode") -> str:
+def factory_text(node: CanonNode) -> str:
     kind = node.args.get("kind", "tensor")
     return f"torch.{kind}(...)"
 
@@ -193,7 +194,7 @@ def factory_text(node: "CanonNode") -> str:
 _DYNAMO_INPUT = re.compile(r"L\['(\w+)'\]")
 
 
-def operand_name(node: "CanonNode | None") -> str:
+def operand_name(node: CanonNode | None) -> str:
     """A short name for a node in messages: the user's name for an input (Dynamo names inputs by
     source, ``L['x']``; the user wrote ``x``), the dotted name of a parameter or buffer, else the
     node name."""
@@ -207,7 +208,7 @@ def operand_name(node: "CanonNode | None") -> str:
     return m.group(1) if m else name
 
 
-def line_of(node: "CanonNode | None") -> str:
+def line_of(node: CanonNode | None) -> str:
     """``line 12`` (``node x`` when the graph has no source lines; ``?`` for no node)."""
     if node is None:
         return "?"
@@ -217,23 +218,23 @@ def line_of(node: "CanonNode | None") -> str:
 
 
 __all__ = [
+    "TRANSPOSE_SPELLINGS",
+    "args_text",
     "bytes_text",
     "bytes_value",
-    "shape_value",
-    "torch_name",
-    "dims_value",
-    "shape_text",
-    "strides_text",
-    "args_text",
-    "layout_text",
-    "strided_text",
-    "slice_text",
-    "permute_text",
-    "spelled_name",
     "call_text",
-    "step_text",
+    "dims_value",
     "factory_text",
-    "operand_name",
+    "layout_text",
     "line_of",
-    "TRANSPOSE_SPELLINGS",
+    "operand_name",
+    "permute_text",
+    "shape_text",
+    "shape_value",
+    "slice_text",
+    "spelled_name",
+    "step_text",
+    "strided_text",
+    "strides_text",
+    "torch_name",
 ]

@@ -33,8 +33,8 @@ and the audit records a ``reshape`` copy of exactly the predicted bytes.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 
@@ -43,16 +43,16 @@ from .symbolic import Dim, Undecided
 from .tensorinfo import TensorInfo
 
 __all__ = [
+    "VIEW_ERROR",
     "ViewCheck",
-    "check_view",
     "can_view",
-    "view_strides",
-    "reshape_copy_bytes",
-    "ravel_copy_bytes",
+    "check_view",
     "contiguous_copy_bytes",
     "is_contiguous_as",
-    "VIEW_ERROR",
+    "ravel_copy_bytes",
+    "reshape_copy_bytes",
     "view_error_hint",
+    "view_strides",
 ]
 
 #: what ``Tensor.view`` raises when the layout cannot be viewed

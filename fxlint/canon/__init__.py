@@ -150,18 +150,18 @@ from .ops import FACTORY_NAMES, MAYBE_VIEW_OPS, POINTWISE_OPS, VIEW_OPS
 from .registry import Call, declare, normaliser
 
 __all__ = [
+    "FACTORY_NAMES",
+    "MAYBE_VIEW_OPS",
+    "POINTWISE_OPS",
+    "VIEW_OPS",
+    "Call",
     "CanonNode",
     "GraphView",
     "IndexItem",
     "IndexSpec",
     "build_view",
-    "known",
-    "info_of",
-    "FACTORY_NAMES",
-    "VIEW_OPS",
-    "MAYBE_VIEW_OPS",
-    "POINTWISE_OPS",
-    "Call",
-    "normaliser",
     "declare",
+    "info_of",
+    "known",
+    "normaliser",
 ]

@@ -52,7 +52,7 @@ EXPLICIT: dict[str, tuple[str, ...]] = {
     "_set_grad_enabled": ("mode",),
 }
 
-_PLANS: dict[tuple, "Plan"] = {}
+_PLANS: dict[tuple, Plan] = {}
 _ATEN_SCHEMAS: dict[str, list[Any]] = {}
 
 
@@ -113,7 +113,7 @@ def _plan(node: fx.Node) -> tuple[tuple[str, ...], int]:
 
 
 class _Param:
-    __slots__ = ("name", "kwarg_only", "is_list")
+    __slots__ = ("is_list", "kwarg_only", "name")
 
     def __init__(self, name: str, kwarg_only: bool = False, is_list: bool = False) -> None:
         self.name, self.kwarg_only, self.is_list = name, kwarg_only, is_list
@@ -202,4 +202,4 @@ def _python_signature(fn: object) -> list[_Param] | None:
     return None
 
 
-__all__ = ["bind", "lookup", "plan_for", "Plan", "EXPLICIT"]
+__all__ = ["EXPLICIT", "Plan", "bind", "lookup", "plan_for"]

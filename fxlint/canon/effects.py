@@ -70,7 +70,7 @@ def mutated_args(node: fx.Node, raw: str) -> list[Any]:
     return out
 
 
-def aliased_args(node: fx.Node, cn: "CanonNode") -> list[Any]:
+def aliased_args(node: fx.Node, cn: CanonNode) -> list[Any]:
     """fx args whose memory the output of ``node`` may share (views, in-place results, pass-throughs).
 
     ATen ops say it in their schema (``Tensor(a) self -> Tensor(a)``), except pass-throughs
@@ -92,4 +92,4 @@ def aliased_args(node: fx.Node, cn: "CanonNode") -> list[Any]:
     return []
 
 
-__all__ = ["mutated_args", "aliased_args"]
+__all__ = ["aliased_args", "mutated_args"]

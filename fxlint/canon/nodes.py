@@ -3,8 +3,9 @@ indexing op (what ``fxlint.canon`` describes; built by ``fxlint.canon.builder``)
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import networkx as nx
 import torch
@@ -14,6 +15,7 @@ from ..source import Location, source_line
 from ..tensorinfo import Dim, TensorInfo
 from ..text import slice_text
 from . import registry as _registry
+
 
 @dataclass(frozen=True)
 class IndexItem:
@@ -29,7 +31,7 @@ class IndexItem:
     stop: Any = None
     step: Any = None
     value: Any = None  # for int items
-    index: "CanonNode | None" = None  # index tensor node, when the index is a node
+    index: CanonNode | None = None  # index tensor node, when the index is a node
     values: tuple[int, ...] | None = None  # constant integer values when known (flattened)
     index_shape: tuple[Dim, ...] | None = None
     spelled: str | None = None  # how it was written, e.g. "[0, 2, 4, 6]"
@@ -92,15 +94,15 @@ class CanonNode:
     spelling: str
     args: dict[str, Any] = field(default_factory=dict)
     value: Any = None  # TensorInfo, tuple of TensorInfo/None, a Dim for size nodes, or None
-    inputs: list["CanonNode"] = field(default_factory=list)
-    users: list["CanonNode"] = field(default_factory=list)
+    inputs: list[CanonNode] = field(default_factory=list)
+    users: list[CanonNode] = field(default_factory=list)
     location: Location | None = None
     module_path: str | None = None
     grad_enabled: bool = True
     param_name: str | None = None  # dotted name for parameters / buffers / constants
     module_params: list[str] = field(default_factory=list)  # params owned by a call_module node
-    mutates: list["CanonNode"] = field(default_factory=list)  # inputs written in place
-    aliases: list["CanonNode"] = field(default_factory=list)  # inputs whose memory the output may share
+    mutates: list[CanonNode] = field(default_factory=list)  # inputs written in place
+    aliases: list[CanonNode] = field(default_factory=list)  # inputs whose memory the output may share
     position: int = 0
 
     def __repr__(self) -> str:
@@ -114,7 +116,7 @@ class CanonNode:
         return self.value if isinstance(self.value, TensorInfo) else None
 
     @property
-    def input(self) -> "CanonNode | None":
+    def input(self) -> CanonNode | None:
         x = self.args.get("input")
         return x if isinstance(x, CanonNode) else None
 
@@ -128,7 +130,7 @@ class CanonNode:
         return self.op in _registry.POINTWISE
 
     @property
-    def tensor_inputs(self) -> list["CanonNode"]:
+    def tensor_inputs(self) -> list[CanonNode]:
         """The inputs whose value is a tensor (``inputs`` also holds SymInt size nodes)."""
         return [i for i in self.inputs if i.tensor is not None]
 
@@ -169,6 +171,8 @@ class GraphView:
         self.entry_grad_enabled = True  # autograd mode the graph starts in
         # Dynamo's fake values carry autograd's requires_grad; export/fx values do not
         self.requires_grad_known = origin == "dynamo"
+        # nodes whose operands the target-device simulation found on two devices (fxlint.device)
+        self.device_mismatches: set[str] = set()
         #: the Dynamo graph break that ended this graph (``capture.GraphBreak``: reason and the
         #: user's line), None when the graph ended normally or did not come from Dynamo
         self.graph_break: Any = None

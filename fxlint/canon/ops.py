@@ -97,5 +97,13 @@ def op_table(width: int = 110) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["VIEW_OPS", "MAYBE_VIEW_OPS", "POINTWISE_OPS", "PASSTHROUGH_OPS", "FACTORY_NAMES", "COMPUTING_MODULE_OPS",
-           "CANONICAL_OPS", "op_table"]
+__all__ = [
+    "CANONICAL_OPS",
+    "COMPUTING_MODULE_OPS",
+    "FACTORY_NAMES",
+    "MAYBE_VIEW_OPS",
+    "PASSTHROUGH_OPS",
+    "POINTWISE_OPS",
+    "VIEW_OPS",
+    "op_table",
+]

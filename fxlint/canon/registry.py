@@ -18,8 +18,9 @@ table of the docs are derived from here (``fxlint.canon.ops``).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx as fx
@@ -224,20 +225,20 @@ class Call:
     ``call.conv(x)`` turns fx values into canonical ones (nodes into ``CanonNode``).
     """
 
-    __slots__ = ("node", "raw", "op", "cn", "map", "conv", "_b", "_plan", "input")
+    __slots__ = ("_b", "_plan", "cn", "conv", "input", "map", "node", "op", "raw")
 
-    def __init__(self, node: fx.Node, raw: str, op: str, cn: "CanonNode", builder: Any) -> None:
+    def __init__(self, node: fx.Node, raw: str, op: str, cn: CanonNode, builder: Any) -> None:
         self.node = node
         self.raw = raw  # the spelling's name: "transpose", "swapaxes", "mT"
         self.op = op  # the canonical op the node becomes (preset from the spelling)
         self.cn = cn
         self._b = builder
-        self.map: dict[fx.Node, "CanonNode"] = builder.map  # fx node -> its canonical node, so far
+        self.map: dict[fx.Node, CanonNode] = builder.map  # fx node -> its canonical node, so far
         #: fx values -> canonical ones (nodes become ``CanonNode``s, containers are converted inside)
         self.conv: Callable[[Any], Any] = builder.conv
         self._plan: Plan | None = None
         first = node.args[0] if node.args else None
-        self.input: "CanonNode | None" = self.map.get(first) if isinstance(first, fx.Node) else None
+        self.input: CanonNode | None = self.map.get(first) if isinstance(first, fx.Node) else None
 
     @property
     def bound(self) -> dict[str, Any]:
@@ -281,7 +282,7 @@ class Call:
         return t.ndim if t is not None else None
 
     @property
-    def out(self) -> "TensorInfo | None":
+    def out(self) -> TensorInfo | None:
         return self.cn.tensor
 
     @property
@@ -292,12 +293,12 @@ class Call:
     def module(self) -> torch.nn.Module | None:
         return get_submodule(self._b.gm, str(self.node.target)) if self.is_module else None
 
-    def node_of(self, x: Any) -> "CanonNode | None":
+    def node_of(self, x: Any) -> CanonNode | None:
         """The canonical node of an fx argument (None for constants)."""
         return self.map.get(x) if isinstance(x, fx.Node) else None
 
 
-def normalise(cn: "CanonNode", raw: str, node: fx.Node, builder: Any) -> None:
+def normalise(cn: CanonNode, raw: str, node: fx.Node, builder: Any) -> None:
     """Give ``cn`` its canonical op and args: the first registered normaliser of ``raw`` that
     accepts the node, else its own name with ``{"input", "args", "kwargs"}``."""
     for norm in _BY_SPELLING.get(raw, ()):
@@ -316,5 +317,17 @@ def normalise(cn: "CanonNode", raw: str, node: fx.Node, builder: Any) -> None:
                "args": builder.conv(list(node.args)), "kwargs": builder.conv(dict(node.kwargs))}
 
 
-__all__ = ["Call", "Normaliser", "OpInfo", "normaliser", "declare", "normalise", "module_op", "is_canonical",
-           "OPS", "NORMALISERS", "MODULE_OPS", "TRAITS"]
+__all__ = [
+    "MODULE_OPS",
+    "NORMALISERS",
+    "OPS",
+    "TRAITS",
+    "Call",
+    "Normaliser",
+    "OpInfo",
+    "declare",
+    "is_canonical",
+    "module_op",
+    "normalise",
+    "normaliser",
+]

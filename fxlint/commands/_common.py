@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..errors import TargetError
 
@@ -59,7 +60,7 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-config", action="store_true", help="ignore configuration files")
 
 
-def config_arg(args: argparse.Namespace) -> "str | bool | None":
+def config_arg(args: argparse.Namespace) -> str | bool | None:
     """What ``config.resolve(config=...)`` takes for these CLI flags."""
     if getattr(args, "no_config", False):
         return False

@@ -29,10 +29,10 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import fxlint
-    from ..renderers.audit import render_audit_json, render_audit_text
-    from ..target import load_target
 
     from ..outputs import check_writable
+    from ..renderers.audit import render_audit_json, render_audit_text
+    from ..target import load_target
 
     if not args.target:
         raise TargetError("audit needs a TARGET; see `fxlint audit --help`")

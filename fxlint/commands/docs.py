@@ -39,8 +39,8 @@ def generated_pages() -> dict[str, str]:
     """Path relative to the docs folder -> text, for every page ``fxlint docs`` writes."""
     import json
 
-    from ..clidoc import render_cli
     from ..cli import build_parser
+    from ..clidoc import render_cli
     from ..registry import all_rules
     from ..ruledoc import pages
     from ..schema import report_schema

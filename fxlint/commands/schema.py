@@ -22,9 +22,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..schema import report_schema, zoo_schema
-
     from ..outputs import check_writable
+    from ..schema import report_schema, zoo_schema
 
     check_writable(args.output)
     schema = zoo_schema() if args.zoo else report_schema()

@@ -43,7 +43,8 @@ ports: ``blas`` (``mm``, ``addmm``, ``mv``, ``dot``), ``bmm`` (``bmm``,
 ``baddbmm``), ``matmul`` (``matmul``, ``linear``), ``einsum``, ``attention``
 (``scaled_dot_product_attention``), ``conv``, ``norm``, ``softmax``, ``pad``
 (``constant_pad_nd``), ``spatial`` (pooling, upsampling, ``im2col``).
-``docs/kernel-model.md`` summarises what each knows and what depends on the CPU. What they share: ``env`` (``Env``, the facts of the running
+``docs/kernel-model.md`` summarises what each knows and what depends on the CPU.
+What they share: ``env`` (``Env``, the facts of the running
 build and CPU), ``geometry`` (``Geometry``, an operand's shape, strides, dtype
 and ``requires_grad``, with ATen's view ops), ``results`` (``KernelCopy``,
 ``Unknown``, ``KernelPrediction``), ``registry`` (``kernel_model``,
@@ -124,40 +125,40 @@ for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         importlib.import_module(f"{__name__}.{_info.name}")
 
 __all__ = [
+    "CHANNELS_LAST",
+    "CHANNELS_LAST_3D",
+    "CONTIGUOUS",
+    "KERNEL_OPS",
+    "REGISTRY",
     "Env",
     "KernelCopy",
-    "KernelPrediction",
-    "Unknown",
     "KernelModel",
+    "KernelPrediction",
     "KernelRegistry",
-    "REGISTRY",
-    "kernel_model",
-    "models",
-    "model_for",
-    "ops",
+    "Unknown",
     "families",
+    "is_channels_last_dense",
+    "kernel_model",
+    "model_for",
+    "models",
     "operand_role",
+    "ops",
     "predict",
-    "predict_mm",
     "predict_addmm",
     "predict_bmm",
-    "predict_mv",
-    "predict_matmul",
-    "predict_linear",
     "predict_conv",
     "predict_conv_node",
+    "predict_einsum",
+    "predict_linear",
+    "predict_matmul",
+    "predict_mm",
+    "predict_mv",
     "predict_norm",
     "predict_pad",
     "predict_sdpa",
-    "predict_einsum",
-    "predict_spatial",
     "predict_softmax",
+    "predict_spatial",
     "suggest_memory_format",
-    "is_channels_last_dense",
-    "KERNEL_OPS",
-    "CONTIGUOUS",
-    "CHANNELS_LAST",
-    "CHANNELS_LAST_3D",
 ]
 
 

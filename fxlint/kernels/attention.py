@@ -46,7 +46,7 @@ from .matmul import _matmul_cpu
 from .registry import kernel_model, needs_grad, tensor_arg
 from .results import KernelCopy, KernelPrediction, Unknown, none_when_undecided
 
-__all__ = ["predict_sdpa", "flash_blocker", "sdpa_blocker", "MATH"]
+__all__ = ["MATH", "flash_blocker", "predict_sdpa", "sdpa_blocker"]
 
 #: ``KernelCopy.reason`` of the copies the math path's matmuls make
 MATH = "sdpa-math"

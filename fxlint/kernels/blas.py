@@ -28,7 +28,7 @@ from .geometry import Geometry, dtype_name, on_cpu
 from .registry import kernel_model, needs_grad, tensor_arg
 from .results import KernelCopy, KernelPrediction, copy_of, none_when_undecided
 
-__all__ = ["predict_mm", "predict_addmm", "predict_mv"]
+__all__ = ["predict_addmm", "predict_mm", "predict_mv"]
 
 BLAS_WHY = ("BLAS takes a matrix only row- or column-major (one stride 1, the other at least the row length), "
             "which this layout is not")
@@ -81,7 +81,7 @@ def onednn_matmul_usable(dtype: torch.dtype, work: Dim, env: Env) -> bool | None
     """use_mkldnn_matmul for reduced precision (checksize: the product of the sizes > 16**3)."""
     if not env.mkldnn:
         return False
-    if dtype == torch.bfloat16 and env.mkldnn_bf16 or dtype == torch.float16 and env.mkldnn_fp16:
+    if (dtype == torch.bfloat16 and env.mkldnn_bf16) or (dtype == torch.float16 and env.mkldnn_fp16):
         return gt(work, 16 * 16 * 16)
     if dtype == torch.float32 and env.mkldnn_fp32_matmul:
         return None  # bf32/tf32 float32 matmul through oneDNN: not modelled
@@ -101,7 +101,7 @@ def mm_backward(a: Geometry, b: Geometry, names: tuple[str, str], grad: bool) ->
     if not grad:
         return []
     out = []
-    M, K = a.shape
+    M, _K = a.shape
     N = b.shape[1]
     g = a.contiguous_copy((M, N))
     if b.requires_grad:  # grad_b = a^T @ g

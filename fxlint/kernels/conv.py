@@ -26,7 +26,8 @@ running machine.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -49,7 +50,7 @@ def _conv_use_mkldnn(inp: Geometry, w: Geometry, strided: bool, dilated: bool, t
         return False
     if transposed and out_pad_big:
         return False
-    if inp.dtype == torch.bfloat16 and env.mkldnn_bf16 or inp.dtype == torch.float16 and env.mkldnn_fp16:
+    if (inp.dtype == torch.bfloat16 and env.mkldnn_bf16) or (inp.dtype == torch.float16 and env.mkldnn_fp16):
         return True
     if inp.dtype != torch.float32:
         return False

@@ -36,7 +36,7 @@ from .geometry import Geometry, on_cpu, shape_text
 from .registry import kernel_model, needs_grad, tensor_arg
 from .results import KernelCopy, KernelPrediction, copy_of, none_when_undecided
 
-__all__ = ["predict_einsum", "parse_equation"]
+__all__ = ["parse_equation", "predict_einsum"]
 
 
 def parse_equation(equation: str) -> tuple[list[str], str] | None:

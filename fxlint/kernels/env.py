@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["Env", "ONEDNN_ISA_VARS"]
+__all__ = ["ONEDNN_ISA_VARS", "Env"]
 
 #: environment variables that cap oneDNN's instruction set (oneDNN reads the first it finds at start-up)
 ONEDNN_ISA_VARS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
@@ -34,7 +34,7 @@ class Env:
     onednn_isa: str = ""  # the cap on oneDNN's ISA from ONEDNN_MAX_CPU_ISA/DNNL_MAX_CPU_ISA ("" when not set)
 
     @classmethod
-    def current(cls) -> "Env":
+    def current(cls) -> Env:
         return _current_env(torch.get_num_threads(), bool(torch.backends.mkldnn.enabled))
 
     def describe(self) -> dict[str, Any]:

@@ -4,8 +4,8 @@ kernels look at - with ATen's view ops and layout predicates over it (the arithm
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 import torch
 
@@ -13,7 +13,7 @@ from .. import layout
 from ..symbolic import Dim, Undecided
 from ..tensorinfo import Sized, TensorInfo
 
-__all__ = ["Geometry", "on_cpu", "dtype_name", "shape_text", "suggest_memory_format", "is_channels_last_dense"]
+__all__ = ["Geometry", "dtype_name", "is_channels_last_dense", "on_cpu", "shape_text", "suggest_memory_format"]
 
 
 @dataclass(frozen=True)
@@ -27,29 +27,29 @@ class Geometry(Sized):
     dtype: torch.dtype = torch.float32
 
     @classmethod
-    def of(cls, t: TensorInfo) -> "Geometry":
+    def of(cls, t: TensorInfo) -> Geometry:
         if len(t.stride) != len(t.shape):
             raise Undecided("no strides")
         return cls(tuple(t.shape), tuple(t.stride), bool(t.requires_grad), t.dtype)
 
-    def with_(self, shape: Sequence[Dim], stride: Sequence[Dim]) -> "Geometry":
+    def with_(self, shape: Sequence[Dim], stride: Sequence[Dim]) -> Geometry:
         return replace(self, shape=tuple(shape), stride=tuple(stride))
 
-    def contiguous_copy(self, shape: Sequence[Dim] | None = None) -> "Geometry":
+    def contiguous_copy(self, shape: Sequence[Dim] | None = None) -> Geometry:
         shape = tuple(self.shape if shape is None else shape)
         return self.with_(shape, layout.contiguous_strides(shape))
 
     # -- ATen's view ops ------------------------------------------------
-    def transpose(self, d0: int, d1: int) -> "Geometry":
+    def transpose(self, d0: int, d1: int) -> Geometry:
         s, st = list(self.shape), list(self.stride)
         s[d0], s[d1] = s[d1], s[d0]
         st[d0], st[d1] = st[d1], st[d0]
         return self.with_(s, st)
 
-    def mT(self) -> "Geometry":
+    def mT(self) -> Geometry:
         return self.transpose(self.ndim - 2, self.ndim - 1)
 
-    def unsqueeze(self, dim: int) -> "Geometry":
+    def unsqueeze(self, dim: int) -> Geometry:
         # inferUnsqueezeGeometry: the new dim's stride is sizes[dim] * strides[dim] (1 at the end)
         s, st = list(self.shape), list(self.stride)
         new_stride = 1 if dim >= self.ndim else s[dim] * st[dim]
@@ -57,17 +57,17 @@ class Geometry(Sized):
         st.insert(dim, new_stride)
         return self.with_(s, st)
 
-    def squeeze0(self) -> "Geometry":
+    def squeeze0(self) -> Geometry:
         return self.with_(self.shape[1:], self.stride[1:])
 
-    def select0(self) -> "Geometry":
+    def select0(self) -> Geometry:
         return self.with_(self.shape[1:], self.stride[1:])
 
-    def expand(self, shape: Sequence[Dim]) -> "Geometry":
+    def expand(self, shape: Sequence[Dim]) -> Geometry:
         """ATen's inferExpandGeometry."""
         return self.with_(shape, layout.expand_strides(self.shape, self.stride, shape))
 
-    def reshape(self, new_shape: Sequence[Dim]) -> tuple["Geometry", bool]:
+    def reshape(self, new_shape: Sequence[Dim]) -> tuple[Geometry, bool]:
         """(result, copied) of ``reshape(new_shape)``: a view when ``computeStride`` allows it,
         else a contiguous copy."""
         st = layout.view_strides(self.shape, self.stride, new_shape)

@@ -22,7 +22,8 @@ CPU only that part is predicted.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..layout import broadcast_shapes
 from ..symbolic import Dim, eq, prod
@@ -34,7 +35,7 @@ from .geometry import Geometry, on_cpu, shape_text
 from .registry import kernel_model, needs_grad, tensor_arg
 from .results import KernelCopy, KernelPrediction, copy_of, none_when_undecided
 
-__all__ = ["predict_matmul", "predict_linear"]
+__all__ = ["predict_linear", "predict_matmul"]
 
 
 def _should_fold(t1: Geometry, t2: Geometry) -> bool:
@@ -223,7 +224,7 @@ def predict_linear(x: TensorInfo, weight: TensorInfo, bias: TensorInfo | None, *
         out = flat.contiguous_copy((flat.shape[0], lw.shape[0]))
         copies = [copy_of("bias", out, "aten::copy_", "bias-init",
                           "addmm copies the bias into the output before the BLAS call", avoidable=False)]
-        for name, t in addmm_clones(flat, wt, names):
+        for name, _t in addmm_clones(flat, wt, names):
             copies.append(copy_of(name, lx if name == "input" else lw, "aten::clone", "blas-layout", BLAS_WHY))
         path = "linear: addmm" if lx.ndim == 2 else "linear: flattened to addmm"
         return KernelPrediction("linear", path, tuple(copies), backward_known=not grad)

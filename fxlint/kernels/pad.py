@@ -21,7 +21,8 @@ The reflect/replicate/circular modes run other kernels and are not modelled.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..symbolic import Dim
 from ..tensorinfo import TensorInfo
@@ -30,7 +31,7 @@ from .geometry import Geometry
 from .registry import kernel_model, needs_grad, tensor_arg
 from .results import KernelCopy, KernelPrediction, copy_of, none_when_undecided
 
-__all__ = ["predict_pad", "pad_widths", "NOOP", "CROP", "PAD", "DYNAMIC"]
+__all__ = ["CROP", "DYNAMIC", "NOOP", "PAD", "pad_widths", "predict_pad"]
 
 #: ``KernelCopy.reason`` codes: every width zero / no width positive (a crop) / a real pad / widths not known
 NOOP, CROP, PAD, DYNAMIC = "pad-noop", "pad-crop", "pad-copy", "pad-dynamic"
@@ -70,14 +71,15 @@ def predict_pad(x: TensorInfo, pad: Any, *, mode: str | None = "constant", grad:
     if inner is None:
         return None
     copies: list[KernelCopy] = []
-    if any(w is None for w in widths):
+    known = [w for w in widths if w is not None]
+    if len(known) < len(widths):
         copies.append(copy_of("input", inner, "aten::copy_", DYNAMIC,
                               "constant_pad_nd copies the input whatever the widths: into the padded output, or "
                               "as a clone when they are all zero"))
-    elif all(w == 0 for w in widths):
+    elif all(w == 0 for w in known):
         copies.append(copy_of("input", inner, "aten::clone", NOOP,
                               "constant_pad_nd returns a clone of the input when no width is positive"))
-    elif all(w <= 0 for w in widths):
+    elif all(w <= 0 for w in known):
         copies.append(copy_of("input", inner, "aten::clone", CROP,
                               "constant_pad_nd with no positive width narrows the input and returns a clone of it"))
     else:

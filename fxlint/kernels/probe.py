@@ -59,35 +59,36 @@ import platform
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import torch
 
 from .env import Env
-from .results import MEASURED, KernelCopy, KernelPrediction, Unknown
+from .results import MEASURED, KernelCopy, KernelPrediction
 
 __all__ = [
-    "Operand",
-    "OpCall",
-    "MeasuredCopy",
-    "Measurement",
-    "ProbeSettings",
-    "ProbeStats",
-    "runner",
-    "probing",
-    "current_settings",
-    "current_stats",
-    "measure",
-    "resolve",
-    "record_copies",
-    "attribute",
-    "cache_path",
-    "machine_key",
-    "clear_memory_cache",
     "DEFAULT_MAX_MIB",
     "DEFAULT_TIME_BUDGET_S",
+    "MeasuredCopy",
+    "Measurement",
+    "OpCall",
+    "Operand",
+    "ProbeSettings",
+    "ProbeStats",
+    "attribute",
+    "cache_path",
+    "clear_memory_cache",
+    "current_settings",
+    "current_stats",
+    "machine_key",
+    "measure",
+    "probing",
+    "record_copies",
+    "resolve",
+    "runner",
 ]
 
 DEFAULT_MAX_MIB = 256
@@ -112,7 +113,7 @@ class Operand:
     requires_grad: bool = False
 
     @classmethod
-    def of(cls, name: str, t: Any, requires_grad: bool | None = None) -> "Operand":
+    def of(cls, name: str, t: Any, requires_grad: bool | None = None) -> Operand:
         """From a ``TensorInfo``; ``TypeError`` when a size or stride is symbolic."""
         shape, stride = tuple(t.shape), tuple(t.stride)
         if len(shape) != len(stride) or not all(type(v) is int for v in (*shape, *stride)):
@@ -121,7 +122,7 @@ class Operand:
         return cls(name, shape, stride, str(t.dtype).replace("torch.", ""), rg)
 
     @classmethod
-    def dense(cls, name: str, shape: Sequence[Any], dtype: torch.dtype, requires_grad: bool = False) -> "Operand":
+    def dense(cls, name: str, shape: Sequence[Any], dtype: torch.dtype, requires_grad: bool = False) -> Operand:
         if not all(type(v) is int for v in shape):
             raise TypeError("symbolic sizes")
         st, cur = [0] * len(shape), 1
@@ -234,7 +235,7 @@ class ProbeStats:
 
 
 _SETTINGS: contextvars.ContextVar[ProbeSettings] = contextvars.ContextVar("fxlint_probe_settings",
-                                                                          default=ProbeSettings())
+                                                                          default=ProbeSettings())  # noqa: B039 - frozen
 _STATS: contextvars.ContextVar[ProbeStats | None] = contextvars.ContextVar("fxlint_probe_stats", default=None)
 
 
@@ -394,7 +395,7 @@ class MeasuredCopy:
         return [self.phase, self.nbytes, self.op, list(self.shape), self.dtype, list(self.operands), self.avoidable]
 
     @classmethod
-    def from_json(cls, v: Sequence[Any]) -> "MeasuredCopy":
+    def from_json(cls, v: Sequence[Any]) -> MeasuredCopy:
         return cls(str(v[0]), int(v[1]), str(v[2]), tuple(int(s) for s in v[3]), str(v[4]),
                    tuple(str(o) for o in v[5]), bool(v[6]))
 

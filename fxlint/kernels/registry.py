@@ -15,9 +15,10 @@ serves tests and tools without touching the package's.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from ..symbolic import Undecided
 from ..tensorinfo import TensorInfo
@@ -25,18 +26,18 @@ from .env import Env
 from .results import KernelPrediction
 
 __all__ = [
+    "REGISTRY",
     "KernelModel",
     "KernelRegistry",
-    "REGISTRY",
-    "kernel_model",
-    "models",
-    "model_for",
-    "ops",
     "families",
+    "kernel_model",
+    "model_for",
+    "models",
+    "needs_grad",
     "operand_role",
+    "ops",
     "predict",
     "tensor_arg",
-    "needs_grad",
 ]
 
 Model = Callable[[Any, Env], "KernelPrediction | None"]

@@ -4,15 +4,16 @@ tell (``Unknown``), and the prediction for one call (``KernelPrediction``)."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from ..symbolic import Dim, Undecided, divide_exact, sum_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from .geometry import Geometry
 
-__all__ = ["KernelCopy", "KernelPrediction", "Unknown", "copy_of", "none_when_undecided", "MODEL", "MEASURED"]
+__all__ = ["MEASURED", "MODEL", "KernelCopy", "KernelPrediction", "Unknown", "copy_of", "none_when_undecided"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -166,7 +167,7 @@ class KernelPrediction:
     def backward_bytes(self) -> Dim:
         return sum_of(c.nbytes for c in self.backward())
 
-    def with_(self, **changes: Any) -> "KernelPrediction":
+    def with_(self, **changes: Any) -> KernelPrediction:
         """A copy with ``changes`` (``path``, ``copies``, ``unknown``, ``probe``)."""
         kw = {"kernel": self.kernel, "path": self.path, "copies": self.copies, "unknown": self.unknown,
               "probe": self.probe}
@@ -174,7 +175,7 @@ class KernelPrediction:
         return KernelPrediction(**kw)
 
 
-def copy_of(operand: str, t: "Geometry", op: str, reason: str, why: str, phase: str = "forward", count: int = 1,
+def copy_of(operand: str, t: Geometry, op: str, reason: str, why: str, phase: str = "forward", count: int = 1,
             avoidable: bool = True, nbytes: Dim | None = None) -> KernelCopy:
     """A copy of ``t`` (all its bytes unless ``nbytes`` says otherwise)."""
     return KernelCopy(operand=operand, nbytes=t.nbytes if nbytes is None else nbytes, phase=phase, op=op,

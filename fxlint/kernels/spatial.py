@@ -32,7 +32,7 @@ from .geometry import Geometry, on_cpu
 from .registry import kernel_model, needs_grad, tensor_arg
 from .results import KernelPrediction, Unknown, copy_of, none_when_undecided
 
-__all__ = ["predict_spatial", "POOLS", "UPSAMPLE_MODES"]
+__all__ = ["POOLS", "UPSAMPLE_MODES", "predict_spatial"]
 
 POOLS = ("avg_pool2d", "max_pool2d", "adaptive_avg_pool2d")
 #: ``F.interpolate`` modes that run the 2-d upsample kernels modelled here
@@ -43,7 +43,8 @@ UPSAMPLE_MODES = ("nearest", "nearest-exact", "bilinear", "bicubic")
 #: the machine these models were checked on (torch 2.13, AVX2) the kernel converted even a contiguous NCHW
 #: input to channels_last and the result back (an input-sized and two output-sized copies), a choice of the
 #: kernel's vectorised path rather than of the input's layout
-UPSAMPLE_NCHW = Unknown("forward", "*", "*", "whether the nearest/bilinear upsample kernel converts a non-channels_last "
+UPSAMPLE_NCHW = Unknown("forward", "*", "*",
+                        "whether the nearest/bilinear upsample kernel converts a non-channels_last "
                         "input (and its result) depends on its vectorised path, which is not modelled", machine=False)
 
 

@@ -4,8 +4,8 @@ reshaped through the views above it."""
 
 from __future__ import annotations
 
-from ..canon import CanonNode
 from .. import symbolic
+from ..canon import CanonNode
 from ..layout import contiguous_strides
 from ..symbolic import Dim
 from ..viewable import check_view
@@ -67,4 +67,4 @@ def backward_layout_copies(node: CanonNode) -> list[tuple[CanonNode, Dim]]:
     return out
 
 
-__all__ = ["grad_flows", "conversion_backward_bytes", "backward_layout_copies"]
+__all__ = ["backward_layout_copies", "conversion_backward_bytes", "grad_flows"]

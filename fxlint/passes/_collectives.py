@@ -12,8 +12,8 @@ sliced and copied into each tensor of the list. Functional collectives called di
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from ..canon import CanonNode, GraphView
 from ..tensorinfo import TensorInfo
@@ -144,5 +144,17 @@ def world_of(node: CanonNode) -> int | None:
     return size if isinstance(size, int) else None
 
 
-__all__ = ["DIST_CALL", "collectives", "results", "writes", "Write", "copy_of", "read_after", "not_contiguous",
-           "contiguous_in_its_format", "tensors_sent", "world_of", "tensor_text"]
+__all__ = [
+    "DIST_CALL",
+    "Write",
+    "collectives",
+    "contiguous_in_its_format",
+    "copy_of",
+    "not_contiguous",
+    "read_after",
+    "results",
+    "tensor_text",
+    "tensors_sent",
+    "world_of",
+    "writes",
+]

@@ -3,8 +3,9 @@ Shared by FXL101 and FXL102 (kept private to the passes package)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal, Sequence
+from typing import Final, Literal
 
 from ..canon import CanonNode, GraphView
 from ..tensorinfo import Dim, TensorInfo
@@ -97,4 +98,4 @@ def _relayout(t: TensorInfo, shape: Sequence[Dim], stride: Sequence[Dim] | None)
                       dtype=t.dtype, device=t.device, requires_grad=t.requires_grad)
 
 
-__all__ = ["REDUCTION_OPS", "NEEDS", "UNKNOWN", "AGNOSTIC", "Need", "consumers_need"]
+__all__ = ["AGNOSTIC", "NEEDS", "REDUCTION_OPS", "UNKNOWN", "Need", "consumers_need"]

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import io
 import tokenize
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar
 
 from ..findings import Severity, Violation
 from ..gradflow import GradFlow, ParamFlow, Site, analyse

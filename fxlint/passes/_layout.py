@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from ..canon import CanonNode
 from ..findings import Violation
@@ -16,8 +17,19 @@ from ..kernels import KernelCopy
 from ..source import source_line
 from ..symbolic import Dim, known, sum_of
 from ..tensorinfo import TensorInfo
-from ..text import (bytes_text, bytes_value, call_text, dims_value, line_of, operand_name, shape_text, shape_value,
-                    step_text, strided_text, torch_name)
+from ..text import (
+    bytes_text,
+    bytes_value,
+    call_text,
+    dims_value,
+    line_of,
+    operand_name,
+    shape_text,
+    shape_value,
+    step_text,
+    strided_text,
+    torch_name,
+)
 
 #: view ops a layout travels through unchanged in meaning (what made the strides)
 _VIEW_CHAIN = ("permute", "slice", "expand", "view", "reshape", "detach", "squeeze", "unsqueeze", "narrow",
@@ -141,7 +153,7 @@ class InputLayout:
     made_at: str | None = None  # where that op is: "line 14" ("node x" in a graph without source lines)
 
     @classmethod
-    def of(cls, node: CanonNode) -> "InputLayout":
+    def of(cls, node: CanonNode) -> InputLayout:
         t = node.tensor
         assert t is not None, node
         made = layout_origin(node)

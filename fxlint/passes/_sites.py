@@ -5,12 +5,12 @@ the passes package)."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
+from .. import symbolic
 from ..alias import is_mutated, view_family
 from ..canon import CanonNode, GraphView
-from .. import symbolic
 from ..registry import Hit
 from ..symbolic import Dim
 
@@ -69,7 +69,7 @@ def sites(items: Iterable[tuple[CanonNode, Dim | None, tuple]], view: GraphView)
         for _, b, _ in members:
             total = None if total is None or b is None else symbolic.sum_of((total, b))
         counts: dict[tuple, int] = {}
-        for node, _, key in members:
+        for _node, _, key in members:
             base = _base_of_key(key, view)
             if base is not None and not is_mutated(view_family(base), view):
                 counts[key] = counts.get(key, 0) + 1
@@ -109,4 +109,4 @@ def numbered(hits: Iterable[Hit]) -> list[Hit]:
     return out
 
 
-__all__ = ["Site", "sites", "source_key", "count_text", "numbered"]
+__all__ = ["Site", "count_text", "numbered", "sites", "source_key"]

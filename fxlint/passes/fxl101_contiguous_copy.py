@@ -72,8 +72,9 @@ gradient copies).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Literal
+from typing import Literal
 
 import torch
 
@@ -85,8 +86,8 @@ from ..viewable import contiguous_copy_bytes
 from ._backward import backward_layout_copies
 from ._consumers import AGNOSTIC, NEEDS, consumers_need
 from ._layout import InputLayout
-from ._sites import count_text, sites, source_key
 from ._repeat import repeat_like
+from ._sites import count_text, sites, source_key
 
 #: what the copy buys: nothing (``agnostic``), the layout a consumer needs (``needs``), undecided
 #: (``unknown``); ``repeated``: the same data is copied again on the line (a loop)

@@ -65,8 +65,9 @@ shape), `case` (`ravel`, `repeated`, `reduced`, `needed`), `verdict`
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Literal
+from typing import Literal
 
 from ..canon import CanonNode, GraphView
 from ..findings import Severity, Violation

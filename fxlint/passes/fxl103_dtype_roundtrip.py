@@ -61,8 +61,9 @@ values), `intermediate_used_elsewhere`, the bytes of each copy,
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Iterator, Literal
+from typing import Literal
 
 import torch
 
@@ -244,7 +245,7 @@ def _real(dtype: torch.dtype) -> torch.dtype:
 
 def _what_is_lost(a: torch.dtype, b: torch.dtype) -> str:
     ka, _, _ = _bits(a)
-    kb, nb, mb = _bits(b)
+    kb, nb, _mb = _bits(b)
     if ka in ("float", "complex") and kb == "int":
         return f"truncates the values to {_name(b)} integers"
     if ka == "complex" and kb != "complex":

@@ -55,15 +55,15 @@ source as is), `backward_bytes` (0).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from ..canon import GraphView
 from ..findings import Violation
 from ..registry import FixSpec, Hit, RuleContext, rule
 from ..text import args_text, bytes_text, bytes_value, line_of, shape_text, shape_value
-from ._sites import numbered
 from ._repeat import repeat_like
+from ._sites import numbered
 
 
 @dataclass(frozen=True)

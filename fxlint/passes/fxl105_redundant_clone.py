@@ -54,15 +54,15 @@ copies), `backward_bytes` (0).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import torch
 
+from ..alias import escapes, mutated_after, view_base, view_family
 from ..canon import CanonNode, GraphView
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
-from ..alias import escapes, mutated_after, view_base, view_family
 from ..text import bytes_text, bytes_value
 from ._sites import numbered
 from ._util import real_users

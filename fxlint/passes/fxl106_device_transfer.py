@@ -79,19 +79,19 @@ quiet.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
+from ..alias import view_base
 from ..canon import GraphView
 from ..device import mismatched, pinned
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
-from ..alias import view_base
 from ..text import bytes_text, bytes_value
 from ._backward import conversion_backward_bytes
+from ._factory import from_cpu_factory
 from ._sites import numbered
 from ._util import same_device
-from ._factory import from_cpu_factory
 
 
 @dataclass(frozen=True)

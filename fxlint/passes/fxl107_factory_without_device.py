@@ -77,16 +77,16 @@ raises at ("Expected all tensors to be on the same device"): an error.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from ..canon import CanonNode, GraphView
 from ..device import mismatched, pinned
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
 from ..text import bytes_text, bytes_value, line_of, torch_name
-from ._sites import numbered
 from ._factory import moves
+from ._sites import numbered
 
 
 @dataclass(frozen=True)

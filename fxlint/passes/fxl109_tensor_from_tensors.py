@@ -46,8 +46,9 @@ written per call).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import ClassVar, Iterator
+from typing import ClassVar
 
 from ..canon import CanonNode
 from ..findings import Severity

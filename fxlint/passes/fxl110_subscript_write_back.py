@@ -63,8 +63,9 @@ self-assignment in training).
 from __future__ import annotations
 
 import operator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
@@ -149,7 +150,7 @@ def _hits(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         yield Hit(node, violation, bytes=t.nbytes, backward_bytes=None)
 
 
-def match(node: CanonNode) -> "tuple[str, CanonNode, CanonNode, CanonNode] | None":
+def match(node: CanonNode) -> tuple[str, CanonNode, CanonNode, CanonNode] | None:
     """(form, base, region, value) of a setitem ``base[index] = value`` that writes back a value
     computed from ``base[index]`` itself, or None."""
     raw = node.node.args

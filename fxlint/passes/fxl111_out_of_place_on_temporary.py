@@ -48,8 +48,8 @@ node), `copied` (bytes per call).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from ..alias import escapes
 from ..canon import GraphView

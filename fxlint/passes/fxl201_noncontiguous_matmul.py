@@ -65,8 +65,8 @@ with `# fxlint: ignore[FXL201]`.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from ..canon import CanonNode, GraphView
 from ..kernels import KernelCopy, operand_role, ops, predict

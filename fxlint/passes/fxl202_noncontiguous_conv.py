@@ -54,8 +54,9 @@ worth it. Silence the line with `# fxlint: ignore[FXL202]`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Literal
+from typing import Literal
 
 from ..canon import CanonNode, GraphView
 from ..findings import Severity

@@ -38,8 +38,8 @@ rule does not fire). Silence the line with `# fxlint: ignore[FXL204]`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import torch
 

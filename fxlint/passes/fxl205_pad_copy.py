@@ -54,8 +54,9 @@ line with `# fxlint: ignore[FXL205]`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Literal
+from typing import Literal
 
 from ..canon import CanonNode, GraphView
 from ..findings import Severity, Violation
@@ -121,8 +122,10 @@ def _conv_padding(node: CanonNode, widths: tuple[int | None, ...]) -> tuple[Cano
     conv = users[0]
     value = node.args.get("value")
     padding = conv.args.get("padding")
-    spatial = len(padding) if isinstance(padding, tuple) else None
-    if value not in (0, 0.0) or spatial is None or any(p != 0 for p in padding) or conv.args.get("transposed"):
+    if not isinstance(padding, tuple):
+        return conv, None
+    spatial = len(padding)
+    if value not in (0, 0.0) or any(p != 0 for p in padding) or conv.args.get("transposed"):
         return conv, None
     if len(widths) > 2 * spatial or any(w is None for w in widths):
         return conv, None

@@ -39,8 +39,8 @@ A one-off kernel call on a strided view. Silence the line with
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from ..canon import CanonNode, GraphView
 from ..kernels import ops, predict

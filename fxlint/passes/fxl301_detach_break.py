@@ -61,8 +61,9 @@ returned values reach is never called "never trains".
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import ClassVar, Iterator
+from typing import ClassVar
 
 from ..program import Program
 from ..registry import Hit, RuleContext, rule

@@ -48,8 +48,9 @@ The fraction of paths cut is counted as in FXL301 (`fxlint explain FXL301`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import ClassVar, Iterator
+from typing import ClassVar
 
 from ..gradflow import Site
 from ..program import Program

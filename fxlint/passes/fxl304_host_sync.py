@@ -76,9 +76,10 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import ClassVar, Iterator
+from typing import ClassVar
 
 from ..canon import CanonNode, GraphView
 from ..findings import Severity
@@ -284,7 +285,8 @@ def _last_on_line(view: GraphView, b: GraphBreak) -> CanonNode | None:
     return max(here, key=lambda o: o.position) if here else None
 
 
-def _device_hit(node: CanonNode, location: Location | None, code: str | None, device: str, kind: str, reason: str | None) -> Hit:
+def _device_hit(node: CanonNode, location: Location | None, code: str | None, device: str, kind: str,
+                reason: str | None) -> Hit:
     name = {"bool": "`bool(t)`", "print": "`print(t)`", "nonzero": "`nonzero()`", "mask": "`x[mask]`"}.get(
         kind, f"`.{kind}()`" if kind in ("item", "tolist", "numpy") else "`.item()`")
     violation = HostSync(

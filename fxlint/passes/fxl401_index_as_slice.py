@@ -49,8 +49,8 @@ may be wanted; make it explicit (`output[:, ::2].clone()` or
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from ..canon import GraphView
 from ..findings import Violation

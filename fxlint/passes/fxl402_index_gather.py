@@ -58,8 +58,8 @@ them first. Silence with ``# fxlint: ignore[FXL402]``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from ..canon import GraphView
 from ..findings import Violation

@@ -44,8 +44,8 @@ indexed), `indices` (the index tensors' nodes), `copied` (bytes per call).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from ..canon import CanonNode, GraphView
 from ..findings import Severity, Violation

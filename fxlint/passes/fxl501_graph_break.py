@@ -47,8 +47,8 @@ breaks; if this one is accepted, silence it with
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from ..findings import Violation
 from ..program import Program

@@ -64,8 +64,8 @@ never intentional.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from ..canon import GraphView
 from ..findings import Severity, Violation

@@ -43,8 +43,8 @@ Communication used only to synchronise ranks is `dist.barrier()`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from ..canon import GraphView
 from ..findings import Violation

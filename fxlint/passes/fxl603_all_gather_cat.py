@@ -41,8 +41,8 @@ view of `all_gather_into_tensor`'s result avoids. Silence the line with
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from ..canon import CanonNode, GraphView
 from ..findings import Violation
@@ -60,7 +60,8 @@ class AllGatherThenCat(Violation):
     copied: int | str | None  # bytes the cat copies per call
 
     def message(self) -> str:
-        return (f"`dist.all_gather` into a list of {self.world} tensor{'s' if self.world != 1 else ''}, then `torch.{self.joined_with}`: the "
+        plural = "s" if self.world != 1 else ""
+        return (f"`dist.all_gather` into a list of {self.world} tensor{plural}, then `torch.{self.joined_with}`: the "
                 f"{self.joined_with} copies the whole gathered result again, {bytes_text(self.copied)} per call; "
                 "`dist.all_gather_into_tensor` writes it into one tensor directly")
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..runtime import AuditReport
 
 
-def render_audit_text(report: "AuditReport", *, width: int | None = None) -> str:
+def render_audit_text(report: AuditReport, *, width: int | None = None) -> str:
     width = width or shutil.get_terminal_size((140, 24)).columns
     stats = report.by_line()
     lines: list[str] = []
@@ -51,5 +51,5 @@ def render_audit_text(report: "AuditReport", *, width: int | None = None) -> str
     return "\n".join(lines)
 
 
-def render_audit_json(report: "AuditReport") -> str:
+def render_audit_json(report: AuditReport) -> str:
     return json.dumps(report.to_dict(), indent=2, default=str)

@@ -26,7 +26,8 @@ import json
 import linecache
 import math
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..findings import Report
@@ -129,7 +130,7 @@ def _heat(value: float, top: float) -> int:
     return max(1, min(HEAT_LEVELS, 1 + int(frac * HEAT_LEVELS - 1e-9)))
 
 
-def render_html(report: Report, *, title: str = "fxlint report", rewrites: "RewriteResult | None" = None,
+def render_html(report: Report, *, title: str = "fxlint report", rewrites: RewriteResult | None = None,
                 rewrite_error: str | None = None, sort: str | None = None) -> str:
     """The report as one self-contained HTML page (see the module docstring)."""
     timed = report.audit_summary is not None
@@ -274,7 +275,7 @@ def _file_block(path: str, groups: list[Group], top: float, timed: bool) -> str:
     for ln in range(1, limit + 1):
         visible = ln in shown
         if visible and prev and ln > prev + 1:
-            rows.append(f'<tr class="gap"><td class="ln">⋮</td><td></td></tr>')
+            rows.append('<tr class="gap"><td class="ln">⋮</td><td></td></tr>')
         text = source[ln - 1].rstrip("\n") if ln <= n else ""
         if ln in hits:
             heat = _heat(_line_cost(hits[ln], timed), top)
@@ -341,7 +342,7 @@ def _breaks(report: Report) -> str:
     return f'<h2>Graph breaks</h2><ul id="breaks">{"".join(items)}</ul>'
 
 
-def _rewrites(result: "RewriteResult | None", error: str | None) -> str:
+def _rewrites(result: RewriteResult | None, error: str | None) -> str:
     if result is None and error is None:
         return ""
     head = "<h2>Rewrites <code>fxlint fix</code> would apply</h2>"

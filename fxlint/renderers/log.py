@@ -45,7 +45,7 @@ def log_report(label: str, report: Report, logger: logging.Logger = log) -> None
                     f" (fix: {f.fix})" if f.fix else "")
 
 
-def log_rewrites(label: str, result: "RewriteResult", logger: logging.Logger = log) -> None:
+def log_rewrites(label: str, result: RewriteResult, logger: logging.Logger = log) -> None:
     """One line per rewrite site and, when there were sites, the summary."""
     for a in result.applied:
         logger.info("fxlint: %s: %s rewritten: %s", a.location, a.code, a.description)

@@ -12,29 +12,29 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..rewrite.base import AppliedRewrite, RewriteResult, SkippedRewrite
 
 
-def saved_text(a: "AppliedRewrite") -> str:
+def saved_text(a: AppliedRewrite) -> str:
     return f" ({human_bytes(a.bytes_saved)} less copied per call)" if a.bytes_saved else ""
 
 
-def applied_line(a: "AppliedRewrite") -> str:
+def applied_line(a: AppliedRewrite) -> str:
     """``file:line CODE applied: description (N less copied per call)``."""
     return f"{a.location} {a.code} applied: {a.description}{saved_text(a)}"
 
 
-def skipped_line(s: "SkippedRewrite") -> str:
+def skipped_line(s: SkippedRewrite) -> str:
     return f"{s.location} {s.code} not applied: {s.reason}"
 
 
-def check_text(result: "RewriteResult", flag: str = "verify=False") -> str:
+def check_text(result: RewriteResult, flag: str = "verify=False") -> str:
     return f"verified ({result.checked})" if result.verified else f"not verified ({flag})"
 
 
-def summary_line(result: "RewriteResult", flag: str = "verify=False") -> str:
+def summary_line(result: RewriteResult, flag: str = "verify=False") -> str:
     return (f"{len(result.applied)} rewrite(s) applied, {len(result.skipped)} not applied; "
             f"{check_text(result, flag)}")
 
 
-def render_result_brief(result: "RewriteResult") -> str:
+def render_result_brief(result: RewriteResult) -> str:
     """One line per site and a summary (``str(result)``)."""
     lines = [applied_line(a) for a in result.applied]
     lines.extend(skipped_line(s) for s in result.skipped)
@@ -46,7 +46,7 @@ def _diff(before: str, after: str, indent: str = "    ") -> list[str]:
     return [f"{indent}- {ln}" for ln in before.splitlines()] + [f"{indent}+ {ln}" for ln in after.splitlines()]
 
 
-def render_fix_text(result: "RewriteResult") -> str:
+def render_fix_text(result: RewriteResult) -> str:
     """``fxlint fix``: each rewrite as graph code before/after and the source edit, then the sites
     not rewritten with their reason, then the summary."""
     out: list[str] = []
@@ -70,7 +70,7 @@ def render_fix_text(result: "RewriteResult") -> str:
     return "\n".join(out)
 
 
-def result_dict(result: "RewriteResult") -> dict[str, Any]:
+def result_dict(result: RewriteResult) -> dict[str, Any]:
     return {
         "applied": [asdict(a) for a in result.applied],
         "skipped": [asdict(s) for s in result.skipped],
@@ -80,5 +80,5 @@ def result_dict(result: "RewriteResult") -> dict[str, Any]:
     }
 
 
-def render_fix_json(result: "RewriteResult") -> str:
+def render_fix_json(result: RewriteResult) -> str:
     return json.dumps(result_dict(result), indent=2, default=str)

@@ -114,7 +114,7 @@ def summary_block(report: Report, groups: list[Group], *, hidden: int = 0, top: 
             for g in gs:
                 counts[g.code] += g.count
             codes = ", ".join(f"{c} ×{n}" if n > 1 else c for c, n in counts.items())
-            t, b = cost(gs)
+            _t, b = cost(gs)
             unknown = any(g.bytes is None for g in gs)
             size = human_bytes(b) + ("+?" if unknown and b else "") if b or not unknown else "? B"
             times = [g.time_ns for g in gs if g.time_ns is not None]

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .base import (
     AppliedRewrite,
@@ -42,10 +43,10 @@ def rewrite(
     model: Any,
     example_inputs: Any = None,
     *,
-    select: "str | Sequence[str] | None" = None,
+    select: str | Sequence[str] | None = None,
     verify: bool = True,
     config: Any = None,
-    registry: "Registry | None" = None,
+    registry: Registry | None = None,
     safe_only: bool = False,
 ) -> RewriteResult:
     """Rewrite ``model`` (an ``nn.Module`` or callable captured whole by Dynamo, a
@@ -75,8 +76,8 @@ def rewrite(
 class _CallableModule(types.ModuleType):
     """Lets ``fxlint.rewrite`` be both this package and the function users call."""
 
-    def __call__(self, model: Any, example_inputs: Any = None, *, select: "str | Sequence[str] | None" = None,
-                 verify: bool = True, config: Any = None, registry: "Registry | None" = None,
+    def __call__(self, model: Any, example_inputs: Any = None, *, select: str | Sequence[str] | None = None,
+                 verify: bool = True, config: Any = None, registry: Registry | None = None,
                  safe_only: bool = False) -> RewriteResult:
         return rewrite(model, example_inputs, select=select, verify=verify, config=config, registry=registry,
                        safe_only=safe_only)
@@ -93,15 +94,15 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 __all__ = [
-    "rewrite",
-    "rewrite_graph",
-    "register",
-    "all_rewrites",
-    "RewriteResult",
     "AppliedRewrite",
-    "SkippedRewrite",
-    "Rewrite",
-    "Site",
     "Change",
     "NotApplied",
+    "Rewrite",
+    "RewriteResult",
+    "Site",
+    "SkippedRewrite",
+    "all_rewrites",
+    "register",
+    "rewrite",
+    "rewrite_graph",
 ]

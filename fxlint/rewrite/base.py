@@ -15,8 +15,9 @@ verification and rollback.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch.fx as fx
 
@@ -39,9 +40,9 @@ class Site:
     """What a rewrite gets: the graph (its private copy), the canonical view of it, the finding's node."""
 
     gm: fx.GraphModule
-    view: "GraphView"
-    node: "CanonNode"
-    finding: "Finding"
+    view: GraphView
+    node: CanonNode
+    finding: Finding
     #: False inside ``torch.compile``: an edit that needs a fact about a dynamic size would
     #: add a guard to the user's compile, so the rewrite must not depend on one
     symbolic_ok: bool = True
@@ -125,7 +126,7 @@ def load_rewrites() -> None:
             importlib.import_module(f"{__package__}.{info.name}")
 
 
-def all_rewrites(registry: "Registry | None" = None) -> dict[str, Rewrite]:
+def all_rewrites(registry: Registry | None = None) -> dict[str, Rewrite]:
     """Every registered rewrite whose rule declares it, by rule code."""
     from ..registry import default_registry
 

@@ -18,7 +18,8 @@ For one GraphModule:
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx as fx
@@ -51,8 +52,8 @@ def view_of(gm: fx.GraphModule, origin: str, label: str = "graph") -> GraphView:
 SiteSpec = tuple[Finding, "str | bool | None"]
 
 
-def find_sites(view: GraphView, settings: "Settings | None" = None, training: bool = True, *,
-               registry: "Registry | None" = None, rules: "Sequence[Rule] | None" = None) -> list[SiteSpec]:
+def find_sites(view: GraphView, settings: Settings | None = None, training: bool = True, *,
+               registry: Registry | None = None, rules: Sequence[Rule] | None = None) -> list[SiteSpec]:
     """(finding, silenced) for every hit of every rule that has a rewrite, in graph order.
 
     The rules run through the rule engine (``fxlint.engine.evaluate``) with the project's
@@ -81,7 +82,7 @@ def find_sites(view: GraphView, settings: "Settings | None" = None, training: bo
     return [(f, s) for _, f, s in found]
 
 
-def _silence_text(code: str, how: "str | bool", settings: "Settings | None") -> str:
+def _silence_text(code: str, how: str | bool, settings: Settings | None) -> str:
     if how in (True, INLINE):
         return f"silenced by `# fxlint: ignore[{code}]` on the line"
     if how == ANCHOR:
@@ -98,14 +99,14 @@ def rewrite_graph(
     kwargs: dict[str, Any] | None = None,
     *,
     origin: str = "fx",
-    settings: "Settings | None" = None,
+    settings: Settings | None = None,
     verify: bool = True,
     training: bool = True,
     label: str = "graph",
     symbolic_ok: bool = True,
-    rules: "Sequence[Rule] | None" = None,
+    rules: Sequence[Rule] | None = None,
     fusing: bool = False,
-    registry: "Registry | None" = None,
+    registry: Registry | None = None,
     safe_only: bool = False,
 ) -> RewriteResult:
     """Apply every safe rewrite to a copy of ``gm``; ``gm`` itself is never changed.
@@ -132,8 +133,8 @@ def apply_sites(
     label: str = "graph",
     symbolic_ok: bool = True,
     fusing: bool = False,
-    registry: "Registry | None" = None,
-    settings: "Settings | None" = None,
+    registry: Registry | None = None,
+    settings: Settings | None = None,
 ) -> RewriteResult:
     """Rewrite each (finding, silenced) site in order, each on a copy, verified; see the module doc.
 
@@ -146,7 +147,8 @@ def apply_sites(
     for finding, silenced in sites:
         rw = rewrites[finding.code]
 
-        def skip(reason: str, rolled_back: bool = False) -> None:
+        # called in this same iteration only: the loop variables are bound explicitly all the same
+        def skip(reason: str, rolled_back: bool = False, finding: Finding = finding, rw: Any = rw) -> None:
             result.skipped.append(SkippedRewrite(finding.code, rw.name, finding.location, finding.node or "?",
                                                  reason, rolled_back, finding.file, finding.line))
 
@@ -195,10 +197,10 @@ def rewrite(
     model: Any,
     example_inputs: Any = None,
     *,
-    select: "str | Sequence[str] | None" = None,
+    select: str | Sequence[str] | None = None,
     verify: bool = True,
     config: Any = None,
-    registry: "Registry | None" = None,
+    registry: Registry | None = None,
     safe_only: bool = False,
 ) -> RewriteResult:
     """Capture ``model`` as one graph, apply the safe rewrites, verify them (see ``fxlint.rewrite``)."""

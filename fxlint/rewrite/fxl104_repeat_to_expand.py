@@ -39,7 +39,6 @@ from .graph import bypass, refresh_values, retarget, size_hint
 from .safety import view_hazard
 
 
-
 @register("FXL104", "repeat-to-expand")
 def apply(site: Site) -> Change:
     node = site.node
@@ -65,7 +64,8 @@ def apply(site: Site) -> Change:
         elif known(size) == 1:
             sizes.append(r.node if isinstance(r, CanonNode) else r)  # a size node (dynamic count) stays one
         else:
-            raise NotApplied(f"dim {d - (len(reps) - len(shape))} has size {size} and is repeated {getattr(r, 'name', r)} times: "
+            times = getattr(r, "name", r)
+            raise NotApplied(f"dim {d - (len(reps) - len(shape))} has size {size} and is repeated {times} times: "
                              "that tiles it, which a view cannot do")
     hazard = view_hazard(site.view, node, base)
     if hazard:

@@ -29,7 +29,6 @@ from .base import Change, NotApplied, Site, register
 from .graph import bypass
 
 
-
 @register("FXL108", "remove-noop-conversion")
 def apply(site: Site) -> Change:
     node = site.node

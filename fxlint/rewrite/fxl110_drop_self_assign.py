@@ -45,7 +45,7 @@ def apply(site: Site) -> Change:
         raise NotApplied("the value written is not the same view of the same tensor (a real write)")
     if node.node.users:
         raise NotApplied("the assignment's result is used")
-    _, base, region, value = found
+    _, base, _region, value = found
     written = f"{base.name}{index_text(node.node.args[1])}"
     site.gm.graph.erase_node(node.node)
     return Change(new_nodes=[], description=f"`{written} = {value.name}` removed: {value.name} already is that "

@@ -35,7 +35,6 @@ from .graph import bypass, refresh_values, size_hint
 from .safety import view_hazard
 
 
-
 @register("FXL204", "drop-layout-copy")
 def apply(site: Site) -> Change:
     node = site.node

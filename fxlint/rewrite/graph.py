@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import operator
 import re
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
 import torch.fx as fx
@@ -194,7 +195,7 @@ def refresh_values(gm: fx.GraphModule, changed: Iterable[fx.Node],
                     value = getattr(args[0], node.target)(*args[1:], **kwargs)
                 else:
                     value = gm.get_submodule(node.target)(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - any failure means the new graph is not valid
+        except Exception as exc:
             first = first_line(exc)
             raise NotApplied(f"a later op (`{node.name}`) does not accept the rewritten value: "
                              f"{type(exc).__name__}: {first}") from exc

@@ -22,7 +22,6 @@ from typing import Any
 
 import torch
 import torch.fx as fx
-
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from ..canon import CanonNode, GraphView

@@ -30,7 +30,7 @@ from ..canon import CanonNode, GraphView
 from ..text import line_of, operand_name
 
 # re-exported: rewrites imported them from here before fxlint.alias held them
-__all__ = ["view_hazard", "Aliasing", "may_require_grad"]
+__all__ = ["Aliasing", "may_require_grad", "view_hazard"]
 
 
 def view_hazard(view: GraphView, node: CanonNode, base: CanonNode) -> str | None:

@@ -16,8 +16,9 @@ tolerances absorb a reordered reduction, never a changed computation.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import torch
 import torch.fx as fx

@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import contextlib
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 
 from ..errors import CaptureError, ModelError
 from .profiler import CopyEvent, profile_copies
 
-__all__ = ["audit", "AuditReport", "CopyEvent", "LineStat"]
+__all__ = ["AuditReport", "CopyEvent", "LineStat", "audit"]
 
 
 @dataclass

@@ -23,8 +23,8 @@ in ``Report.unexplained``, so missing rules show up.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
-from typing import Iterable
 
 from ..findings import Finding, Report
 from ..registry import COPY_FAMILIES

@@ -9,8 +9,9 @@ with what the profiler records.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from ..findings import Finding, Report
 from ..registry import COPY_FAMILIES
@@ -59,6 +60,7 @@ def check(target: Any, example_inputs: Any, *, select: str | Sequence[str] | Non
           ignore: str | Sequence[str] | None = None) -> OracleResult:
     """Lint ``target`` and confirm every copy finding against one profiled eager run."""
     import fxlint
+
     from .confirm import confirm
 
     report = fxlint.lint(target, example_inputs, select=select, ignore=ignore)

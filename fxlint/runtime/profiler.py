@@ -30,8 +30,9 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -243,7 +244,7 @@ class _ModuleTracker:
         self.stack: list[str] = []
         self._handles: list[Any] = []
 
-    def __enter__(self) -> "_ModuleTracker":
+    def __enter__(self) -> _ModuleTracker:
         from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
         def pre(mod: torch.nn.Module, args: Any) -> None:
