@@ -33,21 +33,29 @@ class Trigger(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.conv = nn.Conv2d(3, 4, 3)
+        self.lin = nn.Linear(8, 8)
 
     def forward(self, x: torch.Tensor, img: torch.Tensor) -> tuple[torch.Tensor, ...]:
         a = x[:, [0, 2, 4, 6]]  # FXL401: index-to-slice
         b = x[:, :1].repeat(1, 8) * x  # FXL104: repeat-to-expand
         c = x.float()  # FXL108: a no-op conversion
         d = self.conv(img.permute(0, 3, 1, 2).contiguous())  # FXL204 (a layout copy before a conv)
-        return a * 2, b, c + 1, d
+        e = torch.nn.functional.pad(x, (0, 0)) * 3  # FXL205: a pad of zero widths (drop-zero-pad)
+        h = self.lin(x)
+        h[:, 2:] += 1  # FXL110 in training: the self-assign autograd records (drop-self-assign)
+        return a * 2, b, c + 1, d, e, h
 
 
 def _inputs() -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randn(4, 8), torch.randn(2, 8, 8, 3)
 
 
+#: rewrites whose rule reports only in training (the others run under no_grad, where FXL204's may apply)
+_TRAIN_ONLY = {"FXL110"}
+
+
 def _compile_and_run(options: dict[str, Any] | None = None, model: nn.Module | None = None,
-                     inputs: tuple[Any, ...] | None = None):
+                     inputs: tuple[Any, ...] | None = None, train: bool = False):
     """Compile with the fxlint backend (inner: a recording ``eager``); return the outputs, eager's
     outputs, fxlint's warnings, the session, and the graphs the inner backend received."""
     from torch._dynamo.backends.registry import lookup_backend
@@ -67,7 +75,7 @@ def _compile_and_run(options: dict[str, Any] | None = None, model: nn.Module | N
         expected = model(*inputs)
     with warnings.catch_warnings(record=True) as caught, fxlint.collect() as session:
         warnings.simplefilter("always")
-        with torch.no_grad():  # inference: every rewrite (FXL204's too) may apply
+        with torch.set_grad_enabled(train):  # inference: every rewrite but FXL110's (FXL204's too) may apply
             out = torch.compile(model, backend="fxlint", options=opts)(*inputs)
     torch._dynamo.reset()
     ours = [str(w.message) for w in caught if issubclass(w.category, FxlintWarning)]
@@ -76,7 +84,7 @@ def _compile_and_run(options: dict[str, Any] | None = None, model: nn.Module | N
 
 def _assert_same(out: Any, expected: Any) -> None:
     for o, e in zip(out, expected):
-        torch.testing.assert_close(o, e)
+        torch.testing.assert_close(o.detach(), e)
 
 
 class Injected(RuntimeError):
@@ -181,7 +189,8 @@ def test_a_failing_component_costs_one_warning_not_the_compile(monkeypatch, what
 def test_a_failing_rewrite_costs_one_warning_and_leaves_its_site(code):
     reg = registry.default_registry()
     reg = reg.replacing(dataclasses.replace(reg.rewrite_for(code), apply=_boom))
-    out, expected, ours, session, received = _compile_and_run({"rewrite": True, "registry": reg})
+    out, expected, ours, session, received = _compile_and_run({"rewrite": True, "registry": reg},
+                                                               train=code in _TRAIN_ONLY)
     _assert_same(out, expected)
     assert [s.code for s in session.skipped if s.rolled_back] == [code], (
         f"no {code} site in Trigger: add a line that its rule reports to Trigger.forward")
