@@ -68,3 +68,49 @@ def test_fixture_copies_are_confirmed_by_the_runtime():
     model, inputs = load_fixture("FXL206").make()
     report = fxlint.lint(model, inputs, select="FXL206", config=False, confirm=True)
     assert report.findings and all(f.status == "confirmed" for f in report.findings), report
+
+
+# --------------------------------------------------------------------------- upsampling: measured on this machine
+
+
+def upsample_nchw(x):
+    return F.interpolate(x, size=(16, 16), mode="bilinear", align_corners=False)  # upsample NCHW
+
+
+def upsample_nearest(x):
+    return F.interpolate(x, scale_factor=2, mode="nearest")  # nearest NCHW
+
+
+def _avoidable_at(audit, line):
+    return sum(c.bytes for c in audit.at(HERE, line) if c.avoidable and c.phase == "forward")
+
+
+@pytest.mark.parametrize("fn,marker", [(upsample_nchw, "# upsample NCHW"), (upsample_nearest, "# nearest NCHW")])
+def test_upsample_of_nchw_is_measured_and_agrees_with_the_runtime(fn, marker):
+    """Whether nearest/bilinear upsampling copies an NCHW input (and its result) is the CPU kernel's
+    vectorised path: the lint measures it (probe) and must agree with the profiled run on this machine,
+    whichever way it goes; a channels_last input is the fix and copies nothing."""
+    line = line_of(HERE, marker)
+    x = torch.randn(2, 4, 8, 8)
+    report = fxlint.lint(fn, (x,), select="FXL206", config=False, confirm=True)
+    runtime = _avoidable_at(fxlint.audit(fn, (x,)), line)
+    found = _fxl206(report)
+    if runtime == 0:  # this CPU's kernel reads NCHW in place: nothing to report
+        assert found == []
+        return
+    [f] = found
+    assert (f.file, f.line) == (HERE, line)
+    assert f.bytes == runtime and f.status == "confirmed"
+    assert f.details["measured"] and "measured on this machine" in f.message
+    assert "channels_last" in f.fix
+    # the fix: a channels_last input is taken as it is (same values), and nothing is copied
+    cl = x.contiguous(memory_format=torch.channels_last)
+    assert torch.allclose(fn(cl), fn(x), atol=1e-6)
+    assert _fxl206(fxlint.lint(fn, (cl,), select="FXL206", config=False)) == []
+    assert _avoidable_at(fxlint.audit(fn, (cl,)), line) == 0
+
+
+def test_upsample_without_probe_stays_unknown():
+    x = torch.randn(2, 4, 8, 8)
+    report = fxlint.lint(upsample_nchw, (x,), select="FXL206", config=False, probe=False)
+    assert _fxl206(report) == []

@@ -13,6 +13,14 @@ Reports the input of `avg_pool2d`, `max_pool2d`, `adaptive_avg_pool2d`,
   into an output laid out like the input (two more output-sized copies);
 * `F.unfold` (`im2col`) copies any non-contiguous input, channels_last too.
 
+Nearest and bilinear upsampling of an NCHW input - even a contiguous one -
+may convert it to channels_last and the result back: that is the CPU
+kernel's vectorised path, which differs between machines. fxlint measures it
+by running the call once on random tensors of the same geometry (`fxlint
+lint` does by default; `--no-probe` turns it off and leaves the part unknown)
+and says "measured on this machine"; the fix is a channels_last input, which
+the kernel takes as it is.
+
 ## Why is this bad?
 A full read and write of the activation per call, hidden in the kernel.
 For upsampling, the output is copied twice more.
@@ -61,6 +69,7 @@ class NoncontiguousSpatial(OperandCopy):
     kernel: str  # avg_pool2d, max_pool2d, adaptive_avg_pool2d, upsample, im2col
     output_copied: int | str | None  # upsampling: bytes of the two output copies (None: none)
     channel_slice: bool  # the input is a slice of the channels (dim 1) of a contiguous tensor
+    measured: bool = False  # the copies were measured on this machine (the probe), not predicted
 
     def message(self) -> str:
         name = _NAMES.get(self.kernel, f"F.{self.kernel}")
@@ -74,6 +83,10 @@ class NoncontiguousSpatial(OperandCopy):
         if self.channel_slice and self.kernel != "im2col":
             return ("apply the kernel to the whole tensor and slice the result's channels afterwards (it works per "
                     f"channel), or produce the channel group as its own contiguous tensor{at}")
+        if self.measured and self.kernel == "upsample":
+            return ("give F.interpolate a channels_last input (run the model in channels_last, or "
+                    f"x.contiguous(memory_format=torch.channels_last) where it is created{at}): the kernel takes it "
+                    "as it is and returns channels_last, with no copy")
         if self.kernel == "im2col":
             return f"give F.unfold a contiguous (N, C, H, W) input where it is created{at}"
         return (f"give the kernel a contiguous or channels_last input where it is created{at}, or make the copy "
@@ -99,6 +112,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             kernel=node.op,
             output_copied=bytes_value(total(outputs)) if outputs else None,
             channel_slice=_channel_slice(x),
+            measured=any(c.measured for c in copies),
         )
         yield Hit(node, violation, bytes=total(copies), copy_sizes=copy_sizes(copies),
                   backward_bytes=backward_bytes(pred.backward() if pred.backward_known else None), dedup=node.name)
