@@ -114,3 +114,24 @@ def test_upsample_without_probe_stays_unknown():
     x = torch.randn(2, 4, 8, 8)
     report = fxlint.lint(upsample_nchw, (x,), select="FXL206", config=False, probe=False)
     assert _fxl206(report) == []
+
+
+def upsample_1x1(x):
+    return F.interpolate(x, size=(4, 4), mode="bilinear", align_corners=False)  # upsample a 1x1 map
+
+
+def test_upsample_of_a_1x1_map_is_a_broadcast():
+    """A (N, C, 1, 1) input is NCHW and channels_last alike: where this CPU's kernel still copies the
+    result back, the lint says so (measured) and the fix is an expand, which gives the same values."""
+    x = torch.randn(2, 8, 1, 1)
+    line = line_of(HERE, "# upsample a 1x1 map")
+    report = fxlint.lint(upsample_1x1, (x,), select="FXL206", config=False, confirm=True)
+    runtime = _avoidable_at(fxlint.audit(upsample_1x1, (x,)), line)
+    found = _fxl206(report)
+    if runtime == 0:
+        assert found == []
+    else:
+        [f] = found
+        assert (f.line, f.bytes, f.status) == (line, runtime, "confirmed")
+        assert "expand(-1, -1, H, W)" in f.fix and f.details["measured"]
+    assert torch.allclose(upsample_1x1(x), x.expand(-1, -1, 4, 4))
