@@ -135,3 +135,29 @@ def test_upsample_of_a_1x1_map_is_a_broadcast():
         assert (f.line, f.bytes, f.status) == (line, runtime, "confirmed")
         assert "expand(-1, -1, H, W)" in f.fix and f.details["measured"]
     assert torch.allclose(upsample_1x1(x), x.expand(-1, -1, 4, 4))
+
+
+class _Modules(torch.nn.Module):
+    """The module spellings, as ``symbolic_trace`` keeps them (``call_module`` nodes)."""
+
+    def __init__(self):
+        super().__init__()
+        self.unfold = torch.nn.Unfold(3, padding=1, stride=2)
+        self.pool = torch.nn.AvgPool2d(2)
+        self.adaptive = torch.nn.AdaptiveAvgPool2d(3)
+
+    def forward(self, x, ok):
+        v = x.permute(0, 3, 1, 2)
+        return self.unfold(v), self.pool(v[:, :4]), self.adaptive(v[..., ::2]), self.unfold(ok), self.pool(ok)
+
+
+def test_module_spellings_under_symbolic_trace():
+    """nn.Unfold, nn.AvgPool2d and nn.AdaptiveAvgPool2d as call_module nodes are the same kernels as their
+    functions: the strided inputs are reported (confirmed by the runtime), the contiguous ones are not."""
+    gm = torch.fx.symbolic_trace(_Modules().eval())
+    x, ok = torch.randn(2, 6, 6, 8), torch.randn(2, 8, 6, 6)
+    report = fxlint.lint(gm, (x, ok), select="FXL206", config=False, confirm=True)
+    found = _fxl206(report)
+    assert sorted(f.details["kernel"] for f in found) == ["adaptive_avg_pool2d", "avg_pool2d", "im2col"], found
+    assert all(f.status == "confirmed" for f in found)
+    assert {f.bytes for f in found if f.details["kernel"] == "im2col"} == {x.numel() * 4}
