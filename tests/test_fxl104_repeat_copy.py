@@ -37,7 +37,7 @@ POS = torch.randn(1, 8, 4, 4)
 
 
 def through_reshape_permute(x, pos):
-    B, N, C = x.shape
+    B, N, _ = x.shape
     p = pos.repeat(B, 1, 1, 1)  # repeat then reshape/permute
     return x + p.reshape(B, -1, N).permute(0, 2, 1)
 
@@ -102,7 +102,7 @@ def test_through_a_view_chain_the_fix_is_expand_and_copies_nothing():
     assert "through `reshape`, `permute`" in f.message
 
     def fixed(x, pos):
-        B, N, C = x.shape
+        B, N, _ = x.shape
         p = pos.expand(B, -1, -1, -1)  # the fix
         return x + p.reshape(B, -1, N).permute(0, 2, 1)
 

@@ -46,7 +46,7 @@ def repeat_like(node: CanonNode) -> RepeatLike | None:
         # shape of u if this operand were the un-replicated source: the others must cover the dims
         others = [i.tensor.shape for i in u.tensor_inputs if i is not operand and i.tensor is not None]
         # through a chain, the chain's own sizes (reshape(B, ...)) name the replicated dims: expand, not drop
-        if via or not _covers(others, shape, u.tensor.shape):
+        if via or u.tensor is None or not _covers(others, shape, u.tensor.shape):
             drop = False
     return RepeatLike(node, source, src_shape, out_shape, dims, spelled, tuple(r[0] for r in reached), drop,
                       tuple(r[3] for r in reached))
