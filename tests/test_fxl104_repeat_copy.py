@@ -32,12 +32,24 @@ def sets_the_shape(x, b):
     return b.repeat(4, 1) * torch.randn(8)  # others do not cover dim 0: expand, not drop
 
 
+X3 = torch.randn(2, 16, 8)
+POS = torch.randn(1, 8, 4, 4)
+
+
+def through_reshape_permute(x, pos):
+    B, N, _ = x.shape
+    p = pos.repeat(B, 1, 1, 1)  # repeat then reshape/permute
+    return x + p.reshape(B, -1, N).permute(0, 2, 1)
+
+
 POSITIVE = [
     ("repeat then add", repeat_add, (X, B), [Expect("# repeat for an add", 128)]),
     ("tile then mul", tile_mul, (X, B), [Expect("# tile spelling", 128)]),
     ("repeat adds a leading dim", new_leading_dim, (X, B), [Expect("# (8,) -> (4, 8)", 128)]),
     ("expand().contiguous() into where", expand_contiguous, (X, B), [Expect("# expand then copy", 128)]),
     ("the repeat sets the shape", sets_the_shape, (X, B), [Expect("# others do not cover", 128)]),
+    ("through reshape and permute", through_reshape_permute, (X3, POS),
+     [Expect("# repeat then reshape/permute", 2 * 8 * 4 * 4 * 4)]),
 ]
 
 
@@ -59,6 +71,11 @@ NEGATIVE = [
     ("concatenated", lambda x, b: torch.cat([x, b.repeat(4, 1)]), (X, B)),
     ("written in place", _mutated, (X, B)),
     ("expand alone is a view", lambda x, b: x + b.expand(4, 8), (X, B)),
+    # the reshape merges the replicated dim with the next: an expanded view would be copied there
+    ("a reshape merges the repeated dim", lambda x, p: x + p.repeat(2, 1, 1, 1).reshape(16, 16).t().reshape(2, 16, 8),
+     (X3, POS)),
+    ("through a permute into a matmul", lambda x, p: p.repeat(2, 1, 1, 1).reshape(2, 8, 16).permute(0, 2, 1) @ x.mT,
+     (X3, POS)),
 ]
 
 
@@ -77,6 +94,21 @@ def test_details_carry_what_a_rewrite_needs_and_the_rewrite_is_right():
     assert torch.equal(X + B.repeat(4, 1), X + B) and torch.equal(X + B.repeat(4, 1), X + B.expand(4, 8))
     [g] = findings(fxlint.lint(sets_the_shape, (X, B), select="FXL104"), "FXL104")
     assert g.details["drop"] is False and "use `.expand(4, 8)`" in g.fix
+
+
+def test_through_a_view_chain_the_fix_is_expand_and_copies_nothing():
+    [f] = findings(fxlint.lint(through_reshape_permute, (X3, POS), select="FXL104"), "FXL104")
+    assert f.details["drop"] is False and f.fix.startswith("use `.expand(2, 8, 4, 4)`")
+    assert "through `reshape`, `permute`" in f.message
+
+    def fixed(x, pos):
+        B, N, _ = x.shape
+        p = pos.expand(B, -1, -1, -1)  # the fix
+        return x + p.reshape(B, -1, N).permute(0, 2, 1)
+
+    assert torch.equal(fixed(X3, POS), through_reshape_permute(X3, POS))
+    assert findings(fxlint.lint(fixed, (X3, POS), select="FXL104"), "FXL104") == []
+    assert [c for c in fxlint.audit(fixed, (X3, POS)).copies if c.avoidable and c.file == __file__] == []
 
 
 def test_repeat_backward_copies_nothing():

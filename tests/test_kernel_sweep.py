@@ -81,6 +81,7 @@ def test_unknown_parts_are_only_the_documented_ones(family: str) -> None:
                 from fxlint.kernels.spatial import UPSAMPLE_NCHW
 
                 assert part == UPSAMPLE_NCHW and pred.kernel == "upsample", (case.name, part)
+                assert part.machine and pred.probe is not None, case.name  # the probe can answer it
             else:
                 assert not part.machine and part.phase == "backward" and part.operand == "*", (case.name, part)
                 assert pred.kernel in BACKWARD_NOT_MODELLED, (case.name, part)
@@ -101,6 +102,22 @@ def test_probe_answers_the_machine_dependent_parts_exactly(tmp_path, monkeypatch
             "oneDNN runs convs here, yet no sampled case depends on it"
         pytest.skip("no oneDNN conv on this machine (mkldnn disabled): nothing depends on the CPU")
     outcomes = [_sweep.run_case(c, probe=True) for c in cases[: None if FULL else 40]]
+    assert all(o.status == "ok" and not o.unknown for o in outcomes), _report(outcomes)
+    assert all(o.measured for o in outcomes)
+
+
+def test_probe_answers_the_upsample_vectorised_path_exactly(tmp_path, monkeypatch) -> None:
+    """Nearest/bilinear upsampling of a non-channels_last input: what the vectorised kernel copies is
+    this CPU's; with the probe the prediction is exact (whatever the machine does) and nothing stays
+    unknown."""
+    from fxlint.kernels import probe
+
+    monkeypatch.setenv("FXLINT_CACHE_DIR", str(tmp_path))
+    probe.clear_memory_cache()
+    cases = [c for c in _sweep.sample("spatial", None if FULL else BUDGET["spatial"])
+             if (lambda b: (p := b[3](*b[1])) is not None and p.machine_dependent)(c.build())]
+    assert cases and all(c.name.startswith("upsample ") for c in cases), [c.name for c in cases]
+    outcomes = [_sweep.run_case(c, probe=True) for c in cases]
     assert all(o.status == "ok" and not o.unknown for o in outcomes), _report(outcomes)
     assert all(o.measured for o in outcomes)
 

@@ -73,13 +73,15 @@ einsum                                     equation, operands, a and b (the firs
                                            einsum
 avg_pool2d/max_pool2d/adaptive_avg_pool2d  input, output_size (adaptive pooling; else None). Spelled:
                                            _adaptive_avg_pool2d, adaptive_avg_pool2d, avg_pool2d, max_pool2d,
-                                           max_pool2d_with_indices
+                                           max_pool2d_with_indices; modules: AvgPool2d, MaxPool2d,
+                                           AdaptiveAvgPool2d
 upsample                                   input, mode (F.interpolate's; None for an antialiased one),
                                            align_corners. Spelled: _upsample_nearest_exact2d, interpolate,
                                            upsample, upsample_bicubic2d, upsample_bilinear2d,
-                                           upsample_nearest2d
-im2col                                     input (``F.unfold``/``aten.im2col``; ``Tensor.unfold`` stays the
-                                           view ``unfold``). Spelled: im2col, unfold
+                                           upsample_nearest2d; modules: Upsample
+im2col                                     input (``F.unfold``/``aten.im2col``/``nn.Unfold``;
+                                           ``Tensor.unfold`` stays the view ``unfold``). Spelled: im2col,
+                                           unfold; modules: Unfold
 factory                                    kind (the spelling), args, device (explicit or None), dtype.
                                            Spelled: arange, as_tensor, empty, empty_strided, eye, full,
                                            linspace, logspace, ones, rand, randint, randn, randperm, range,

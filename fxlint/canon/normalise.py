@@ -512,8 +512,13 @@ def einsum(c: Call) -> Args | None:
             spellings={"avg_pool2d": "avg_pool2d", "max_pool2d": "max_pool2d",
                        "max_pool2d_with_indices": "max_pool2d", "adaptive_avg_pool2d": "adaptive_avg_pool2d",
                        "_adaptive_avg_pool2d": "adaptive_avg_pool2d"},
-            kinds=("call_function",), doc="input, output_size (adaptive pooling; else None)")
+            modules={nn.AvgPool2d: "avg_pool2d", nn.MaxPool2d: "max_pool2d",
+                     nn.AdaptiveAvgPool2d: "adaptive_avg_pool2d"},
+            kinds=("call_function", "call_module"), doc="input, output_size (adaptive pooling; else None)")
 def pool2d(c: Call) -> Args:
+    if c.is_module:  # nn.AvgPool2d/MaxPool2d/AdaptiveAvgPool2d: the arguments are the module's
+        return {"input": c.input, "output_size": getattr(c.module, "output_size", None) if "adaptive" in c.op
+                else None}
     return {"input": c.input, "output_size": c.conv(c.get("output_size")) if "adaptive" in c.op else None}
 
 
@@ -521,9 +526,15 @@ _UPSAMPLE = {"upsample_nearest2d": "nearest", "_upsample_nearest_exact2d": "near
              "upsample_bilinear2d": "bilinear", "upsample_bicubic2d": "bicubic"}
 
 
-@normaliser("upsample", spellings={"interpolate", "upsample", *_UPSAMPLE}, kinds=("call_function",),
+@normaliser("upsample", spellings={"interpolate", "upsample", *_UPSAMPLE}, modules={nn.Upsample: "upsample"},
+            kinds=("call_function", "call_module"),
             doc="input, mode (F.interpolate's; None for an antialiased one), align_corners")
 def upsample(c: Call) -> Args:
+    if c.is_module:  # nn.Upsample (and UpsamplingNearest2d/Bilinear2d): the arguments are the module's
+        mod = c.module
+        mode = getattr(mod, "mode", None)
+        return {"input": c.input, "mode": mode if isinstance(mode, str) else None,
+                "align_corners": getattr(mod, "align_corners", None)}
     if c.raw in _UPSAMPLE:
         return {"input": c.input, "mode": _UPSAMPLE[c.raw], "align_corners": c.get("align_corners")}
     mode = c.get("mode", "nearest")
@@ -532,9 +543,12 @@ def upsample(c: Call) -> Args:
             "align_corners": c.get("align_corners")}
 
 
-@normaliser("im2col", spellings={"im2col", "unfold"}, kinds=("call_function",),
-            doc="input (``F.unfold``/``aten.im2col``; ``Tensor.unfold`` stays the view ``unfold``)")
+@normaliser("im2col", spellings={"im2col", "unfold"}, modules={nn.Unfold: "im2col"},
+            kinds=("call_function", "call_module"),
+            doc="input (``F.unfold``/``aten.im2col``/``nn.Unfold``; ``Tensor.unfold`` stays the view ``unfold``)")
 def im2col(c: Call) -> Args | None:
+    if c.is_module:
+        return {"input": c.input} if isinstance(c.module, nn.Unfold) else None
     target = c.node.target
     if c.raw == "unfold" and target is not torch.nn.functional.unfold:
         return None  # Tensor.unfold(dim, size, step): a view

@@ -7,10 +7,13 @@
   slice. ``adaptive_avg_pool2d`` to ``1x1`` is a ``mean`` and copies nothing.
 * ``F.interpolate``/``nn.Upsample``: bicubic takes any strides; nearest and
   bilinear take a channels_last input as it is. What they do with any other
-  layout is left unknown: on the machine this was checked on they converted
-  even a contiguous NCHW input to channels_last and copied the result back
-  (one input-sized and two output-sized copies), which is the vectorised
-  kernel's choice, not the input layout's (``UPSAMPLE_NCHW``).
+  layout depends on the CPU (``UPSAMPLE_NCHW``, ``machine=True``): on the
+  machine this was checked on (torch 2.13, AVX2) they converted even a
+  contiguous NCHW input to channels_last and copied the result back (one
+  input-sized and two output-sized copies), which is the vectorised kernel's
+  choice, not the input layout's. ``fxlint.kernels.probe`` answers it by
+  running the call once (runner ``upsample``); the copies it sees are
+  reported as measured on this machine.
 * ``F.unfold``/``nn.Unfold`` (``im2col``) copy any non-contiguous input,
   channels_last included.
 
@@ -29,6 +32,7 @@ import torch
 from ..tensorinfo import TensorInfo
 from .env import Env
 from .geometry import Geometry, on_cpu
+from .probe import OpCall, Operand, runner
 from .registry import kernel_model, needs_grad, tensor_arg
 from .results import KernelPrediction, Unknown, copy_of, none_when_undecided
 
@@ -39,13 +43,13 @@ POOLS = ("avg_pool2d", "max_pool2d", "adaptive_avg_pool2d")
 UPSAMPLE_MODES = ("nearest", "nearest-exact", "bilinear", "bicubic")
 
 
-#: what an NCHW (or other non-channels_last) input to nearest/bilinear upsampling costs is not modelled: on
+#: what an NCHW (or other non-channels_last) input to nearest/bilinear upsampling costs depends on the CPU: on
 #: the machine these models were checked on (torch 2.13, AVX2) the kernel converted even a contiguous NCHW
 #: input to channels_last and the result back (an input-sized and two output-sized copies), a choice of the
-#: kernel's vectorised path rather than of the input's layout
-UPSAMPLE_NCHW = Unknown("forward", "*", "*",
+#: kernel's vectorised path rather than of the input's layout; the probe measures it
+UPSAMPLE_NCHW = Unknown("forward", "*", "upsample-vectorised",
                         "whether the nearest/bilinear upsample kernel converts a non-channels_last "
-                        "input (and its result) depends on its vectorised path, which is not modelled", machine=False)
+                        "input (and its result) depends on its vectorised path on this CPU", machine=True)
 
 
 def _global(output_size: Any) -> bool:
@@ -55,7 +59,8 @@ def _global(output_size: Any) -> bool:
 
 @none_when_undecided
 def predict_spatial(kind: str, x: TensorInfo, *, output: TensorInfo | None = None, output_size: Any = None,
-                    mode: str | None = None, grad: bool = False, env: Env | None = None) -> KernelPrediction | None:
+                    mode: str | None = None, align_corners: bool | None = None, grad: bool = False,
+                    env: Env | None = None) -> KernelPrediction | None:
     """``kind`` (a pool of ``POOLS``, ``upsample`` or ``im2col``) of a 4-D input on CPU."""
     if not on_cpu(x) or x.ndim != 4:
         return None
@@ -85,8 +90,31 @@ def predict_spatial(kind: str, x: TensorInfo, *, output: TensorInfo | None = Non
             return KernelPrediction("upsample", "upsample_bicubic2d: any strides", (), backward_known=not grad)
         if fmt != "contiguous" and dense:
             return KernelPrediction("upsample", f"upsample_{mode}: {fmt}", (), backward_known=not grad)
-        return KernelPrediction("upsample", f"upsample_{mode}: {fmt}", (), (UPSAMPLE_NCHW,), backward_known=not grad)
+        return KernelPrediction("upsample", f"upsample_{mode}: {fmt}", (), (UPSAMPLE_NCHW,), backward_known=not grad,
+                                probe=_upsample_call(x, output, mode, align_corners))
     return None
+
+
+def _upsample_call(x: TensorInfo, output: TensorInfo, mode: str, align_corners: bool | None) -> OpCall | None:
+    """How ``fxlint.kernels.probe`` can run this upsample (None when a size or stride is symbolic).
+    Forward only: the backward is not modelled here."""
+    try:
+        operands = (Operand.of("input", x),)
+        out = tuple(output.shape)
+    except (TypeError, ValueError):
+        return None
+    if len(out) != 4 or not all(type(v) is int for v in out):
+        return None
+    corners = align_corners if mode in ("bilinear", "bicubic") else None
+    return OpCall("upsample", operands, (("size", out[2:]), ("mode", mode), ("align_corners", corners)),
+                  outputs=(out,))
+
+
+@runner("upsample")
+def _run_upsample(t: dict[str, torch.Tensor], size: tuple, mode: str, align_corners: bool | None) -> torch.Tensor:
+    import torch.nn.functional as F
+
+    return F.interpolate(t["input"], size=tuple(size), mode=mode, align_corners=align_corners)
 
 
 # --------------------------------------------------------------------------- models
@@ -104,4 +132,5 @@ def _spatial(node: Any, env: Env) -> KernelPrediction | None:
     if x is None:
         return None
     return predict_spatial(node.op, x, output=node.tensor, output_size=node.args.get("output_size"),
-                           mode=node.args.get("mode"), grad=needs_grad(node, x), env=env)
+                           mode=node.args.get("mode"), align_corners=node.args.get("align_corners"),
+                           grad=needs_grad(node, x), env=env)

@@ -1,5 +1,9 @@
 """When is a materialised repeat (``repeat``, ``tile``, ``expand(...).contiguous()``) only a
-broadcast in disguise? Shared by FXL104 (which reports it) and FXL101 (which leaves it to FXL104)."""
+broadcast in disguise? Shared by FXL104 (which reports it) and FXL101 (which leaves it to FXL104).
+
+The consumers may be reached through a chain of ``reshape``/``view``/``permute`` that keeps every
+replicated dim a dim of its own (``pos.repeat(B, 1, 1, 1).reshape(B, -1, N).permute(0, 2, 1)`` then
+``x + pos``): on an expanded view that chain is a view too whenever it is one on the source."""
 
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ class RepeatLike:
     spelled: str  # ".repeat(4, 1)", ".tile((2, 1))", ".expand(4, 6).contiguous()"
     consumers: tuple[CanonNode, ...]
     drop: bool  # True: every consumer gets the same result from the source as is (no expand needed)
+    via: tuple[tuple[str, ...], ...] = ()  # per consumer: the view ops between the repeat and it
 
 
 def repeat_like(node: CanonNode) -> RepeatLike | None:
@@ -31,18 +36,69 @@ def repeat_like(node: CanonNode) -> RepeatLike | None:
     if shaped is None:
         return None
     source, src_shape, out_shape, dims, spelled = shaped
-    consumers = tuple(real_users(node))
-    if not dims or not consumers:
+    if not dims:
+        return None
+    reached = _broadcast_consumers(node, src_shape, dims, ())
+    if not reached:
         return None
     drop = True
-    for u in consumers:
-        if not u.is_pointwise or u.tensor is None or u.mutates:
-            return None
+    for u, operand, shape, via in reached:
         # shape of u if this operand were the un-replicated source: the others must cover the dims
-        others = [i.tensor.shape for i in u.tensor_inputs if i is not node and i.tensor is not None]
-        if not _covers(others, src_shape, u.tensor.shape):
+        others = [i.tensor.shape for i in u.tensor_inputs if i is not operand and i.tensor is not None]
+        # through a chain, the chain's own sizes (reshape(B, ...)) name the replicated dims: expand, not drop
+        if via or u.tensor is None or not _covers(others, shape, u.tensor.shape):
             drop = False
-    return RepeatLike(node, source, src_shape, out_shape, dims, spelled, consumers, drop)
+    return RepeatLike(node, source, src_shape, out_shape, dims, spelled, tuple(r[0] for r in reached), drop,
+                      tuple(r[3] for r in reached))
+
+
+#: view ops a replicated tensor may pass through on its way to a broadcasting consumer
+_CHAIN = ("reshape", "view", "permute")
+_MAX_CHAIN = 4
+
+
+def _broadcast_consumers(node: CanonNode, src_shape: tuple[Dim, ...], dims: tuple[int, ...],
+                         via: tuple[str, ...]) -> list[tuple[CanonNode, CanonNode, tuple[Dim, ...], tuple[str, ...]]]:
+    """Every elementwise consumer of ``node`` reached directly or through ``_CHAIN`` view ops that keep
+    the replicated ``dims`` whole: (consumer, the operand it reads, the source's shape as that operand
+    would have it, the view ops on the way). Empty when any path ends elsewhere (a reduction, a
+    matmul, an in-place write, the graph's output)."""
+    users = real_users(node)
+    if not users or node.tensor is None:
+        return []
+    out: list[tuple[CanonNode, CanonNode, tuple[Dim, ...], tuple[str, ...]]] = []
+    for u in users:
+        if u.op in _CHAIN and len(via) < _MAX_CHAIN and u.tensor is not None and u.input is node:
+            mapped = _through(u, node.tensor.shape, src_shape, dims)
+            if mapped is None:
+                return []
+            sub = _broadcast_consumers(u, mapped[0], mapped[1], (*via, u.op))
+            if not sub:
+                return []
+            out.extend(sub)
+            continue
+        if not u.is_pointwise or u.tensor is None or u.mutates:
+            return []
+        out.append((u, node, src_shape, via))
+    return out
+
+
+def _through(u: CanonNode, shape: tuple[Dim, ...], src: tuple[Dim, ...],
+             dims: tuple[int, ...]) -> tuple[tuple[Dim, ...], tuple[int, ...]] | None:
+    """The source's shape and the replicated dims after the view op ``u``; None when ``u`` merges or
+    splits a replicated dim (then an expanded view may have to be copied)."""
+    assert u.tensor is not None
+    res = tuple(u.tensor.shape)
+    if u.op == "permute":
+        perm = u.args.get("dims")
+        if not isinstance(perm, (list, tuple)) or sorted(perm) != list(range(len(src))):
+            return None
+        return tuple(src[p] for p in perm), tuple(i for i, p in enumerate(perm) if p in dims)
+    # reshape/view: every dim up to the last replicated one must come through unchanged
+    last = max(dims)
+    if len(res) <= last or any(maybe_eq(shape[i], res[i]) is not True for i in range(last + 1)):
+        return None
+    return tuple(src[: last + 1]) + res[last + 1:], dims
 
 
 def _replication(node: CanonNode) -> tuple[CanonNode, tuple[Dim, ...], tuple[Dim, ...], tuple[int, ...], str] | None:

@@ -3,7 +3,11 @@
 ## What it does
 Finds a `.repeat(...)`, `.tile(...)` or `.expand(...).contiguous()` that only
 replicates size-1 dims (or adds leading dims), and whose every consumer is an
-elementwise op that broadcasts (`+`, `*`, `torch.where`, `masked_fill`...).
+elementwise op that broadcasts (`+`, `*`, `torch.where`, `masked_fill`...),
+directly or through `reshape`/`view`/`permute` steps that keep each
+replicated dim a dim of its own (`pos.repeat(B, 1, 1, 1).reshape(B, -1,
+N).permute(0, 2, 1)` added to `x`: `.expand(B, -1, -1, -1)` keeps the chain
+a view).
 Such a copy materialises what broadcasting does for free:
 
 * when the other operands already have the full size, drop the repeat
@@ -128,7 +132,9 @@ def _hits(view: GraphView) -> Iterator[Hit]:
             source_shape=shape_value(rep.source_shape),
             expand_shape=shape_value(rep.out_shape),
             dims=tuple(rep.dims),
-            consumed_by=tuple(f"`{u.op}` at {line_of(u)}" for u in rep.consumers),
+            consumed_by=tuple(f"`{u.op}` at {line_of(u)}" + (f" through {', '.join(f'`{v}`' for v in via)}"
+                                                              if via else "")
+                              for u, via in zip(rep.consumers, rep.via or ((),) * len(rep.consumers))),
             broadcast_consumers=[u.name for u in rep.consumers],
             drop=rep.drop,
             via_contiguous=node.op == "contiguous",

@@ -13,6 +13,14 @@ Reports the input of `avg_pool2d`, `max_pool2d`, `adaptive_avg_pool2d`,
   into an output laid out like the input (two more output-sized copies);
 * `F.unfold` (`im2col`) copies any non-contiguous input, channels_last too.
 
+Nearest and bilinear upsampling of an NCHW input - even a contiguous one -
+may convert it to channels_last and the result back: that is the CPU
+kernel's vectorised path, which differs between machines. fxlint measures it
+by running the call once on random tensors of the same geometry (`fxlint
+lint` does by default; `--no-probe` turns it off and leaves the part unknown)
+and says "measured on this machine"; the fix is a channels_last input, which
+the kernel takes as it is.
+
 ## Why is this bad?
 A full read and write of the activation per call, hidden in the kernel.
 For upsampling, the output is copied twice more.
@@ -45,7 +53,7 @@ from dataclasses import dataclass
 from ..canon import CanonNode, GraphView
 from ..kernels import ops, predict
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, bytes_value
+from ..text import bytes_text, bytes_value, shape_text
 from ._layout import OperandCopy, backward_bytes, copy_sizes, operand_copy, total
 
 #: the kernel family this rule checks (its ops come from the kernel registry)
@@ -61,12 +69,19 @@ class NoncontiguousSpatial(OperandCopy):
     kernel: str  # avg_pool2d, max_pool2d, adaptive_avg_pool2d, upsample, im2col
     output_copied: int | str | None  # upsampling: bytes of the two output copies (None: none)
     channel_slice: bool  # the input is a slice of the channels (dim 1) of a contiguous tensor
+    measured: bool = False  # the copies were measured on this machine (the probe), not predicted
+    input_copied: bool = True  # False: only the result is copied back (a measured upsample)
+    one_by_one: bool = False  # nearest/bilinear upsampling of a 1x1 map: a broadcast of each value
 
     def message(self) -> str:
         name = _NAMES.get(self.kernel, f"F.{self.kernel}")
         extra = ""
         if self.output_copied:
             extra = f", and its output twice more ({bytes_text(self.output_copied)})"
+        if not self.input_copied:
+            return (f"{name} computes its result in another layout and copies it back: "
+                    f"{bytes_text(self.output_copied)} per call (input {self.operand_text} "
+                    f"{shape_text(self.shape)}); {self.why}")
         return self.copy_text(f"{name} copies its input {self.operand_text}", extra)
 
     def fix_title(self) -> str:
@@ -74,6 +89,14 @@ class NoncontiguousSpatial(OperandCopy):
         if self.channel_slice and self.kernel != "im2col":
             return ("apply the kernel to the whole tensor and slice the result's channels afterwards (it works per "
                     f"channel), or produce the channel group as its own contiguous tensor{at}")
+        if self.one_by_one:
+            return ("upsampling a 1x1 map (nearest or bilinear) repeats each value: use "
+                    "x.expand(-1, -1, H, W), a view with no copy (add .contiguous() only where a real tensor is "
+                    "needed: one copy instead of the kernel's)")
+        if self.measured and self.kernel == "upsample":
+            return ("give F.interpolate a channels_last input (run the model in channels_last, or "
+                    f"x.contiguous(memory_format=torch.channels_last) where it is created{at}): the kernel takes it "
+                    "as it is and returns channels_last, with no copy")
         if self.kernel == "im2col":
             return f"give F.unfold a contiguous (N, C, H, W) input where it is created{at}"
         return (f"give the kernel a contiguous or channels_last input where it is created{at}, or make the copy "
@@ -88,20 +111,32 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             continue
         copies = pred.forward()
         inputs = [c for c in copies if c.operand == "input"]
-        if not inputs:
-            continue
         outputs = [c for c in copies if c.operand == "output"]
+        # a measured upsample may copy only its result back (an input that is NCHW and channels_last alike)
+        if not inputs and not (outputs and any(c.measured for c in outputs)):
+            continue
         x = node.args.get("input") if isinstance(node.args.get("input"), CanonNode) else None
         t = x.tensor if x is not None else None
-        facts = operand_copy(x, t, node, inputs, pred.backward("input") if pred.backward_known else None, pred.path)
+        facts = operand_copy(x, t, node, inputs or outputs, pred.backward("input") if pred.backward_known else None,
+                             pred.path)
         violation = NoncontiguousSpatial(
             **facts,
             kernel=node.op,
             output_copied=bytes_value(total(outputs)) if outputs else None,
             channel_slice=_channel_slice(x),
+            measured=any(c.measured for c in copies),
+            input_copied=bool(inputs),
+            one_by_one=_one_by_one(node, t),
         )
         yield Hit(node, violation, bytes=total(copies), copy_sizes=copy_sizes(copies),
                   backward_bytes=backward_bytes(pred.backward() if pred.backward_known else None), dedup=node.name)
+
+
+def _one_by_one(node: CanonNode, t: object) -> bool:
+    """Nearest or bilinear upsampling of a (N, C, 1, 1) input: every output pixel is its one value."""
+    shape = getattr(t, "shape", None)
+    return (node.op == "upsample" and node.args.get("mode") in ("nearest", "nearest-exact", "bilinear")
+            and shape is not None and len(shape) == 4 and tuple(shape[2:]) == (1, 1))
 
 
 def _channel_slice(x: CanonNode | None) -> bool:
