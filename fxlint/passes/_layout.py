@@ -16,6 +16,7 @@ from ..findings import Violation
 from ..kernels import KernelCopy
 from ..source import source_line
 from ..symbolic import Dim, known, sum_of
+from ..grouping import short_path
 from ..tensorinfo import TensorInfo
 from ..text import (
     bytes_text,
@@ -184,13 +185,9 @@ def where(node: CanonNode | None, consumer: CanonNode | None = None) -> str | No
         node = node.input
     if node is None or node.location is None or node.kind != "op":
         return None
-    path = node.location.file
-    try:
-        rel = os.path.relpath(path)
-        path = path if rel.startswith("..") else rel
-    except ValueError:
-        pass
-    return f"{path}:{node.location.line}"
+    # as locations are shown everywhere: relative to the working directory, or from the package
+    # (timm/models/cait.py) for a file in an installed package
+    return f"{short_path(node.location.file)}:{node.location.line}"
 
 
 def backward_bytes(backward: Sequence[KernelCopy] | None) -> Dim | None:

@@ -113,8 +113,8 @@ class NoncontiguousMatmul(OperandCopy):
                         "same result without the copy")
             return f"give this operand a layout whose leading dims merge (contiguous in all but the last dim){at}"
         if self.reason == "batch-fold":
-            hint = (" For attention, torch.nn.functional.scaled_dot_product_attention takes strided 4-D q/k/v "
-                    "without copying on its fused path (no mask, or a 2-D/4-D one)." if self.attention else "")
+            hint = (" For attention, F.scaled_dot_product_attention's fused path reads strided 4-D q/k/v "
+                    "without a copy." if self.attention else "")
             return (f"lay the operand out with its batch dims outermost and in order where it is created{at}, "
                     f"e.g. project straight into (B, H, S, D); matmul then folds the batch for free.{hint}")
         if self.reason == "einsum-fold":
