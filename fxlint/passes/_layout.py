@@ -5,7 +5,6 @@ operand a kernel copies. Text goes through ``fxlint.text``."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -13,10 +12,10 @@ from typing import Any
 
 from ..canon import CanonNode
 from ..findings import Violation
+from ..grouping import short_path
 from ..kernels import KernelCopy
 from ..source import source_line
 from ..symbolic import Dim, known, sum_of
-from ..grouping import short_path
 from ..tensorinfo import TensorInfo
 from ..text import (
     bytes_text,
