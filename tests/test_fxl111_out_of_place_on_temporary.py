@@ -21,9 +21,22 @@ def fresh(x):
     return (x * 2).masked_fill(x > 0, 0.0) + 1  # fresh
 
 
+def deberta_scores(a, b, mask):
+    s = (a + b).view(-1, 4, 8, 8)
+    return s.masked_fill(~mask, -1e9).softmax(-1)  # view
+
+
+def _view_read_again(a, b, mask):
+    t = a + b
+    return t.view(-1, 4, 8, 8).masked_fill(~mask, -1e9).softmax(-1) + t.view(-1, 4, 8, 8)
+
+
+S, MASK = torch.randn(8, 8, 8), torch.rand(2, 1, 1, 8) > 0.3
+
 POSITIVE = [
     ("masked_fill chain (torchvision swin)", swin_mask, (A,), [Expect("# chain", 4 * 49 * 49 * 4)]),
     ("masked_fill of a fresh product", fresh, (A,), [Expect("# fresh", 4 * 49 * 4)]),
+    ("a whole view of a fresh sum (deberta)", deberta_scores, (S, S, MASK), [Expect("# view", 8 * 8 * 8 * 4)]),
 ]
 
 
@@ -41,6 +54,8 @@ NEGATIVE = [
     ("an input of the graph", lambda x: x.masked_fill(x > 0, 0.0), (A,)),
     ("the temporary is read again", _read_again, (A,)),
     ("a view of a temporary", lambda x: (x * 2)[:, :3].masked_fill(x[:, :3] > 0, 0.0), (A,)),
+    ("the base of the view is read again", _view_read_again, (S, S, MASK)),
+    ("an expanded view", lambda a, m: (a * 2).expand(2, 4, 8, 8).masked_fill(~m, 0.0), (torch.randn(1, 4, 8, 8), MASK)),
     ("requires grad", lambda x: (x * 2).masked_fill(x > 0, 0.0), (A.clone().requires_grad_(),)),
     ("broadcast up by the mask", lambda x, m: (x * 2).masked_fill(m, 0.0), (torch.randn(1, 5), torch.rand(4, 5) > 0.5)),
 ]

@@ -3,7 +3,11 @@
 ## What it does
 Finds `t.masked_fill(mask, value)` where `t` is a fresh tensor computed in
 this graph (not an input, parameter or buffer, not a view of one), whose
-only reader is this `masked_fill`, and which is not returned. ATen's
+only reader is this `masked_fill`, and which is not returned; or a view of
+such a temporary covering all of it (a reshape, not a slice), each step
+read by nothing else
+(`(scores + bias).view(b, h, q, k).masked_fill(...)`, DeBERTa's attention
+mask): the in-place write then lands in memory nobody else reads. ATen's
 out-of-place `masked_fill` is `clone()` then `masked_fill_`
 (`aten::masked_fill > aten::clone > aten::copy_`, the tensor's full size
 every call); when nobody else reads `t`, the in-place `t.masked_fill_(...)`
@@ -52,7 +56,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..alias import escapes
-from ..canon import GraphView
+from ..canon import CanonNode, GraphView
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
 from ..text import bytes_text, bytes_value
@@ -92,9 +96,10 @@ def _hits(view: GraphView) -> Iterator[Hit]:
             src = node.input
             if src is None or src.tensor is None or node.tensor is None:
                 continue
-            if src.kind != "op" or src.is_view or src.aliases or src.mutates:
+            base = _private_base(src)
+            if base is None or base.kind != "op" or base.is_view or base.aliases or base.mutates:
                 continue  # the caller's tensor, or memory shared with another tensor
-            if [u.node for u in real_users(src)] != [node.node] or escapes(src, view):
+            if [u.node for u in real_users(src)] != [node.node] or escapes(base, view):
                 continue  # read again (m == 0 after m.masked_fill(...)) or returned
             if src.tensor.requires_grad and node.grad_enabled:
                 continue  # autograd may have saved it: an in-place write would fail in backward
@@ -103,3 +108,20 @@ def _hits(view: GraphView) -> Iterator[Hit]:
             violation = OutOfPlaceOnTemporary(op=op, inplace=twin, source=src.name,
                                               copied=bytes_value(src.tensor.nbytes))
             yield Hit(node, violation, bytes=src.tensor.nbytes, backward_bytes=0)
+
+
+def _private_base(src: CanonNode) -> CanonNode | None:
+    """The tensor whose memory ``src`` is: ``src`` itself, or the base of a chain of views each read only
+    by the next (``(a + b).view(...)``: writing the view in place writes a temporary nobody else reads).
+    None when a view's base is read by something else too."""
+    while src.is_view:
+        t = src.tensor
+        if t is None or any(st == 0 and n > 1 for st, n in zip(t.stride, t.shape)):
+            return None  # an expanded view: an in-place write would hit one element many times
+        base = src.input
+        if base is None or [u.node for u in real_users(base)] != [src.node]:
+            return None
+        if base.tensor is None or base.tensor.numel != t.numel:
+            return None  # a part of the base (a slice): the result would keep the whole base alive
+        src = base
+    return src
