@@ -347,3 +347,32 @@ def test_findings_that_share_a_copy_are_all_confirmed():
     assert len(round_trips) >= 2
     assert all(x.status == "confirmed" for x in round_trips), [(x.line, x.bytes, x.status) for x in round_trips]
     assert report.unexplained == []
+
+
+class _Block(nn.Module):
+    """torchvision's EncoderBlock: batch-first attention, residual, layer norm."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn, self.ln = nn.MultiheadAttention(64, 2, batch_first=True), nn.LayerNorm(64)
+
+    def forward(self, x):
+        y, _ = self.attn(x, x, x, need_weights=False)
+        return self.ln(y + x)
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["inference-fast-path", "grad-slow-path"])
+def test_the_audit_does_not_change_which_attention_path_runs(grad):
+    """The audit's torch-function mode must not turn off nn.MultiheadAttention's fast path: the copies
+    recorded are those of the program that runs without fxlint (fused kernel in inference; in training
+    the slow path's transposed output makes the layer norm copy)."""
+    block, x = _Block().eval(), torch.randn(2, 17, 64)
+    before = torch.overrides.has_torch_function
+    with torch.set_grad_enabled(grad):
+        report = fxlint.audit(block, (x,))
+    chains = {c.chain[0] for c in report.copies}
+    if grad:
+        assert "aten::_native_multi_head_attention" not in chains and "aten::layer_norm" in chains
+    else:
+        assert "aten::_native_multi_head_attention" in chains and "aten::layer_norm" not in chains
+    assert torch.overrides.has_torch_function is before  # the hook is gone again

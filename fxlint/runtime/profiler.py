@@ -171,6 +171,36 @@ class _SiteMode(TorchFunctionMode):
             return func(*args, **kwargs)
 
 
+#: torch modules whose eager fast path is refused when any torch-function mode is active
+#: (``nn.MultiheadAttention`` and ``nn.TransformerEncoderLayer``/``Encoder`` in inference: "some Tensor
+#: argument has_torch_function"); the audit must measure the path the user's program really takes
+_FAST_PATH_MODULES = frozenset({"torch.nn.modules.activation", "torch.nn.modules.transformer"})
+
+
+@contextlib.contextmanager
+def _fast_paths_kept(mode: _SiteMode) -> Iterator[None]:
+    """Hide the audit's own ``_SiteMode`` from the fast-path checks of ``_FAST_PATH_MODULES``.
+
+    Without this, recording call sites would change the program it records: an inference
+    ``nn.MultiheadAttention`` would run its slow Python path (transposes, a ``.contiguous()`` in
+    ``F.multi_head_attention_forward``, a transposed output that makes the next ``layer_norm`` copy)
+    instead of the fused ``_native_multi_head_attention`` that runs without fxlint."""
+    original = torch.overrides.has_torch_function
+
+    def has_torch_function(args: Any) -> bool:
+        caller = sys._getframe(1).f_globals.get("__name__")
+        if caller in _FAST_PATH_MODULES and torch.overrides._get_current_function_mode() is mode:
+            with torch.overrides._pop_mode_temporarily():
+                return original(args)
+        return original(args)
+
+    torch.overrides.has_torch_function = has_torch_function
+    try:
+        yield
+    finally:
+        torch.overrides.has_torch_function = original
+
+
 #: the call-site name of ``x[i] = v`` where ``v`` already is ``x[i]``'s memory (``x[i] += y``: Python
 #: runs ``__iadd__`` on the view, then ``__setitem__`` writes the view back onto itself)
 SELF_ASSIGN = "__setitem__(self)"
@@ -296,7 +326,8 @@ def profile_copies(fn: Callable[..., Any], root: torch.nn.Module | None, *, attr
     with quiet_native_stderr():  # the profiler's own C++ warnings are not the user's business
         with profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=True) as prof:
             with (tracker if attribute else contextlib.nullcontext()), \
-                    (mode if attribute else contextlib.nullcontext()):
+                    (mode if attribute else contextlib.nullcontext()), \
+                    (_fast_paths_kept(mode) if attribute else contextlib.nullcontext()):
                 t0 = time.perf_counter_ns()
                 fn(timer) if timed else fn()
                 timer.ns["call"] = time.perf_counter_ns() - t0
