@@ -192,6 +192,15 @@ def test_to_family_and_factories():
     assert view.const_ints(view.ops("factory")[0]) == (0, 1, 2, 3)
 
 
+def test_positional_flags_of_to_are_non_blocking_then_copy():
+    def f(x):
+        return x.to(torch.float64, True), x.to(torch.float64, False, True), x.to("cpu", torch.float64, copy=True)
+
+    view = dynamo_view(f, torch.randn(4))
+    flags = [(n.args["non_blocking"], n.args["copy"]) for n in view.ops("to")]
+    assert flags == [(True, False), (False, True), (False, True)]
+
+
 def test_dynamic_shapes_keep_symbols_without_guards():
     def f(x):
         return x.t().reshape(-1)

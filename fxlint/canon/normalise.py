@@ -304,8 +304,9 @@ def to(c: Call) -> Args:
                 other = c.node_of(a)
                 if other is not None and other.tensor is not None:
                     dtype, device = other.tensor.dtype, other.tensor.device
-            elif isinstance(a, bool):
-                copy = copy or a
+        # positional flags follow the target: to(..., non_blocking, copy); the first is never `copy`
+        flags = [a for a in node.args[1:] if isinstance(a, bool)]
+        copy = len(flags) > 1 and flags[1]
         dtype = node.kwargs.get("dtype", dtype)
         device = node.kwargs.get("device", device)
         memory_format = node.kwargs.get("memory_format", memory_format)
