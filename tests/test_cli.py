@@ -371,6 +371,11 @@ def test_bench_plot_without_matplotlib_says_how_to_install_it_before_any_work(ca
     assert code == 2 and "pip install 'fxlint[bench]'" in err and "[1/" not in err, err
 
 
+def test_bench_lint_speed_with_plot_is_refused_before_any_work(capsys):
+    code, out, err = run(capsys, "bench", "--lint-speed", "--plot", "x.png")
+    assert code == 2 and "--lint-speed has no chart" in err and "[1/" not in err, err
+
+
 def test_a_model_error_is_one_line_with_the_users_line_and_no_torch_logs(tmp_path):
     """A shape mismatch: one line naming the line and the eager error; torch's fake-tensor log and
     Dynamo's explanation only with --debug."""

@@ -30,7 +30,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--min-run-time", type=float, default=1.0, metavar="S",
                    help="seconds of timing per variant for blocked_autorange (default 1.0)")
     p.add_argument("--json", metavar="FILE", help="write every raw figure and the machine description to FILE")
-    p.add_argument("--plot", metavar="FILE.png", help="write a chart of speed ratios and copied bytes")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="write a chart of speed ratios and copied bytes (not with --lint-speed)")
     p.add_argument("--lint-speed", action="store_true",
                    help="instead: fxlint's own analysis time against Dynamo capture and Inductor compile "
                         "(transformer stack 2..48 layers, synthetic graphs 1k..20k nodes)")
@@ -42,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
 
     # everything that can fail on the user's input fails before minutes of benchmarking
     check_writable(args.json)
+    if args.lint_speed and args.plot:
+        raise ConfigError("--plot charts the rewrite benchmark; --lint-speed has no chart (use --json for its figures)")
     if args.plot:
         if not args.plot.lower().endswith(".png"):
             raise ConfigError("--plot needs a .png file name")
