@@ -5,12 +5,15 @@ random weights, no download.
     .venv/bin/fxlint fix bench/zoo_rewrite.py:pvt_v2_b0
     nice -n 10 .venv/bin/fxlint bench bench/zoo_rewrite.py:pvt_v2_b0 --mode infer
     nice -n 10 .venv/bin/fxlint bench bench/zoo_rewrite.py:mvit_self_assign --mode train --backends eager
+    nice -n 10 .venv/bin/fxlint bench bench/zoo_rewrite.py:swin_t --mode infer
 
 ``pvt_v2_b0``: three FXL204 sites at ``timm/models/pvt_v2.py:302`` (``.permute(0, 3, 1, 2).contiguous()``
 of a channels_last-laid-out tensor before the next stage's patch-embedding convolution).
 ``mvit_self_assign``: torchvision's MViT attention helper ``_add_rel_pos`` pattern
 (``attn[:, :, 1:, 1:] += rel_pos``) and ``_add_shortcut`` (``x[:, :, 1:, :] += shortcut[:, :, 1:, :]``),
 called as torchvision calls them, in training: two FXL110 self-assignments (drop-self-assign).
+``swin_t``: torchvision's Swin-T at 224 px, whose window-attention pads all have zero widths (FXL205
+drop-zero-pad).
 """
 
 from __future__ import annotations
@@ -58,3 +61,16 @@ def mvit_self_assign() -> tuple[torch.nn.Module, tuple[Any, ...]]:
     install_torchvision_fallback()
     torch.manual_seed(0)
     return MViTSelfAssign().train(), (torch.randn(4, 197, 32), torch.randn(4, 2, 196, 196))
+
+
+def swin_t() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    """torchvision ``swin_t`` at 224 px: every window-attention pad is ``F.pad(x, (0, 0, 0, 0, 0, 0))`` (the
+    feature maps divide by the 7x7 window), so FXL205's drop-zero-pad applies to each block (with
+    FXL108's no-op ``.contiguous()`` removals)."""
+    from fxlint.compat import install_torchvision_fallback
+
+    install_torchvision_fallback()
+    import torchvision
+
+    torch.manual_seed(0)
+    return torchvision.models.swin_t(num_classes=10).eval(), (torch.randn(2, 3, 224, 224),)
