@@ -5,7 +5,7 @@ random weights, no download.
     .venv/bin/fxlint fix bench/zoo_rewrite.py:pvt_v2_b0
     nice -n 10 .venv/bin/fxlint bench bench/zoo_rewrite.py:pvt_v2_b0 --mode infer
     nice -n 10 .venv/bin/fxlint bench bench/zoo_rewrite.py:mvit_self_assign --mode train --backends eager
-    nice -n 10 .venv/bin/fxlint bench bench/zoo_rewrite.py:swin_t --mode infer
+    nice -n 10 .venv/bin/fxlint bench bench/zoo_rewrite.py:swin_t --mode infer --backends eager
 
 ``pvt_v2_b0``: three FXL204 sites at ``timm/models/pvt_v2.py:302`` (``.permute(0, 3, 1, 2).contiguous()``
 of a channels_last-laid-out tensor before the next stage's patch-embedding convolution).
