@@ -533,9 +533,10 @@ def _rnn_cases() -> Iterator[Case]:
              "GRU bidir": (nn.GRU, {"bidirectional": True}), "RNN_TANH": (nn.RNN, {})}
     for dt, shape, (name, (cls, kw)), bf in itertools.product(
             (torch.float32, torch.bfloat16), [(4, 5, 6), (1, 5, 6), (5, 1, 6)], kinds.items(), (False, True)):
+        mode = name.split(" ")[0]
         for ln, st in _rnn_layouts(shape):
 
-            def build(dt=dt, shape=shape, st=st, cls=cls, kw=kw, bf=bf, mode=name.split(" ")[0]):
+            def build(dt=dt, shape=shape, st=st, cls=cls, kw=kw, bf=bf, mode=mode):
                 m = cls(shape[2], 4, bias=False, batch_first=bf, **kw).to(dt).eval()
                 x = leaf(shape, st, dt)
 

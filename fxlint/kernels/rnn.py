@@ -72,12 +72,14 @@ def predict_rnn(mode: str, x: TensorInfo, *, batch_first: bool, bidirectional: b
                     f"the oneDNN LSTM kernel makes {src} contiguous first"),)
     else:
         n = 2 if bidirectional else 1  # each direction projects the whole sequence
+        name = {"RNN_TANH": "RNN (tanh)", "RNN_RELU": "RNN (relu)"}.get(mode, mode)
         path = f"{mode.lower()}: native, input projection of the (T * B, C) sequence"
         copies = () if not merge_copies else (
             copy_of("input", tm, "aten::clone", "kernel-input",
-                    f"the {mode} kernel reshapes {src} to (T * B, C) for its input projection, which copies "
+                    f"the {name} kernel reshapes {src} to (T * B, C) for its input projection, which copies "
                     "it when T and B cannot be merged", count=n, nbytes=tm.nbytes * n),)
-    return KernelPrediction(mode.lower(), path, copies, backward_known=not grad)
+    kernel = mode.lower() if mode.startswith("RNN_") else f"rnn_{mode.lower()}"  # rnn_lstm, rnn_gru, rnn_tanh
+    return KernelPrediction(kernel, path, copies, backward_known=not grad)
 
 
 _OPERANDS = {"input": "input sequence"}
