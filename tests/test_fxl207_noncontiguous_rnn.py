@@ -118,3 +118,12 @@ def test_fixture_copies_are_confirmed_by_the_runtime():
     model, inputs = load_fixture("FXL207").make()
     report = fxlint.lint(model, inputs, select="FXL207", config=False, confirm=True)
     assert report.findings and all(f.status == "confirmed" for f in report.findings), report
+
+
+def test_the_audit_counts_the_kernels_input_copy_as_avoidable_and_the_rest_as_the_kernels():
+    """The input copy is the caller's layout (avoidable); the bias copies of the steps stay the kernel's own."""
+    x = torch.randn(3, 7, 8)
+    line = line_of(HERE, "# a permuted sequence")
+    copies = fxlint.audit(TimeMajorView(), (x,)).at(HERE, line)
+    assert sum(c.bytes for c in copies if c.avoidable and c.phase == "forward") == x.numel() * 4
+    assert any(not c.avoidable for c in copies)  # the per-step addmm bias copies
