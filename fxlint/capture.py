@@ -199,9 +199,12 @@ def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Ca
     compiled = torch.compile(  # type: ignore[call-overload]
         target, backend=backend, isolate_recompiles=True, recompile_limit=64)
     try:
-        # a DDP model called inside the target: one graph per frame, not DDPOptimizer's bucket pieces
+        # a DDP model called inside the target: one graph per frame, not DDPOptimizer's bucket pieces;
+        # allow_rnn: trace nn.LSTM/GRU/RNN to their kernel call (torch._VF.lstm...) instead of a graph
+        # break, so the lint sees the sequence they are given (FXL207). Only this capture: the
+        # backend leaves the user's setting alone, what their compiled program traces is theirs
         with preserved_state(module, (args, kwargs)), quiet_torch_logs(), \
-                torch._dynamo.config.patch(optimize_ddp=False):
+                torch._dynamo.config.patch(optimize_ddp=False, allow_rnn=True):
             returned = compiled(*args, **kwargs)
             require_tensor_output(returned)
             result.reach = runs.safe_reach(returned)
@@ -585,7 +588,8 @@ def capture_graph_module(target: Any, example_inputs: Any = None) -> tuple[fx.Gr
                 # static shapes, as the backend's first compile and the lint see them: under export's
                 # default (every dim dynamic) a rule that needs a concrete layout (channels_last
                 # strides, FXL204) finds nothing, and the sites the lint reports are not even seen
-                gm, _guards = dynamo_export(target, assume_static_by_default=True)(*args, **kwargs)
+                with torch._dynamo.config.patch(allow_rnn=True):  # as the lint's capture (FXL207)
+                    gm, _guards = dynamo_export(target, assume_static_by_default=True)(*args, **kwargs)
     except Exception as exc:
         # Dynamo reports the user's own exceptions, unsupported constructs and its own tracing
         # limits (a data-dependent size it cannot reason about) alike: the eager model decides

@@ -515,6 +515,44 @@ def _spatial_cases() -> Iterator[Case]:
         yield Case(f"{name} {dt} {shape} {ln}", build)
 
 
+def _rnn_layouts(shape):
+    yield "c", strides_for(shape)
+    yield "t01", strides_for(shape, order=[1, 0, 2])  # x.transpose(0, 1) of a contiguous tensor
+    yield "chslice", strides_for(shape, pad={2: 3})  # x[..., :C] of a (.., .., C + 3) tensor
+    yield "step0", strides_for(shape, step={0: 2})  # x[::2]
+
+
+def _rnn_cases() -> Iterator[Case]:
+    """nn.LSTM/GRU/RNN without biases (a biased one adds the Linear's bias copies, which are not the input's),
+    inference: the input sequence's copies only."""
+    import torch.nn as nn
+
+    from fxlint.kernels.rnn import predict_rnn
+
+    kinds = {"LSTM": (nn.LSTM, {}), "LSTM proj": (nn.LSTM, {"proj_size": 3}), "GRU": (nn.GRU, {}),
+             "GRU bidir": (nn.GRU, {"bidirectional": True}), "RNN_TANH": (nn.RNN, {})}
+    for dt, shape, (name, (cls, kw)), bf in itertools.product(
+            (torch.float32, torch.bfloat16), [(4, 5, 6), (1, 5, 6), (5, 1, 6)], kinds.items(), (False, True)):
+        mode = name.split(" ")[0]
+        for ln, st in _rnn_layouts(shape):
+
+            def build(dt=dt, shape=shape, st=st, cls=cls, kw=kw, bf=bf, mode=mode):
+                m = cls(shape[2], 4, bias=False, batch_first=bf, **kw).to(dt).eval()
+                x = leaf(shape, st, dt)
+
+                def fn(x):
+                    with torch.no_grad():
+                        return m(x)[0]
+
+                def predictor(x):
+                    return predict_rnn(mode, TI(x), batch_first=bf, bidirectional=bool(kw.get("bidirectional")),
+                                       proj=bool(kw.get("proj_size")))
+
+                return fn, (x,), False, predictor
+
+            yield Case(f"rnn {name} batch_first={bf} {dt} {shape} {ln}", build)
+
+
 FAMILIES: dict[str, Callable[[], Iterator[Case]]] = {
     "matrix": _matrix_cases,
     "bmm": _bmm_cases,
@@ -525,6 +563,7 @@ FAMILIES: dict[str, Callable[[], Iterator[Case]]] = {
     "sdpa": _sdpa_cases,
     "einsum": _einsum_cases,
     "spatial": _spatial_cases,
+    "rnn": _rnn_cases,
 }
 
 

@@ -483,7 +483,8 @@ def test_derived_op_tables_are_the_ones_passes_relied_on():
                                "wait"}  # a collective's wait_tensor hands back the tensor it waited for
     assert COMPUTING_MODULE_OPS == {"linear", "conv", "layer_norm", "group_norm", "batch_norm", "instance_norm",
                                     "softmax", "log_softmax", "embedding", "pad",  # nn.ZeroPad2d, nn.ConstantPad*d
-                                    "avg_pool2d", "max_pool2d", "adaptive_avg_pool2d", "upsample", "im2col"}
+                                    "avg_pool2d", "max_pool2d", "adaptive_avg_pool2d", "upsample", "im2col",
+                                    "rnn"}  # nn.LSTM/GRU/RNN
     assert {"arange", "zeros", "tensor", "empty_strided", "tril_indices"} <= FACTORY_NAMES
     assert {"add", "relu", "where", "not_"} <= POINTWISE_OPS and not POINTWISE_OPS & VIEW_OPS
     assert {"permute", "slice", "index", "tuple_getitem", "grad_region", "mm", "addmm", "factory"} <= CANONICAL_OPS

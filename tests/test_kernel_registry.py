@@ -14,9 +14,10 @@ from fxlint import kernels as K
 from fxlint.capture import capture
 from fxlint.kernels.registry import KernelModel, KernelRegistry, kernel_model
 from fxlint.passes import (fxl201_noncontiguous_matmul, fxl202_noncontiguous_conv, fxl203_noncontiguous_norm,
-                           fxl205_pad_copy, fxl206_noncontiguous_spatial)
+                           fxl205_pad_copy, fxl206_noncontiguous_spatial, fxl207_noncontiguous_rnn)
 
 r = torch.randn
+_GRU = torch.nn.GRU(4, 3)
 
 #: one small program per kernel op: a new model without an example here fails the first test
 EXAMPLES = {
@@ -44,6 +45,7 @@ EXAMPLES = {
     "adaptive_avg_pool2d": (lambda x: F.adaptive_avg_pool2d(x, 2), (r(1, 2, 4, 4),)),
     "upsample": (lambda x: F.interpolate(x, scale_factor=2, mode="bicubic"), (r(1, 2, 4, 4),)),
     "im2col": (lambda x: F.unfold(x, 2), (r(1, 2, 4, 4),)),
+    "rnn": (lambda x: _GRU(x)[0], (r(5, 2, 4),)),
 }
 
 
@@ -68,10 +70,11 @@ def test_every_family_lives_in_its_own_module_and_every_op_in_one_family():
     modules = {m.family: set() for m in K.models()}
     for m in K.models():
         modules[m.family].add(m.module.rsplit(".", 1)[-1])
-    assert set(K.families()) == {"matmul", "conv", "norm", "softmax", "pad", "attention", "spatial"}
+    assert set(K.families()) == {"matmul", "conv", "norm", "softmax", "pad", "attention", "spatial",
+                                "rnn"}
     assert modules == {"matmul": {"blas", "bmm", "matmul", "einsum"}, "conv": {"conv"}, "norm": {"norm"},
                        "softmax": {"softmax"}, "pad": {"pad"}, "attention": {"attention"},
-                       "spatial": {"spatial"}}
+                       "spatial": {"spatial"}, "rnn": {"rnn"}}
     assert sorted(K.ops()) == sorted(set(K.ops()))
 
 
@@ -92,6 +95,7 @@ class _Recorder:
     (fxl203_noncontiguous_norm, ("norm", "softmax")),
     (fxl205_pad_copy, ("pad",)),
     (fxl206_noncontiguous_spatial, ("spatial",)),
+    (fxl207_noncontiguous_rnn, ("rnn",)),
 ])
 def test_the_layout_rules_check_exactly_the_ops_of_their_kernel_families(rule, families):
     view = _Recorder()
@@ -102,7 +106,7 @@ def test_the_layout_rules_check_exactly_the_ops_of_their_kernel_families(rule, f
 def test_every_kernel_op_is_checked_by_a_layout_rule():
     checked = set()
     for rule in (fxl201_noncontiguous_matmul, fxl202_noncontiguous_conv, fxl203_noncontiguous_norm, fxl205_pad_copy,
-                 fxl206_noncontiguous_spatial):
+                 fxl206_noncontiguous_spatial, fxl207_noncontiguous_rnn):
         view = _Recorder()
         list(rule.check(view, SimpleNamespace()))
         checked |= set(view.asked)

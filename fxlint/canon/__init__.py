@@ -82,6 +82,11 @@ upsample                                   input, mode (F.interpolate's; None fo
 im2col                                     input (``F.unfold``/``aten.im2col``/``nn.Unfold``;
                                            ``Tensor.unfold`` stays the view ``unfold``). Spelled: im2col,
                                            unfold; modules: Unfold
+rnn                                        input, mode (LSTM, GRU, RNN_TANH, RNN_RELU), batch_first,
+                                           bidirectional, proj (an LSTM with proj_size); a PackedSequence
+                                           input is not this op (``nn.LSTM``/``GRU``/``RNN`` as
+                                           ``torch._VF.lstm``... under ``allow_rnn``, or as a module).
+                                           Spelled: gru, lstm, rnn, rnn_relu, rnn_tanh; modules: RNNBase
 factory                                    kind (the spelling), args, device (explicit or None), dtype.
                                            Spelled: arange, as_tensor, empty, empty_strided, eye, full,
                                            linspace, logspace, ones, rand, randint, randn, randperm, range,

@@ -556,6 +556,40 @@ def im2col(c: Call) -> Args | None:
     return {"input": c.input}
 
 
+_RNN_MODES = {"lstm": "LSTM", "gru": "GRU", "rnn_tanh": "RNN_TANH", "rnn_relu": "RNN_RELU"}
+
+
+@normaliser("rnn", spellings={*_RNN_MODES, "rnn"}, modules={nn.RNNBase: "rnn"},
+            kinds=("call_function", "call_module"),
+            doc="input, mode (LSTM, GRU, RNN_TANH, RNN_RELU), batch_first, bidirectional, proj (an LSTM with "
+                "proj_size); "
+                "a PackedSequence input is not this op (``nn.LSTM``/``GRU``/``RNN`` as "
+                "``torch._VF.lstm``... under ``allow_rnn``, or as a module)")
+def rnn(c: Call) -> Args | None:
+    if c.is_module:
+        mod = c.module
+        if not isinstance(mod, nn.RNNBase) or not isinstance(c.input, CanonNode) or c.input.tensor is None:
+            return None  # a PackedSequence (or no tensor value): no layout to read
+        return {"input": c.input, "mode": mod.mode, "batch_first": bool(mod.batch_first),
+                "proj": bool(getattr(mod, "proj_size", 0)), "bidirectional": bool(mod.bidirectional)}
+    if c.raw not in _RNN_MODES:
+        return None
+    args = c.args
+    # lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first); the packed
+    # overload is lstm(data, batch_sizes, hx, params, has_biases, ...): its 4th argument is the params list
+    if len(args) < 9 or not isinstance(args[3], bool) or not isinstance(args[7], bool) \
+            or not isinstance(args[8], bool):
+        return None
+    hx = args[1]
+    proj = False
+    if c.raw == "lstm" and isinstance(hx, (list, tuple)) and len(hx) == 2:
+        h, cell = (c.node_of(v) for v in hx)
+        th, tc = (n.tensor if n is not None else None for n in (h, cell))
+        proj = th is not None and tc is not None and th.shape[-1:] != tc.shape[-1:]
+    return {"input": c.input, "mode": _RNN_MODES[c.raw], "batch_first": args[8], "proj": proj,
+            "bidirectional": args[7]}
+
+
 # --------------------------------------------------------------------------- factories, grad mode, host syncs
 
 FACTORIES = frozenset({

@@ -488,6 +488,18 @@ def _as_copy(e: Any, chain: tuple[str, ...]) -> dict[str, Any] | None:
     return None
 
 
+#: the sequence RNN kernels (not the cells) copy their *input* when its layout does not suit them: the oneDNN
+#: LSTM makes the time-major sequence contiguous, the native path reshapes it to (T * B, C) for the input
+#: projection. The caller's layout decides that (FXL207), so these copies are avoidable, unlike the rest
+_RNN_SEQUENCE = {"aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu"}
+
+
+def _rnn_input_copy(chain: tuple[str, ...]) -> bool:
+    if chain[0] not in _RNN_SEQUENCE or len(chain) < 2:
+        return False
+    return chain[1] == "aten::contiguous" or chain[1:4] == ("aten::linear", "aten::matmul", "aten::reshape")
+
+
 def _classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...]) -> tuple[bool, str | None]:
     parent = chain[-2] if len(chain) >= 2 else None
     if chain[-1] in HOST_READ_KERNELS:
@@ -501,7 +513,7 @@ def _classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...
         return False, "bias written into the output before the native conv kernel accumulates (every such conv pays it)"
     if any(op in _EMBEDDING for op in chain) or (grad_fn or "").startswith("Embedding"):
         return False, "the embedding lookup itself"
-    if chain[0] in _RNN_KERNELS:
+    if chain[0] in _RNN_KERNELS and not _rnn_input_copy(chain):
         return False, "made inside the fused RNN kernel itself"
     return True, None
 
