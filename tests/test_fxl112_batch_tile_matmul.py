@@ -165,6 +165,44 @@ def test_gcvit_fold_is_a_view_of_a_qkv_projection():
     assert f.details["fold_is_view"]
 
 
+class GCViTGlobal(torch.nn.Module):
+    """timm's WindowAttentionGlobal as written: the tile is reshaped, permuted and scaled before the matmul."""
+
+    def __init__(self, dim=24, heads=3):
+        super().__init__()
+        self.heads, self.head_dim, self.scale = heads, dim // heads, (dim // heads) ** -0.5
+        self.qkv = torch.nn.Linear(dim, dim * 2)
+
+    def forward(self, x, q_global):
+        B, N, C = x.shape
+        kv = self.qkv(x).reshape(B, N, 2, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        k, v = kv.unbind(0)
+        q = q_global.repeat_interleave(B // q_global.shape[0], dim=0)  # tile
+        q = q.reshape(B, N, self.heads, self.head_dim).permute(0, 2, 1, 3)
+        q = q * self.scale
+        attn = q @ k.transpose(-2, -1).contiguous()
+        return attn.softmax(dim=-1) @ v
+
+
+def test_gcvit_as_timm_writes_it():
+    model, inputs = GCViTGlobal(), (torch.randn(B * R, 7, 24), torch.randn(B, 7, 24))
+    [f] = check_positive(model, inputs, "FXL112", [Expect("# tile", _elem(inputs[1]) * R)])
+    assert "through `reshape`, `permute`, `mul`" in f.message
+    assert f.details["operand_shape"] == (B, 3, 7, 8) and f.details["folded_shape"] == (B, 3, 8, R * 7)
+
+
+def test_an_elementwise_step_that_differs_per_copy_stops_it():
+    def per_copy(x, w):
+        t = w.repeat_interleave(2, dim=0) * torch.randn(4, 1, 1)  # each copy scaled differently: data
+        return torch.bmm(x, t)
+
+    def shared(x, w):
+        return torch.bmm(x, w.repeat_interleave(2, dim=0) * torch.randn(1, 1, 6))  # tile
+
+    check_negative(per_copy, (X, W), "FXL112")
+    check_positive(shared, (X, W), "FXL112", [Expect("# tile", _elem(W) * 2)])
+
+
 def test_repeat_to_expand_leaves_it_alone():
     """FXL104 (whose rewrite turns a repeat into an expand) reports none of these: a bmm does not broadcast."""
     for _, fn, inputs, _ in POSITIVE:

@@ -4,8 +4,11 @@
 Finds a `.repeat(...)`, `.tile(...)` or `.repeat_interleave(r, dim=k)` that
 replicates one batch dim (a dim before the last two) of a tensor whose only
 readers are batched matmuls (`torch.bmm`, `torch.matmul`, `@`,
-`torch.baddbmm`; directly or through a transpose of the last two dims), when
-the other operand has exactly the repeated batch shape. Every copy of the
+`torch.baddbmm`), when the other operand has exactly the repeated batch
+shape. The tile may reach the matmul through `reshape`/`view`/`permute` steps
+that keep the repeated dim whole and elementwise ops whose other operands are
+the same for every copy (GCViT's `q * self.scale`): those steps are then done
+`times` times over, and work on the un-repeated tensor in the fix. Every copy of the
 tile multiplies a different slice of the other operand: DeBERTa's relative
 position keys `(H, 2S, D).repeat(B, 1, 1)` against the `(B*H, L, D)` queries,
 GCViT's global query `(B, h, N, d).repeat_interleave(r, dim=0)` against the
@@ -71,7 +74,8 @@ makes the operand cannot change its layout. Silence a line with
 un-repeated tensor), `input_shape`, `output_shape`, `dim` (the repeated
 batch dim), `times`, `interleave` (True for `repeat_interleave`: copy `j` of
 entry `i` is at `i*times + j`; False for `repeat`/`tile`: at `j*size + i`),
-`tiled_operand` (`a` or `b` of the matmul), `other_shape`, `folded_shape` (the
+`tiled_operand` (`a` or `b` of the matmul), `operand_shape` (the matmul's
+operand as it would be un-repeated), `other_shape`, `folded_shape` (the
 other operand, folded), `fold_is_view`, `broadcast_free` (the source's batch
 is one entry: then dropping the tile and calling `torch.matmul` is the fix),
 `matmuls` (node names of the consumers).
@@ -107,6 +111,7 @@ class BatchTileMatmul(Violation):
     times: int | str
     interleave: bool
     tiled_operand: str  # "a" (left) or "b" (right) of the matmul
+    operand_shape: tuple[int | str, ...]  # the matmul's operand as it would be un-repeated
     other_shape: tuple[int | str, ...]
     folded_shape: tuple[int | str, ...]  # the other operand with the copies folded into its rows/columns
     fold_is_view: bool
@@ -124,14 +129,14 @@ class BatchTileMatmul(Violation):
 
     def fix_title(self) -> str:
         if self.broadcast_free:
-            return (f"drop `{self.call}` and pass the {shape_text(self.input_shape)} tensor to `torch.matmul`: a batch "
+            return (f"drop `{self.call}` and pass the un-repeated {shape_text(self.operand_shape)} operand to `torch.matmul`: a batch "
                     "of one broadcasts without a copy (its bmm reads it with batch stride 0)")
         where = "rows" if self.tiled_operand == "b" else "columns"
         how = ("it is a view of that operand as it is" if self.fold_is_view else
                "produce that operand in this order where it is made")
         return (f"fold the {self.times} copies into the {where} of the other operand: read it as "
                 f"{shape_text(self.folded_shape)} and multiply once by the un-repeated "
-                f"{shape_text(self.input_shape)} tensor ({how}); torch.matmul broadcasting is no fix, it copies "
+                f"{shape_text(self.operand_shape)} operand ({how}); torch.matmul broadcasting is no fix, it copies "
                 "the same bytes in its reshape")
 
 
@@ -148,29 +153,28 @@ def _hits(view: GraphView) -> Iterator[Hit]:
         dim, times, interleave, spelled = found
         out = tuple(node.tensor.shape)
         src = tuple(node.input.tensor.shape)
-        if len(src) != len(out) or dim >= len(out) - 2:
-            continue  # a new leading dim, or the matmul's own rows/columns
-        uses = _matmul_uses(node)
-        if not uses:
+        if len(src) != len(out):
             continue
-        sides = {side for _, side, _ in uses}
-        others = [o for _, _, o in uses]
-        if len(sides) != 1 or any(o.tensor is None for o in others):
+        uses = _matmul_uses(node, dim, ())
+        if not uses or len({u.side for u in uses}) != 1:
             continue
-        side = sides.pop()
-        other = others[0]
-        assert other.tensor is not None
-        if not all(_same_batch(o, out) for o in others):
-            continue  # the other operand broadcasts, or has another batch: not a whole tiling
-        folded, is_view = _fold(other, dim, times, src[dim], interleave, side)
+        if not all(_same_batch(u.other, u.operand, u.dim) for u in uses):
+            continue  # the tile is the matmul's rows/columns, or the other operand broadcasts: not a whole tiling
+        first = uses[0]
+        assert first.other.tensor is not None and first.operand.tensor is not None
+        operand = list(first.operand.tensor.shape)
+        operand[first.dim] = src[dim]  # the operand as the matmul would read it un-repeated
+        folded, is_view = _fold(first.other, first.dim, times, src[dim], interleave, first.side)
         nbytes = node.tensor.nbytes
         violation = BatchTileMatmul(
             call=spelled, copied=bytes_value(nbytes), input_shape=shape_value(src), output_shape=shape_value(out),
-            dim=dim, times=_plain(times), interleave=interleave, tiled_operand=side,
-            other_shape=shape_value(other.tensor.shape), folded_shape=shape_value(folded), fold_is_view=is_view,
-            broadcast_free=all(is_one(s) for s in src[:-2]),
-            consumed_by=tuple(f"`{u.op}` at {line_of(u)}" for u, _, _ in uses),
-            matmuls=[u.name for u, _, _ in uses], source=node.input.name)
+            dim=dim, times=_plain(times), interleave=interleave, tiled_operand=first.side,
+            operand_shape=shape_value(operand), other_shape=shape_value(first.other.tensor.shape),
+            folded_shape=shape_value(folded), fold_is_view=is_view,
+            broadcast_free=all(is_one(s) for s in operand[:-2]),
+            consumed_by=tuple(f"`{u.matmul.op}` at {line_of(u.matmul)}"
+                              + (f" through {', '.join(f'`{v}`' for v in u.via)}" if u.via else "") for u in uses),
+            matmuls=[u.matmul.name for u in uses], source=node.input.name)
         yield Hit(node, violation, bytes=nbytes, backward_bytes=0)
 
 
@@ -210,41 +214,84 @@ def _tile(node: CanonNode) -> tuple[int, Dim, bool, str] | None:
     return dim, times, True, f".repeat_interleave({_plain(times)}, dim={node.args.get('dim')})"
 
 
-def _matmul_uses(node: CanonNode) -> list[tuple[CanonNode, str, CanonNode]]:
-    """Every reader of ``node`` as (batched matmul, the side it is on, the other operand), directly or
-    through a transpose of the last two dims; empty when any reader is something else."""
-    out: list[tuple[CanonNode, str, CanonNode]] = []
-    for u in real_users(node):
-        cur = node
-        if u.op == "permute" and u.input is node and _swaps_last_two(u):
-            users = real_users(u)
-            if len(users) != 1:
-                return []
-            cur, u = u, users[0]
-        if u.op not in _BATCHED or u.mutates:
-            return []
-        a, b = u.args.get("a"), u.args.get("b")
-        if a is cur and b is not cur and isinstance(b, CanonNode):
-            out.append((u, "a", b))
-        elif b is cur and a is not cur and isinstance(a, CanonNode):
-            out.append((u, "b", a))
-        else:
+@dataclass(frozen=True)
+class _Use:
+    matmul: CanonNode
+    side: str  # "a" or "b": where the tile enters the matmul
+    other: CanonNode  # the matmul's other operand
+    operand: CanonNode  # the tile as the matmul reads it (after the steps in ``via``)
+    dim: int  # the repeated dim in ``operand``
+    via: tuple[str, ...]
+
+
+#: steps a tile may pass through on its way to the matmul: views that keep the repeated dim whole,
+#: and elementwise ops whose other operands are the same for every copy (``q * scale``)
+_VIEWS = ("reshape", "view", "permute")
+_MAX_STEPS = 6
+
+
+def _matmul_uses(node: CanonNode, dim: int, via: tuple[str, ...]) -> list[_Use]:
+    """Every batched matmul that reads ``node`` (whose dim ``dim`` is the tiled one), directly or through
+    ``_VIEWS`` and elementwise steps; empty when any path ends elsewhere (cat, conv, an in-place write, the
+    graph's output)."""
+    users = real_users(node)
+    if not users or node.tensor is None:
+        return []
+    out: list[_Use] = []
+    for u in users:
+        if u.op in _BATCHED and not u.mutates:
+            a, b = u.args.get("a"), u.args.get("b")
+            if a is node and b is not node and isinstance(b, CanonNode) and b.tensor is not None:
+                out.append(_Use(u, "a", b, node, dim, via))
+                continue
+            if b is node and a is not node and isinstance(a, CanonNode) and a.tensor is not None:
+                out.append(_Use(u, "b", a, node, dim, via))
+                continue
             return []  # the bias of a baddbmm, or both operands
+        step = _step(u, node, dim) if len(via) < _MAX_STEPS else None
+        if step is None:
+            return []
+        sub = _matmul_uses(u, step, (*via, u.op))
+        if not sub:
+            return []
+        out.extend(sub)
     return out
 
 
-def _swaps_last_two(u: CanonNode) -> bool:
-    perm = u.args.get("dims")
-    if not isinstance(perm, (list, tuple)) or len(perm) < 3:
+def _step(u: CanonNode, node: CanonNode, dim: int) -> int | None:
+    """Where the tiled dim is after ``u``; None when ``u`` merges or splits it, or mixes the copies with
+    data that differs between them."""
+    if u.tensor is None or node.tensor is None or u.mutates:
+        return None
+    shape, res = tuple(node.tensor.shape), tuple(u.tensor.shape)
+    if u.op == "permute" and u.input is node:
+        perm = u.args.get("dims")
+        if not isinstance(perm, (list, tuple)) or dim not in perm:
+            return None
+        return list(perm).index(dim)
+    if u.op in ("reshape", "view") and u.input is node:
+        if len(res) <= dim or any(maybe_eq(shape[i], res[i]) is not True for i in range(dim + 1)):
+            return None
+        return dim
+    if u.is_pointwise and len(res) == len(shape) and all(maybe_eq(a, b) is True for a, b in zip(shape, res)):
+        for o in u.tensor_inputs:
+            if o is node or o.tensor is None:
+                continue
+            if o.tensor is None or len(o.tensor.shape) > len(res) - dim:
+                return None  # reaches the tiled dim: may differ between the copies
+            if len(o.tensor.shape) == len(res) - dim and not is_one(o.tensor.shape[0]):
+                return None
+        return dim
+    return None
+
+
+def _same_batch(other: CanonNode, operand: CanonNode, dim: int) -> bool:
+    """The tiled dim is a batch dim of the matmul, and the other operand has the tile's batch shape."""
+    if other.tensor is None or operand.tensor is None:
         return False
-    n = len(perm)
-    return list(perm) == [*range(n - 2), n - 1, n - 2]
-
-
-def _same_batch(other: CanonNode, out: tuple[Dim, ...]) -> bool:
-    assert other.tensor is not None
-    shape = tuple(other.tensor.shape)
-    return len(shape) == len(out) and all(maybe_eq(a, b) is True for a, b in zip(shape[:-2], out[:-2]))
+    shape, out = tuple(other.tensor.shape), tuple(operand.tensor.shape)
+    return (len(out) >= 3 and dim < len(out) - 2 and len(shape) == len(out)
+            and all(maybe_eq(a, b) is True for a, b in zip(shape[:-2], out[:-2])))
 
 
 def _fold(other: CanonNode, dim: int, times: Dim, size: Dim, interleave: bool,
