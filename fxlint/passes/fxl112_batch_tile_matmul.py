@@ -18,7 +18,10 @@ Bytes are the tiled tensor's size per call. Not reported: a repeat whose
 result is also read by anything else (`cat`, an in-place write, a conv, the
 graph's output), a repeat along the matmul's row or contracted dims, a count
 that does not tile the other operand's batch exactly (it would broadcast), a
-repeat of size-1 dims that only feed elementwise ops (that is FXL104).
+repeat of size-1 dims that only feed elementwise ops (that is FXL104). Under
+dynamic shapes a count written as a floor division (`q.size(0) // heads`) is
+reported only where the shape environment proves the tile equals the other
+operand's batch; otherwise it is left alone rather than guessed.
 
 ## Why is this bad?
 The tile copies the source `r` times (`aten::repeat > aten::copy_`,
@@ -86,12 +89,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import sympy
+
 from ..canon import CanonNode, GraphView
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
-from ..symbolic import Dim, is_one, known, maybe_eq
+from ..symbolic import Dim, is_one, known, maybe_eq, simplify
 from ..text import bytes_text, bytes_value, line_of, shape_text, shape_value
-from ._repeat import _factor
 from ._sites import numbered
 from ._util import real_users
 
@@ -193,7 +197,7 @@ def _tile(node: CanonNode) -> tuple[int, Dim, bool, str] | None:
     if len(shape) != len(res):
         return None
     if node.op == "repeat":
-        factors = [_factor(o, i) for o, i in zip(res, shape)]
+        factors = [_ratio(o, i) for o, i in zip(res, shape)]
         reps = [r for r in factors if r is not None]
         if len(reps) != len(factors):
             return None
@@ -207,7 +211,7 @@ def _tile(node: CanonNode) -> tuple[int, Dim, bool, str] | None:
     if not isinstance(dim, int) or (isinstance(counts, CanonNode) and counts.tensor is not None):
         return None  # flattened, or per-entry counts from a tensor
     dim = dim % len(res)
-    times = _factor(res[dim], shape[dim]) if not is_one(shape[dim]) else res[dim]
+    times = _ratio(res[dim], shape[dim])
     if times is None or is_one(times) or any(maybe_eq(a, b) is not True for d, (a, b) in enumerate(zip(shape, res))
                                              if d != dim):
         return None
@@ -228,6 +232,17 @@ class _Use:
 #: and elementwise ops whose other operands are the same for every copy (``q * scale``)
 _VIEWS = ("reshape", "view", "permute")
 _MAX_STEPS = 6
+
+
+def _ratio(out: Dim, inp: Dim) -> Dim | None:
+    """How many times ``inp`` goes into ``out`` exactly (a formula under dynamic shapes); None if not whole."""
+    if is_one(inp):
+        return out
+    o, i = known(out), known(inp)
+    if o is not None and i is not None:
+        return o // i if i and o % i == 0 else None
+    num, den = sympy.fraction(sympy.cancel(sympy.sympify(out) / sympy.sympify(inp)))
+    return simplify(num) if den == 1 else None
 
 
 def _matmul_uses(node: CanonNode, dim: int, via: tuple[str, ...]) -> list[_Use]:
