@@ -28,6 +28,8 @@ reshape                                    input, shape (the result's). Spelled:
 expand                                     input, shape (the result's). Spelled: broadcast_to, expand,
                                            expand_as, expand_copy
 repeat                                     input, repeats, style (the spelling). Spelled: repeat, tile
+repeat_interleave                          input, repeats (an int or SymInt node; a tensor of counts stays a
+                                           node), dim (None: flattened). Spelled: repeat_interleave
 slice                                      input, index: IndexSpec (basic indexing: slices, ints, None;
                                            ``getitem`` makes it too). Spelled: narrow, select, slice
 tuple_getitem                              input, index (an element of a tuple value: ``getitem`` on a non-

@@ -105,6 +105,13 @@ def repeat(c: Call) -> Args:
     return {"input": c.input, "repeats": tuple(c.conv(reps)), "style": c.raw}
 
 
+@normaliser("repeat_interleave", spellings={"repeat_interleave"},
+            doc="input, repeats (an int or SymInt node; a tensor of counts stays a node), dim (None: flattened)")
+def repeat_interleave(c: Call) -> Args:
+    # kept apart from ``repeat``: [a, b] -> [a, a, b, b], not the tiling [a, b, a, b]
+    return {"input": c.input, "repeats": c.conv(c.get("repeats")), "dim": c.get("dim")}
+
+
 # --------------------------------------------------------------------------- indexing
 
 
