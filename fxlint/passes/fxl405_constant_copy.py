@@ -60,6 +60,12 @@ value is the fix.
 Training with weights that change every step, or online fine-tuning: keep the
 copy. Silence a line with `# fxlint: ignore[FXL405]`.
 
+Graphs are captured with static shapes by default: a size read from the input
+(`H = x.shape[1]`; `t.repeat(H, 1)`) is a number in the graph, and `depends`
+says `shape` only where the input tensor itself is read (`x.new_zeros(...)`,
+or `x.shape` under dynamic shapes). The fix therefore says to key the cache on
+the input's size whenever the code reads one.
+
 `details` (the fields of `ConstantCopy`): `op` (`clone`, `repeat` or
 `subscript write`), `target` (the tensor copied or written into), `depends`
 (what the value depends on: `weights`, `buffers`, `shape`; empty for
@@ -69,6 +75,7 @@ call).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -112,7 +119,8 @@ class ConstantCopy(Violation):
                 f"from {source}: it is the same every call")
 
     def fix_title(self) -> str:
-        keyed = ", keyed on the input's shape" if "shape" in self.depends else ""
+        keyed = (", keyed on the input's shape" if "shape" in self.depends
+                 else "; keyed on the input's size if the code that builds it reads one")
         return (f"compute it once and keep it (a non-persistent buffer set in eval{keyed}); Inductor, with "
                 "freezing too, still rebuilds it every call")
 
@@ -150,9 +158,15 @@ def _hits(view: GraphView, fixed: Fixed) -> Iterator[Hit]:
     for site in sites(found, view):
         deps = frozenset().union(*(deps_of[n] for n in site.nodes))
         target = view_base(site.node.mutates[0])
-        violation = ConstantCopy(op="subscript write", target=operand_name(target), depends=_sorted(deps),
+        violation = ConstantCopy(op="subscript write", target=_variable(target), depends=_sorted(deps),
                                  writes=site.count, copied=bytes_value(site.nbytes))
         yield Hit(site.node, violation, bytes=site.nbytes, backward_bytes=0, severity=Severity.INFO)
+
+
+def _variable(node: CanonNode) -> str:
+    """The variable a fresh tensor was assigned to: the node name without the ``_5`` FX adds to the
+    sixth ``attn_mask`` of an unrolled model (one message for every block, grouped as one)."""
+    return re.sub(r"_\d+$", "", operand_name(node)) if node.kind == "op" else operand_name(node)
 
 
 def _sorted(deps: Deps) -> tuple[str, ...]:
