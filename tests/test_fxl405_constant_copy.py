@@ -93,3 +93,25 @@ def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
     out = rule_output("FXL405", train=False)
     assert reported_lines(out, "FXL405") == set(marked_lines("FXL405", "positive"))
     assert out == snapshot
+
+
+def test_dropout_is_the_identity_in_eval_and_random_in_training():
+    """``nn.Dropout`` of a buffer (DeBERTa's relative embeddings): fixed in eval, not in training."""
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("rel", torch.randn(4, 8))
+            self.drop = torch.nn.Dropout(0.1)
+
+        def forward(self, x):
+            return x @ self.drop(self.rel).repeat(2, 1).T
+
+    def reported(train: bool) -> list[str]:
+        model = M().train(train)
+        with torch.no_grad():
+            rep = fxlint.lint(model, (torch.randn(2, 8),), select="FXL405", confirm=True, config=False)
+        return [f.status for f in findings(rep, "FXL405")]
+
+    assert reported(False) == ["confirmed"]
+    assert reported(True) == []

@@ -25,6 +25,9 @@ _RANDOM_OPS = frozenset({
     "dropout", "native_dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d",
     "dropout2d", "dropout3d", "rrelu", "empty_like", "new_empty", "new_empty_strided",
 })
+#: dropouts: random in training, the identity when called with ``training=False`` (``nn.Dropout`` in eval)
+_DROPOUTS = frozenset({"dropout", "native_dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout",
+                       "dropout1d", "dropout2d", "dropout3d"})
 #: factories shaped like a template tensor: they read its shape, dtype and device, not its data
 _LIKE = frozenset({"zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full"})
 #: what the dependency walk gives up on (a fixed value is built in a few ops from its leaves)
@@ -68,6 +71,8 @@ class Fixed:
             return frozenset({"weights"}) if self.weights else None
         if n.kind != "op":
             return None  # a user input: its data changes every call
+        if n.op in _DROPOUTS and _training(n) is False:
+            return self._all(n.inputs, depth)  # the identity
         if n.op in _RANDOM_OPS or "rand" in n.op:
             return None
         if n.op == "factory":
@@ -112,6 +117,13 @@ class Fixed:
                 return None
             got |= d
         return got
+
+
+def _training(n: CanonNode) -> object:
+    """A dropout's ``training`` argument as captured (third positional, or keyword; True by default)."""
+    args = n.args.get("args") or []
+    kwargs = n.args.get("kwargs") or {}
+    return kwargs.get("training", kwargs.get("train", args[2] if len(args) > 2 else True))
 
 
 def depends_text(deps: Deps) -> str:
