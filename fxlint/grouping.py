@@ -223,11 +223,13 @@ class Group:
                 "fix": self.fix, "statuses": self.statuses}
 
 
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+#: a number, with its byte unit when it is a size (``784 B`` and ``1.8 kB`` are the same template)
+_NUMBER = re.compile(r"\d+(?:\.\d+)?(?: [kMGT]?i?B\b)?")
 
 
 def message_template(message: str) -> str:
-    """The message with its numbers blanked: instances that differ only in sizes share it."""
+    """The message with its numbers (and sizes with their units) blanked: instances that differ only
+    in sizes share it."""
     return _NUMBER.sub("#", message)
 
 

@@ -25,8 +25,9 @@ def test_positives_in_inference_confirmed_with_the_gathered_bytes():
     got = sorted(findings(_lint(False, confirm=True), "FXL404"), key=lambda f: f.line)
     fwd = FIXTURE.Fixture.forward
     assert [f.line for f in got] == [line_with(fwd, "# positive: arange"), line_with(fwd, "# positive: a buffer"),
-                                     line_with(fwd, "# positive: a table computed")]
-    assert [f.bytes for f in got] == [8 * 8 * 8 * 4, 64 * 2 * 4, 8 * 8 * 8 * 4]  # the gathered tensors
+                                     line_with(fwd, "# positive: a table computed"),
+                                     line_with(fwd, "# positive: torch.gather")]
+    assert [f.bytes for f in got] == [8 * 8 * 8 * 4, 64 * 2 * 4, 8 * 8 * 8 * 4, 2 * 8 * 8]  # the gathered tensors
     assert all(f.status == "confirmed" and f.severity.value == "info" for f in got), [f.status for f in got]
     assert got[0].details["table"] == "rel_pos_h" and "once" in got[0].fix
 

@@ -1,10 +1,12 @@
 """A gather from a parameter or buffer table with indices built from constants, recomputed every call in inference.
 
 ## What it does
-Finds advanced indexing (`table[index]`, `aten::index`) where `table` is a
-parameter or buffer (or computed from them alone, e.g. interpolated to a
-size) and every index tensor is computed only from constants,
-buffers and `arange`-style factories (nothing from the model's inputs): the
+Finds advanced indexing (`table[index]`, `aten::index`) and
+`torch.gather(table, dim, index)` where `table` is a parameter or buffer (or
+computed from them alone, e.g. interpolated to a size) and every index tensor
+is computed only from constants, buffers, deterministic factories (`arange`;
+never `randperm`) and the input's shape (nothing from the input's data, nor a
+value written in place from it): the
 relative-position lookups of window and pooling attention,
 `table[self.relative_position_index.view(-1)]` (Swin) and
 `rel_pos_h[dist_h.long()]` with `dist_h` built from `torch.arange` (MViT).
@@ -38,6 +40,9 @@ Training, or a model whose weights change between calls (online
 fine-tuning): keep the gather. Silence a line with
 `# fxlint: ignore[FXL404]`.
 
+Other copies of such fixed values (a `clone`, a mask built by subscript
+writes) are FXL405's.
+
 `details` (the fields of `ConstantGather`): `table` (the parameter or buffer
 indexed), `indices` (the index tensors' nodes), `copied` (bytes per call).
 """
@@ -47,14 +52,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..canon import CanonNode, GraphView
+from ..canon import GraphView
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
 from ..text import bytes_text, bytes_value, operand_name
+from ._constant import Fixed
 from ._sites import numbered
-
-_CONSTANT_KINDS = ("buffer", "constant")
-_MAX_DEPTH = 32
 
 
 @dataclass(frozen=True)
@@ -82,32 +85,22 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
 
 
 def _hits(view: GraphView) -> Iterator[Hit]:
-    for node in view.ops("index"):
+    table_fixed = Fixed(view, weights=True)  # a parameter table: checked in inference only (see check)
+    index_fixed = Fixed(view, weights=False)
+    for node in view.ops("index", "gather"):
         table = node.input
-        if table is None or node.tensor is None or not _fixed(table, 0, weights=True):
+        if table is None or node.tensor is None or not table_fixed(table):
             continue  # the table comes from the input: nothing to cache
-        spec = node.args.get("index")
-        items = [it for it in getattr(spec, "advanced", ()) if it.kind == "tensor"]
-        if not items or any(it.index is None for it in items):
+        if node.op == "gather":  # torch.gather(table, dim, index): the one other tensor operand
+            indices = [i for i in node.inputs if i is not table and i.tensor is not None]
+        else:
+            spec = node.args.get("index")
+            items = [it for it in getattr(spec, "advanced", ()) if it.kind == "tensor"]
+            if any(it.index is None for it in items):
+                continue
+            indices = [it.index for it in items]
+        if not indices or not all(index_fixed(i) for i in indices):
             continue
-        if not all(_fixed(it.index, 0, weights=False) for it in items):
-            continue
-        violation = ConstantGather(table=operand_name(table), indices=tuple(operand_name(it.index) for it in items),
+        violation = ConstantGather(table=operand_name(table), indices=tuple(operand_name(i) for i in indices),
                                    copied=bytes_value(node.tensor.nbytes))
         yield Hit(node, violation, bytes=node.tensor.nbytes, backward_bytes=0, severity=Severity.INFO)
-
-
-def _fixed(n: CanonNode, depth: int, *, weights: bool) -> bool:
-    """True when ``n`` is computed only from buffers, constants and factories (``arange``), and, with
-    ``weights``, parameters: nothing from the model's inputs (a table interpolated from a parameter,
-    MViT's ``_interpolate(rel_pos_h, d)``, is as fixed as the parameter in inference)."""
-    if depth > _MAX_DEPTH:
-        return False
-    if n.kind in _CONSTANT_KINDS or (weights and n.kind == "parameter"):
-        return True
-    if n.kind != "op":
-        return False
-    tensors = [i for i in n.inputs if i.tensor is not None]
-    if not tensors:
-        return n.op == "factory"  # arange, zeros, ...: values fixed by their arguments
-    return all(_fixed(i, depth + 1, weights=weights) for i in tensors)

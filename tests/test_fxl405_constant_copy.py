@@ -1,0 +1,117 @@
+"""FXL405 constant-copy: a copy whose value depends only on weights, buffers, constants and the input's
+shape (a clone of a bias built from parameters, a mask built by subscript writes), every call."""
+
+from __future__ import annotations
+
+import torch
+
+import fxlint
+from tests.copy_helpers import findings, line_with
+from tests.rule_snapshots import load_fixture
+
+FIXTURE = load_fixture("FXL405")
+FWD = FIXTURE.Fixture.forward
+
+
+def _lint(train: bool, confirm: bool = False):
+    model, inputs = FIXTURE.make()
+    model.train(train)
+    if train:
+        return fxlint.lint(model, inputs, select="FXL405", confirm=confirm, config=False)
+    with torch.no_grad():
+        return fxlint.lint(model, inputs, select="FXL405", confirm=confirm, config=False)
+
+
+def test_positives_in_inference_confirmed_once_per_line_with_their_bytes():
+    got = sorted(findings(_lint(False, confirm=True), "FXL405"), key=lambda f: f.line)
+    assert [f.line for f in got] == [line_with(FWD, "# positive: built from parameters"),
+                                     line_with(FWD, "# positive: the mask"),
+                                     line_with(FWD, "# positive: a repeat")]
+    # the cloned bias (48 floats); the nine writes of the 8x8 mask, one finding (its 64 floats); (8, 16) floats
+    assert [f.bytes for f in got] == [48 * 4, 8 * 8 * 4, 8 * 16 * 4]
+    assert all(f.status == "confirmed" and f.severity.value == "info" for f in got), [f.status for f in got]
+    clone, mask, repeat = got
+    assert clone.details["depends"] == ("weights",) and "if the code that builds it reads one" in clone.fix
+    assert mask.details["depends"] == ("shape",) and mask.details["writes"] == 9 and "keyed on the input's shape" in mask.fix
+    assert repeat.details["depends"] == ("buffers",)
+
+
+def test_in_training_only_the_values_without_parameters():
+    got = findings(_lint(True, confirm=True), "FXL405")
+    assert sorted(f.line for f in got) == [line_with(FWD, "# positive: the mask"), line_with(FWD, "# positive: a repeat")]
+    assert all(f.status == "confirmed" for f in got)
+
+
+def test_a_value_from_the_input_is_not_constant():
+    """The same clone and copy_ are reported with a parameter as their source, not with the input's data
+    mixed in (a parameter scaled by the input; the input copied into a fresh tensor)."""
+
+    class M(torch.nn.Module):
+        def __init__(self, data: bool):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(4, 4))
+            self.data = data
+
+        def forward(self, x):
+            src = self.w * x.sum() if self.data else self.w * 2
+            a = src.clone()
+            b = torch.zeros(4, 4)
+            b[:2].copy_(x[:2] if self.data else self.w[:2])
+            return a.sum() + b.sum() + x.sum()
+
+    def lines(data: bool) -> list[str]:
+        with torch.no_grad():
+            rep = fxlint.lint(M(data).eval(), (torch.randn(4, 4),), select="FXL405", confirm=True, config=False)
+        got = findings(rep, "FXL405")
+        assert all(f.status == "confirmed" for f in got), [f.status for f in got]
+        return sorted(f.source.strip() for f in got)
+
+    assert lines(False) == ["a = src.clone()", "b[:2].copy_(x[:2] if self.data else self.w[:2])"]
+    assert lines(True) == []
+
+
+def test_the_cached_mask_is_the_same_and_the_audit_sees_no_copy():
+    """The fix: build once, keep; a later call reads the kept tensor and copies nothing."""
+    cache: dict[tuple[int, int], torch.Tensor] = {}
+
+    def mask(h: int, w: int) -> torch.Tensor:
+        if (h, w) not in cache:
+            m = torch.zeros(h, w)
+            for k, (a, b) in enumerate(((0, -4), (-4, -2), (-2, None))):
+                m[a:b, :] += 3 * k
+            cache[(h, w)] = m
+        return cache[(h, w)]
+
+    first = mask(8, 8)
+    audit = fxlint.audit(lambda: mask(8, 8))
+    assert mask(8, 8) is first and not audit.copies
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    from tests.rule_snapshots import marked_lines, reported_lines, rule_output
+
+    out = rule_output("FXL405", train=False)
+    assert reported_lines(out, "FXL405") == set(marked_lines("FXL405", "positive"))
+    assert out == snapshot
+
+
+def test_dropout_is_the_identity_in_eval_and_random_in_training():
+    """``nn.Dropout`` of a buffer (DeBERTa's relative embeddings): fixed in eval, not in training."""
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("rel", torch.randn(4, 8))
+            self.drop = torch.nn.Dropout(0.1)
+
+        def forward(self, x):
+            return x @ self.drop(self.rel).repeat(2, 1).T
+
+    def reported(train: bool) -> list[str]:
+        model = M().train(train)
+        with torch.no_grad():
+            rep = fxlint.lint(model, (torch.randn(2, 8),), select="FXL405", confirm=True, config=False)
+        return [f.status for f in findings(rep, "FXL405")]
+
+    assert reported(False) == ["confirmed"]
+    assert reported(True) == []
