@@ -22,6 +22,14 @@ The users read the input instead of a copy: values and gradients are equal
 (verification on the example inputs checks both); the result shares the
 input's memory, which is why the preconditions exclude in-place writes and
 returning it.
+
+Measured (torch 2.13 CPU, AMD EPYC, 2 threads, one run with the load of
+other jobs): ``fxlint bench bench/zoo_rewrite.py:swin_t --mode infer
+--backends eager`` (torchvision Swin-T at 224 px, batch 2; 15 zero-width pads
+dropped, with 12 no-op ``.contiguous()`` removals): bytes copied per call
+192.9 MB -> 177.2 MB, peak memory 28.9 MB -> 23.0 MB; the time ratio (0.95x,
+IQR 9-15%) is within that run's noise: the pads are ~8% of the bytes a
+Swin-T forward copies and a small share of its time.
 """
 
 from __future__ import annotations
