@@ -118,3 +118,31 @@ def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
     for block in out.strip().split("\n\n"):  # the positives marked info are the ones reported as info
         assert (" info " in block.splitlines()[0]) == ("positive (info)" in block), block
     assert out == snapshot
+
+
+def _pre_pool(x):
+    return x.reshape(-1, 4, 4, x.shape[-1]).permute(0, 3, 1, 2).contiguous()  # two copies on one line
+
+
+class _PoolAttention(nn.Module):
+    """timm MViT-v2's ``reshape_pre_pool``, called for q, k and v: one line, three reshape copies and
+    three ``.contiguous()`` copies per call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv = nn.Linear(16, 48)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).reshape(2, 16, 3, 2, 8).permute(2, 0, 3, 1, 4).unbind(0)
+        return _pre_pool(q) + _pre_pool(k) + _pre_pool(v)
+
+
+def test_several_copies_on_one_line_are_confirmed_one_by_one():
+    """The finding stands for three reshape copies; the audit sees those and three others (the
+    contiguous) on the same line: each predicted copy is matched, not the line's total."""
+    with torch.no_grad():
+        report = fxlint.lint(_PoolAttention().eval(), (torch.randn(2, 16, 16),), select="FXL102", config=False,
+                             confirm=True)
+    [f] = findings(report, "FXL102")
+    assert f.copy_sizes == (2 * 2 * 16 * 8 * 4,) * 3 and f.bytes == 3 * 2 * 2 * 16 * 8 * 4
+    assert f.status == "confirmed", f

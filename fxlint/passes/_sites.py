@@ -45,6 +45,15 @@ class Site:
     nodes: list[CanonNode]
     nbytes: Dim | None
     repeats: int  # the largest number of copies of the same data in the same layout
+    sizes: tuple[Dim | None, ...] = ()  # each node's bytes, in ``nodes`` order
+
+    @property
+    def copy_sizes(self) -> tuple[int, ...] | None:
+        """Each copy's bytes when the site stands for several copies of known size (for ``Hit.copy_sizes``:
+        the runtime confirms each copy, not their sum, which other copies on the line would blur)."""
+        if len(self.sizes) < 2 or not all(isinstance(b, int) for b in self.sizes):
+            return None
+        return tuple(int(b) for b in self.sizes if b is not None)
 
     @property
     def node(self) -> CanonNode:
@@ -73,7 +82,7 @@ def sites(items: Iterable[tuple[CanonNode, Dim | None, tuple]], view: GraphView)
             base = _base_of_key(key, view)
             if base is not None and not is_mutated(view_family(base), view):
                 counts[key] = counts.get(key, 0) + 1
-        out.append(Site([m[0] for m in members], total, max(counts.values(), default=1)))
+        out.append(Site([m[0] for m in members], total, max(counts.values(), default=1), tuple(m[1] for m in members)))
     return out
 
 

@@ -193,7 +193,8 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             backward_copy=call_text(bwd[0][0]) if bwd else None,
             backward_copy_at=line_of(bwd[0][0]) if bwd else None,
         )
-        yield Hit(node, violation, bytes=site.nbytes, backward_bytes=bwd_bytes, severity=severity)
+        yield Hit(node, violation, bytes=site.nbytes, copy_sizes=site.copy_sizes, backward_bytes=bwd_bytes,
+                  severity=severity)
 
 
 def _layout_pessimization(node: CanonNode, fmt: torch.memory_format | None) -> bool:

@@ -172,7 +172,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             source=src.name,
         )
         severity = Severity.INFO if case == "needed" else Severity.WARNING
-        yield Hit(node, violation, bytes=site.nbytes, backward_bytes=0, severity=severity)
+        yield Hit(node, violation, bytes=site.nbytes, copy_sizes=site.copy_sizes, backward_bytes=0, severity=severity)
 
 
 def _is_ravel(node: CanonNode) -> bool:

@@ -160,7 +160,8 @@ def _hits(view: GraphView, fixed: Fixed) -> Iterator[Hit]:
         target = view_base(site.node.mutates[0])
         violation = ConstantCopy(op="subscript write", target=_variable(target), depends=_sorted(deps),
                                  writes=site.count, copied=bytes_value(site.nbytes))
-        yield Hit(site.node, violation, bytes=site.nbytes, backward_bytes=0, severity=Severity.INFO)
+        yield Hit(site.node, violation, bytes=site.nbytes, copy_sizes=site.copy_sizes, backward_bytes=0,
+                  severity=Severity.INFO)
 
 
 def _variable(node: CanonNode) -> str:
