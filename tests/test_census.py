@@ -57,8 +57,8 @@ def test_subset_runs_without_crash_and_claims_hold(run):
     c = o["claims"]
     assert c["confirmed"] > 0  # the subset makes copy claims, so the bar below can fail
     assert o["precision"] >= 0.99, c
-    print(f"\nsubset recall: {o['recall']['covered_lines']}/{o['recall']['lines']} lines "
-          f"({o['recall_lines']:.1%}), bytes {o['recall_bytes']:.1%} (target 95%, not asserted yet)")
+    assert o["recall"]["lines"] > 0  # the subset has avoidable copies, so the recall bar can fail
+    assert o["recall_lines"] >= 0.95, o["recall"]  # issue 14's bar, held by the full census too (docs/census.md)
 
 
 def test_json_schema_and_markdown_from_json(run, tmp_path, capsys):
@@ -80,7 +80,8 @@ def test_json_schema_and_markdown_from_json(run, tmp_path, capsys):
     census.update_readme(readme, census.render_markdown(data, per_model=False))
     text = readme.read_text()
     assert text.startswith("intro\n") and text.endswith(f"{census.MARK_END}\nrest\n") and "old" not in text
-    assert "| **overall** |" in text and "### Per model" not in text
+    assert "| **overall** |" in text and "### Remaining misses by kind" in text
+    assert "### Per model" not in text and "### Recall by kind" not in text
 
 
 # ------------------------------------------------------------------ the measurement, by hand
