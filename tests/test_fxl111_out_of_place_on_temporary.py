@@ -55,6 +55,8 @@ NEGATIVE = [
     ("the temporary is read again", _read_again, (A,)),
     ("a view of a temporary", lambda x: (x * 2)[:, :3].masked_fill(x[:, :3] > 0, 0.0), (A,)),
     ("the base of the view is read again", _view_read_again, (S, S, MASK)),
+    ("a transposed view (in place would keep its strides)",
+     lambda a, b, m: (a + b).transpose(0, 1).masked_fill(m, 0.0).view(-1), (S, S, torch.rand(8, 8, 8) > 0.5)),
     ("an expanded view", lambda a, m: (a * 2).expand(2, 4, 8, 8).masked_fill(~m, 0.0), (torch.randn(1, 4, 8, 8), MASK)),
     ("requires grad", lambda x: (x * 2).masked_fill(x > 0, 0.0), (A.clone().requires_grad_(),)),
     ("broadcast up by the mask", lambda x, m: (x * 2).masked_fill(m, 0.0), (torch.randn(1, 5), torch.rand(4, 5) > 0.5)),

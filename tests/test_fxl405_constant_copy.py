@@ -115,3 +115,54 @@ def test_dropout_is_the_identity_in_eval_and_random_in_training():
 
     assert reported(False) == ["confirmed"]
     assert reported(True) == []
+
+
+class _State(torch.nn.Module):
+    """Copies of values that are NOT the same every call, each written as a model would."""
+
+    def __init__(self, case: str):
+        super().__init__()
+        self.case = case
+        self.register_buffer("step", torch.zeros(4))
+        self.register_buffer("base", torch.zeros(4, 4))
+
+    def forward(self, x):
+        if self.case == "counter":  # a buffer the model updates every call (num_batches_tracked)
+            self.step.add_(1)
+            return x * self.step.clone()
+        if self.case == "noise":  # a fresh tensor filled with random numbers in place
+            n = x.new_zeros(4, 4)
+            n.normal_()
+            return x + n.clone()
+        if self.case == "overwritten":  # a defensive clone of a buffer, then written from the input
+            m = self.base.clone()
+            m[:2] = x[:2]
+            return m * 2
+        return x * 2, self.base.clone()  # "returned": the caller gets a copy it may write
+
+
+def test_state_noise_and_defensive_clones_are_not_constant():
+    for case in ("counter", "noise", "overwritten", "returned"):
+        with torch.no_grad():
+            rep = fxlint.lint(_State(case).eval(), (torch.randn(4, 4),), select="FXL405", config=False)
+        assert findings(rep, "FXL405") == [], (case, [f.message for f in findings(rep, "FXL405")])
+
+
+class _TiledTable(torch.nn.Module):
+    """DeBERTa's relative-position keys: a weight-only value tiled over the batch for a bmm."""
+
+    def __init__(self):
+        super().__init__()
+        self.pos = torch.nn.Parameter(torch.randn(2, 6, 8))  # (heads, 2 * span, head dim)
+
+    def forward(self, q):  # q: (batch * heads, L, head dim)
+        k = self.pos.repeat(q.size(0) // 2, 1, 1)  # tile
+        return torch.bmm(q, k.transpose(-1, -2))
+
+
+def test_a_tile_another_rule_removes_is_left_to_it():
+    """One finding per copy: FXL112 (fold the tile into the matmul) reports the repeat; FXL405 (cache it)
+    does not report it too."""
+    with torch.no_grad():
+        rep = fxlint.lint(_TiledTable().eval(), (torch.randn(6, 5, 8),), select="FXL112,FXL405", config=False)
+    assert [f.code for f in rep.findings] == ["FXL112"], [(f.code, f.message) for f in rep.findings]

@@ -344,15 +344,18 @@ def _analysis_seconds(n: int) -> tuple[int, float]:
 
 @pytest.mark.slow
 def test_deep_graphs_scale_linearly():
-    """Canonical view + every rule grow linearly with the graph: 20,000 nodes cost about twice what
-    10,000 do, measured in one run (a quadratic step would cost four times). What holds on any
+    """Canonical view + every rule grow linearly with the graph: 30,000 nodes cost about three times
+    what 10,000 do, measured in one run (a quadratic step would cost nine times). What holds on any
     machine is the ratio; the absolute figures (the "under 1 s for 10,000 nodes" target) are
-    measured by `fxlint bench --lint-speed` (bench/lint_speed.py), not asserted here."""
+    measured by `fxlint bench --lint-speed` (bench/lint_speed.py), not asserted here. A small graph
+    first, so that imports and first-call caches are not charged to the 10,000-node one (measured
+    here: 10k -> 20k -> 40k cost 1.0, 2.4, 4.7 s; the first ratio is the noisy one)."""
+    _analysis_seconds(1_000)
     n10, t10 = _analysis_seconds(10_000)
-    n20, t20 = _analysis_seconds(20_000)
-    print(f"analysis: {n10} nodes {t10 * 1000:.0f} ms CPU, {n20} nodes {t20 * 1000:.0f} ms CPU, "
-          f"ratio {t20 / t10:.2f}")
-    assert t20 / t10 < 2.6, (t10, t20)  # linear, not quadratic
+    n30, t30 = _analysis_seconds(30_000)
+    print(f"analysis: {n10} nodes {t10 * 1000:.0f} ms CPU, {n30} nodes {t30 * 1000:.0f} ms CPU, "
+          f"ratio {t30 / t10:.2f}")
+    assert t30 / t10 < 6.0, (t10, t30)  # linear is 3 (4.3 seen: caches, GC), quadratic 9
 
 
 def test_a_20k_node_graph_module_through_lint():

@@ -5,10 +5,12 @@ A value is fixed when every node it is computed from is: a constant or a buffer;
 ``weights`` (inference: the weights do not change between calls); a deterministic factory
 (``arange``, ``zeros``; never ``rand*``); a ``*_like``/``new_*`` factory, which reads its
 template's shape, dtype and device only; a size query (``x.shape``, ``x.size(0)``: metadata); or an
-op whose every input (tensor or SymInt) is fixed. Anything that reads an input's data (including a
-scalar taken out of it with ``.item()``) is not fixed, and neither is a value written in place by
-a value that is not (``mask[i] = x.sum()``). What a fixed value depends on is reported (``weights``,
-``buffers``, ``shape``) so that a fix can say whether a cache must be keyed on the input's shape.
+op whose every input (tensor or SymInt) is fixed. Not fixed: anything that reads an input's data
+(including a scalar taken out of it with ``.item()``); a value written in place from one that is
+not (``mask[i] = x.sum()``) or with random numbers (``t.normal_()``); a buffer or parameter the
+graph writes in place (a step counter changes between calls). What a fixed value depends on is
+reported (``weights``, ``buffers``, ``shape``) so that a fix can say whether a cache must be keyed
+on the input's shape.
 """
 
 from __future__ import annotations
@@ -109,9 +111,14 @@ class Fixed:
         """``got`` joined with what every in-place write into ``n``'s storage writes; None when one
         writes a value that is not fixed."""
         family = view_family(n)
+        persistent = n.kind in ("buffer", "parameter")
         for w in self.view.writers:
             if w is n or not any(m in family for m in w.mutates):
                 continue
+            if persistent:
+                return None  # state the model updates every call (a step counter, running statistics)
+            if (w.op in _RANDOM_OPS or "rand" in w.op) and not (w.op in _DROPOUTS and _training(w) is False):
+                return None  # filled with random numbers in place (normal_, uniform_, bernoulli_...)
             d = self._all([i for i in w.inputs if i not in family], depth)
             if d is None:
                 return None

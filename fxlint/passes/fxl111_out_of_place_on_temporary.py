@@ -4,8 +4,8 @@
 Finds `t.masked_fill(mask, value)` where `t` is a fresh tensor computed in
 this graph (not an input, parameter or buffer, not a view of one), whose
 only reader is this `masked_fill`, and which is not returned; or a view of
-such a temporary covering all of it (a reshape, not a slice), each step
-read by nothing else
+such a temporary covering all of it and itself contiguous (a `view` or
+`reshape`; not a slice, a transpose or an expand), each step read by nothing else
 (`(scores + bias).view(b, h, q, k).masked_fill(...)`, DeBERTa's attention
 mask): the in-place write then lands in memory nobody else reads. ATen's
 out-of-place `masked_fill` is `clone()` then `masked_fill_`
@@ -116,8 +116,10 @@ def _private_base(src: CanonNode) -> CanonNode | None:
     None when a view's base is read by something else too."""
     while src.is_view:
         t = src.tensor
-        if t is None or any(st == 0 and n > 1 for st, n in zip(t.stride, t.shape)):
-            return None  # an expanded view: an in-place write would hit one element many times
+        if t is None or t.is_contiguous() is not True:
+            # out-of-place masked_fill returns a contiguous clone, the in-place one keeps the view's
+            # strides: a transposed or expanded view would change what later ops see (or can view)
+            return None
         base = src.input
         if base is None or [u.node for u in real_users(base)] != [src.node]:
             return None

@@ -149,6 +149,11 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     return iter(numbered(_hits(view)))
 
 
+def reported(view: GraphView) -> set[CanonNode]:
+    """The nodes FXL112 reports in ``view`` (FXL405 leaves these repeats to FXL112's better fix)."""
+    return {h.node for h in _hits(view) if isinstance(h.node, CanonNode)}
+
+
 def _hits(view: GraphView) -> Iterator[Hit]:
     for node in (*view.ops("repeat"), *view.ops("repeat_interleave")):
         found = _tile(node)

@@ -9,7 +9,9 @@ copies are:
 
 * `.clone()` and `.repeat(...)` of such a value: Swin V2's
   `qkv_bias = torch.cat((q_bias, zeros, v_bias)).clone()`, built from two
-  parameters every call;
+  parameters every call (a repeat that FXL104 or FXL112 reports is left to
+  them: better removed than cached; a copy that is returned, or written from
+  the input afterwards, protects something and is not reported);
 * subscript writes `t[a:b, c:d] = v` and `t[...].copy_(v)` into a tensor
   built that way: Swin's shifted-window mask,
   `attn_mask = x.new_zeros((H, W)); attn_mask[h0:h1, w0:w1] = count`, a
@@ -82,12 +84,13 @@ from typing import Any
 
 import torch
 
-from ..alias import view_base
+from ..alias import escapes, view_base
 from ..canon import CanonNode, GraphView
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
 from ..tensorinfo import Dim
 from ..text import bytes_text, bytes_value, operand_name
+from . import fxl104_repeat_copy, fxl112_batch_tile_matmul
 from ._constant import Deps, Fixed, depends_text
 from ._sites import numbered, sites, source_key
 
@@ -132,13 +135,21 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
 
 
 def _hits(view: GraphView, fixed: Fixed) -> Iterator[Hit]:
+    others: set[CanonNode] | None = None
     for node in view.ops(*_COPIES):
         src = node.input
         if src is None or node.tensor is None:
             continue
-        deps = fixed.deps(src)
+        if node.op == "repeat":
+            if others is None:  # a tile FXL104 (use expand) or FXL112 (fold into the matmul) reports is
+                others = fxl104_repeat_copy.reported(view) | fxl112_batch_tile_matmul.reported(view)
+            if node in others:  # better removed than cached: one finding per copy, the better fix
+                continue
+        if escapes(node, view):
+            continue  # a copy handed to the caller protects the source from the caller's writes
+        deps = fixed.deps(node)  # the copy as made and every write into it afterwards
         if deps is None:
-            continue  # reads the input's data (or random numbers): not the same every call
+            continue  # reads the input's data (or random numbers), or is then written from it
         violation = ConstantCopy(op=node.op, target=operand_name(src), depends=_sorted(deps), writes=1,
                                  copied=bytes_value(node.tensor.nbytes))
         yield Hit(node, violation, bytes=node.tensor.nbytes, backward_bytes=0, severity=Severity.INFO)
