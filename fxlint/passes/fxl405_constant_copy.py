@@ -122,10 +122,10 @@ class ConstantCopy(Violation):
                 f"from {source}: it is the same every call")
 
     def fix_title(self) -> str:
-        keyed = (", keyed on the input's shape" if "shape" in self.depends
-                 else "; keyed on the input's size if the code that builds it reads one")
-        return (f"compute it once and keep it (a non-persistent buffer set in eval{keyed}); Inductor, with "
-                "freezing too, still rebuilds it every call")
+        how = ("e.g. in a dict keyed on the input's shape" if "shape" in self.depends
+               else "e.g. a non-persistent buffer, keyed on the input's size if the code that builds it reads one")
+        return (f"compute it once and keep it ({how}); Inductor fuses it but, with freezing too, still rebuilds "
+                "it every call")
 
 
 @rule("FXL405", "constant-copy", "info", violation=ConstantCopy)
