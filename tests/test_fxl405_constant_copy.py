@@ -70,21 +70,42 @@ def test_a_value_from_the_input_is_not_constant():
     assert lines(True) == []
 
 
-def test_the_cached_mask_is_the_same_and_the_audit_sees_no_copy():
-    """The fix: build once, keep; a later call reads the kept tensor and copies nothing."""
-    cache: dict[tuple[int, int], torch.Tensor] = {}
+class _Mask(torch.nn.Module):
+    """Swin's shifted-window mask: built every call (``cached=False``) or, the fix, once per size."""
 
-    def mask(h: int, w: int) -> torch.Tensor:
-        if (h, w) not in cache:
-            m = torch.zeros(h, w)
-            for k, (a, b) in enumerate(((0, -4), (-4, -2), (-2, None))):
-                m[a:b, :] += 3 * k
-            cache[(h, w)] = m
-        return cache[(h, w)]
+    def __init__(self, cached: bool):
+        super().__init__()
+        self.cached = cached
+        self.masks: dict[tuple[int, int], torch.Tensor] = {}
 
-    first = mask(8, 8)
-    audit = fxlint.audit(lambda: mask(8, 8))
-    assert mask(8, 8) is first and not audit.copies
+    @staticmethod
+    def build(x: torch.Tensor) -> torch.Tensor:
+        mask = x.new_zeros(x.shape[-2:])
+        for k, h in enumerate(((0, -4), (-4, -2), (-2, None))):
+            mask[h[0]:h[1], :] = k  # write
+        return mask
+
+    def keep(self, x: torch.Tensor) -> None:
+        """Build the mask for this input size once, outside the forward (after ``eval()``)."""
+        self.masks[tuple(x.shape[-2:])] = self.build(x)
+
+    def forward(self, x):
+        mask = self.masks[tuple(x.shape[-2:])] if self.cached else self.build(x)
+        return x + mask
+
+
+def test_the_fix_keeps_the_values_and_removes_the_finding_and_the_copies():
+    x = torch.randn(2, 8, 8)
+    slow, fast = _Mask(cached=False).eval(), _Mask(cached=True).eval()
+    fast.keep(x)
+    with torch.no_grad():
+        before = fxlint.lint(slow, (x,), select="FXL405", confirm=True, config=False)
+        after = fxlint.lint(fast, (x,), select="FXL405", confirm=True, config=False)
+        audit = fxlint.audit(fast, (x,))
+    [f] = findings(before, "FXL405")
+    assert f.status == "confirmed" and f.details["writes"] == 3 and "# write" in f.source
+    assert findings(after, "FXL405") == [] and not [c for c in audit.copies if c.avoidable]
+    torch.testing.assert_close(slow(x), fast(x))
 
 
 def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):

@@ -71,8 +71,9 @@ class ConstantGather(Violation):
     copied: int | str | None
 
     def message(self) -> str:
-        return (f"`{self.table}[...]` gathers {bytes_text(self.copied)} per call with indices built only from "
-                "constants and buffers: in inference the result is the same every call")
+        return (f"`{self.table}[...]` gathers {bytes_text(self.copied)} per call with indices that do not read "
+                "the input's data (constants, buffers, factories, sizes): in inference the result is the same "
+                "every call")
 
     def fix_title(self) -> str:
         return ("compute it once in eval (a non-persistent buffer set after loading weights, keyed on the size "
