@@ -293,7 +293,9 @@ def to(c: Call) -> Args:
     device: Any = None
     memory_format: Any = None
     copy = False
-    non_blocking = bool(node.kwargs.get("non_blocking", False))
+    # positional flags follow the target: to(..., non_blocking, copy), cuda(device, non_blocking)
+    flags = [a for a in node.args[1:] if isinstance(a, bool)]
+    non_blocking = bool(node.kwargs.get("non_blocking", False)) or (raw in ("to", "cuda") and flags[:1] == [True])
     if raw in _METHOD_DTYPES:
         dtype = _METHOD_DTYPES[raw]
         memory_format = node.kwargs.get("memory_format")
@@ -311,18 +313,13 @@ def to(c: Call) -> Args:
                 other = c.node_of(a)
                 if other is not None and other.tensor is not None:
                     dtype, device = other.tensor.dtype, other.tensor.device
-        # positional flags follow the target: to(..., non_blocking, copy); the first is never `copy`
-        flags = [a for a in node.args[1:] if isinstance(a, bool)]
-        copy = len(flags) > 1 and flags[1]
+        copy = len(flags) > 1 and flags[1]  # the first flag is never `copy`
         dtype = node.kwargs.get("dtype", dtype)
         device = node.kwargs.get("device", device)
         memory_format = node.kwargs.get("memory_format", memory_format)
         copy = bool(node.kwargs.get("copy", copy))
         if raw == "_to_copy":
             copy = True
-    if raw in ("to", "cuda") and not non_blocking:  # positional: to(device, dtype, non_blocking, copy)
-        flags = [a for a in node.args[1:] if isinstance(a, bool)]
-        non_blocking = bool(flags[0]) if flags else False
     return {"input": c.input, "dtype": dtype, "device": device, "memory_format": memory_format, "copy": copy,
             "non_blocking": non_blocking, "style": raw}
 
