@@ -66,6 +66,19 @@ def rule_output(code: str, *, make: str = "make", train: bool = True) -> str:
     return text + "\n"
 
 
+def lint_fixture(code: str, *, train: bool, confirm: bool = False):
+    """The rule alone on its fixture: in training (``train()``), or in inference (``eval()`` under
+    ``torch.no_grad()``), as the inference-only rules (FXL404, FXL405) are used."""
+    import torch
+
+    import fxlint
+
+    model, inputs = load_fixture(code).make()
+    model.train(train)
+    with torch.set_grad_enabled(train):
+        return fxlint.lint(model, inputs, select=code, confirm=confirm, config=False)
+
+
 def kernel_env() -> str:
     """The kernel environment a CPU-dependent rule's output depends on: ``onednn`` where torch's
     oneDNN (mkldnn) convolutions run, ``no-onednn`` where they are off or missing (the portability

@@ -7,18 +7,13 @@ import torch
 
 import fxlint
 from tests.copy_helpers import findings, line_with
-from tests.rule_snapshots import load_fixture
+from tests.rule_snapshots import lint_fixture, load_fixture
 
 FIXTURE = load_fixture("FXL404")
 
 
 def _lint(train: bool, confirm: bool = False):
-    model, inputs = FIXTURE.make()
-    model.train(train)
-    if train:
-        return fxlint.lint(model, inputs, select="FXL404", confirm=confirm, config=False)
-    with torch.no_grad():
-        return fxlint.lint(model, inputs, select="FXL404", confirm=confirm, config=False)
+    return lint_fixture("FXL404", train=train, confirm=confirm)
 
 
 def test_positives_in_inference_confirmed_with_the_gathered_bytes():
