@@ -140,16 +140,17 @@ def _hits(view: GraphView, fixed: Fixed) -> Iterator[Hit]:
         src = node.input
         if src is None or node.tensor is None:
             continue
-        if node.op == "repeat":
-            if others is None:  # a tile FXL104 (use expand) or FXL112 (fold into the matmul) reports is
-                others = fxl104_repeat_copy.reported(view) | fxl112_batch_tile_matmul.reported(view)
-            if node in others:  # better removed than cached: one finding per copy, the better fix
-                continue
         if escapes(node, view):
             continue  # a copy handed to the caller protects the source from the caller's writes
         deps = fixed.deps(node)  # the copy as made and every write into it afterwards
         if deps is None:
             continue  # reads the input's data (or random numbers), or is then written from it
+        if node.op == "repeat":
+            # asked only for a repeat this rule would report: the two rules' analyses run once per graph
+            if others is None:  # a tile FXL104 (use expand) or FXL112 (fold into the matmul) reports is
+                others = fxl104_repeat_copy.reported(view) | fxl112_batch_tile_matmul.reported(view)
+            if node in others:  # better removed than cached: one finding per copy, the better fix
+                continue
         violation = ConstantCopy(op=node.op, target=operand_name(src), depends=_sorted(deps), writes=1,
                                  copied=bytes_value(node.tensor.nbytes))
         yield Hit(node, violation, bytes=node.tensor.nbytes, backward_bytes=0, severity=Severity.INFO)
