@@ -157,13 +157,12 @@ def reported(view: GraphView) -> set[CanonNode]:
 def _hits(view: GraphView) -> Iterator[Hit]:
     for node in (*view.ops("repeat"), *view.ops("repeat_interleave")):
         found = _tile(node)
-        if found is None or node.tensor is None or node.input is None or node.input.tensor is None:
+        if found is None:
             continue
+        assert node.tensor is not None and node.input is not None and node.input.tensor is not None  # _tile checked
         dim, times, interleave, spelled = found
         out = tuple(node.tensor.shape)
-        src = tuple(node.input.tensor.shape)
-        if len(src) != len(out):
-            continue
+        src = tuple(node.input.tensor.shape)  # same rank as out (_tile checked)
         uses = _matmul_uses(node, dim, ())
         if not uses or len({u.side for u in uses}) != 1:
             continue
@@ -297,7 +296,7 @@ def _step(u: CanonNode, node: CanonNode, dim: int) -> int | None:
         for o in u.tensor_inputs:
             if o is node or o.tensor is None:
                 continue
-            if o.tensor is None or len(o.tensor.shape) > len(res) - dim:
+            if len(o.tensor.shape) > len(res) - dim:
                 return None  # reaches the tiled dim: may differ between the copies
             if len(o.tensor.shape) == len(res) - dim and not is_one(o.tensor.shape[0]):
                 return None
