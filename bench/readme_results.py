@@ -48,7 +48,7 @@ def section(data: dict, command: str) -> str:
     overhead: list[float] = []
     noise: list[float] = []
     for (model, mode), v in sorted(rows.items()):
-        if any(x.get("skipped") for x in v.values()):
+        if all(x.get("skipped") for x in v.values()):
             lines.append(f"| {model} | {mode} | skipped | skipped | - | {next(iter(v.values()))['skipped']} |")
             continue
         for x in v.values():
@@ -57,13 +57,15 @@ def section(data: dict, command: str) -> str:
 
         def ratio(name: str) -> str:
             x = v.get(name)
+            if x and x.get("skipped"):
+                return f"skipped: {x['skipped']}"
             return f"{x['ratio']:.2f}x" if x and x.get("ratio") else "-"
 
         orig, new = v.get("eager", {}), v.get("eager+rewrite", {})
         copied = f"{human_bytes(orig.get('copied_bytes'))} -> {human_bytes(new.get('copied_bytes'))}"
         applied = ", ".join(sorted({a.split()[0] for a in new.get("rewrites") or []}))
         eager = ratio("eager+rewrite")
-        if not applied and "eager+rewrite" in v:
+        if not applied and "eager+rewrite" in v and not new.get("skipped"):
             # nothing was rewritten: the ratio would only compare the captured graph's call
             # overhead with the module's (it is in the JSON); the Inductor one shows the noise
             overhead.append(new.get("ratio") or 0)

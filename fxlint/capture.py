@@ -28,7 +28,7 @@ import torch.fx as fx
 
 from .canon import GraphView, build_view
 from .distributed import unwrap, wrapper_break
-from .errors import CaptureError, ModelError, first_line
+from .errors import CaptureError, GraphBreakError, ModelError, first_line
 from .program import AutogradReach, GraphBreak, Program
 from .quiet import quiet_torch_logs
 from .roles import dynamo_roles
@@ -138,7 +138,13 @@ def preserved_state(module: torch.nn.Module | None, inputs: Any = ()) -> Iterato
     the run (what that costs: the inputs' size once) and written back only if it changed."""
     buffers: list[tuple[torch.Tensor, torch.Tensor]] = []
     params: list[tuple[torch.Tensor, int]] = []
+    # which tensor object each module attribute holds: a capture may rebind one (Dynamo's export
+    # replays `self.buf += x` as a store of its own fake result into the module)
+    slots: list[tuple[dict[str, Any], str, Any]] = []
     if module is not None:
+        for sub in module.modules():
+            for table in (sub._parameters, sub._buffers):
+                slots.extend((table, name, value) for name, value in table.items())
         with torch.no_grad():
             buffers = [(b, b.detach().clone()) for b in module.buffers()]
         params = [(p, p._version) for p in module.parameters()]
@@ -151,6 +157,9 @@ def preserved_state(module: torch.nn.Module | None, inputs: Any = ()) -> Iterato
     try:
         yield
     finally:
+        for table, name, value in slots:
+            if table.get(name) is not value:
+                table[name] = value
         with torch.no_grad():
             for live, saved in buffers:
                 if live._version != saved._version or not torch.equal(live, saved):
@@ -595,7 +604,7 @@ def capture_graph_module(target: Any, example_inputs: Any = None) -> tuple[fx.Gr
         # limits (a data-dependent size it cannot reason about) alike: the eager model decides
         _raise_if_the_model_raises(target, args, kwargs, module)  # the model's error, not Dynamo's
         first = first_line(exc)
-        raise CaptureError(
+        raise GraphBreakError(
             f"Dynamo cannot capture the model as one graph ({type(exc).__name__}: {first}); rewrite each "
             "graph with torch.compile(model, backend='fxlint', options={'rewrite': True}) instead"
         ) from exc

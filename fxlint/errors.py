@@ -31,6 +31,11 @@ class CaptureError(FxlintError):
     """The target could not be captured into an FX graph (it raised, or is not traceable)."""
 
 
+class GraphBreakError(CaptureError):
+    """Dynamo cannot capture the target as one graph (a graph break), which a whole-model rewrite
+    (``fxlint.rewrite``) needs; ``torch.compile(model, backend="fxlint")`` rewrites each graph."""
+
+
 class ModelError(FxlintError):
     """The user's model raised while it ran (during capture or the audit)."""
 

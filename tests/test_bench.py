@@ -86,8 +86,8 @@ def test_a_variant_with_wrong_results_is_marked_failed(capsys, write_module, tmp
 
 
 def _wrapping(variants, rewrite_fn):
-    def patched(model, inputs, backends, _rewrite):
-        return variants(model, inputs, backends, rewrite_fn)
+    def patched(model, inputs, backends, _rewrite, compiler="inductor"):
+        return variants(model, inputs, backends, rewrite_fn, compiler)
 
     return patched
 
@@ -197,3 +197,77 @@ def test_readme_results_fills_the_marked_sections(tmp_path):
     with pytest.raises(SystemExit, match="no <!-- lint-speed:start -->"):
         readme.write_text("<!-- bench-results:start --><!-- bench-results:end -->")
         mod.main([str(tmp_path / "b.json"), "--lint-speed", str(tmp_path / "s.json"), "--readme", str(readme)])
+
+
+GRAPH_BREAK = """
+import torch
+import torch.nn as nn
+
+
+class Breaks(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.lin(x)
+        if y.max() > 0:  # data-dependent branch: a graph break
+            y = y - 1
+        return y[:, [0, 1, 2, 3]]
+
+
+def make():
+    torch.manual_seed(0)
+    return Breaks(), (torch.randn(4, 8),)
+"""
+
+
+def test_a_model_with_graph_breaks_skips_the_whole_model_rewrite_and_exits_0(capsys, write_module, tmp_path):
+    """fxlint.rewrite needs one graph: a graph break is a reason to skip eager+rewrite, not a failure."""
+    path = write_module(GRAPH_BREAK, name="tiny_breaks.py")
+    code, cap, data, _ = _bench(capsys, path, tmp_path, "--backends", "eager", "--mode", "infer")
+    assert code == 0, cap.out + cap.err
+    rows = {r["variant"]: r for r in data["results"]}
+    assert rows["eager"]["correct"] and rows["eager"]["skipped"] is None and rows["eager"]["median_s"] > 0
+    skipped = rows["eager+rewrite"]
+    assert skipped["skipped"].startswith("graph breaks") and skipped["error"] is None and data["failures"] == 0
+    assert "skipped: graph breaks" in cap.out and "FAILED" not in cap.out
+
+
+def test_a_variant_torch_compile_cannot_build_is_skipped_and_a_rewrite_that_breaks_is_failed(monkeypatch):
+    """The plain compile is built before any fxlint variant, so its failure is PyTorch's: skipped, and
+    the fxlint-compiled variant with it. Where the plain compile works, the fxlint variant failing is a
+    failure (exit 1)."""
+    from fxlint.benchmarks import harness
+
+    real = harness._variants
+
+    def variants(*fail: str):
+        def patched(*a, **k):
+            out = []
+            for name, factory in real(*a, **k):
+                if name in fail:
+                    def factory(name=name):
+                        raise RuntimeError(f"{name} cannot be built here")
+                out.append((name, factory))
+            return out
+        return patched
+
+    model, inputs = torch.nn.Linear(4, 4), (torch.randn(2, 4),)
+    kw = dict(modes=["infer"], backends=["eager", "inductor"], measure=False, compiler="eager", say=lambda m: None)
+    monkeypatch.setattr(harness, "_variants", variants("inductor", "inductor+rewrite"))
+    rows = {r.variant: r for r in harness.bench_model("m", model, inputs, **kw)}
+    assert [r.variant for r in rows.values()] == list(harness.VARIANTS)  # results in VARIANTS order
+    assert rows["inductor"].skipped.startswith("torch.compile itself fails") and rows["inductor"].correct
+    assert "inductor cannot be built here" in rows["inductor"].skipped
+    assert rows["inductor+rewrite"].skipped.endswith("(see the inductor row)")
+    assert rows["inductor+rewrite"].error is None
+    assert rows["eager+rewrite"].skipped is None and rows["eager+rewrite"].correct
+
+    monkeypatch.setattr(harness, "_variants", variants("inductor+rewrite"))
+    rows = {r.variant: r for r in harness.bench_model("m", model, inputs, **kw)}
+    assert rows["inductor"].skipped is None and rows["inductor"].correct
+    assert rows["inductor+rewrite"].skipped is None and not rows["inductor+rewrite"].correct
+    assert rows["inductor+rewrite"].error == "RuntimeError: inductor+rewrite cannot be built here"
+    assert harness.BenchResult(machine={}, results=list(rows.values())).failures == [rows["inductor+rewrite"]]
+

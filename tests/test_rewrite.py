@@ -387,3 +387,34 @@ def test_rewrite_leaves_the_model_state_alone():
     before = model[1].running_mean.clone()
     fxlint.rewrite(wrapped, (torch.randn(8, 16),))
     assert torch.equal(model[1].running_mean, before)
+
+
+class _RunningStat(torch.nn.Module):
+    """A buffer updated with `+=` every call (a running metric), beside a rewritable index."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+        self.register_buffer("hist", torch.zeros(8))
+
+    def forward(self, x):
+        y = self.lin(x)[:, [0, 1, 2, 3, 4, 5, 6, 7]]
+        self.hist += y.detach().sum(0)
+        return y
+
+
+def test_rewrite_leaves_the_models_buffers_as_they_were():
+    """Dynamo's export replays `self.hist += ...` as a store of its own (fake) result into the module:
+    after fxlint.rewrite the user's model must still hold its real buffer, unchanged, and the
+    rewritten module must update that same buffer when it runs (as the model would)."""
+    torch.manual_seed(0)
+    model, x = _RunningStat(), torch.randn(4, 8)
+    hist = model.hist
+    with torch.no_grad():
+        result = fxlint.rewrite(model, (x,))
+    assert model.hist is hist and type(model.hist) is torch.Tensor and torch.equal(hist, torch.zeros(8))
+    with torch.no_grad():
+        expected = model.lin(x).sum(0)
+        out = result.module(x)
+    assert torch.allclose(model.hist, expected, atol=1e-6) and out.shape == (4, 8)
+    assert torch.compile(model, backend="eager")(x).shape == (4, 8)  # a later compile sees real tensors

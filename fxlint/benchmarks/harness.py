@@ -276,15 +276,29 @@ def _copied_bytes(fn: Callable[..., Any], model: nn.Module, args: tuple, kwargs:
 # --------------------------------------------------------------------------- the run
 
 
-def _variants(model: nn.Module, inputs: Any, backends: Iterable[str], rewrite_fn: Callable[..., Any] | None
-              ) -> list[tuple[str, Callable[[], tuple[Callable[..., Any], list[str]]]]]:
+def _variants(model: nn.Module, inputs: Any, backends: Iterable[str], rewrite_fn: Callable[..., Any] | None,
+              compiler: str = "inductor") -> list[tuple[str, Callable[[], tuple[Callable[..., Any], list[str]]]]]:
     """(name, factory) for each variant; a factory builds the callable lazily (compiles are slow).
-    ``rewrite_fn`` None: the names only (the factory of the eager rewrite must not be called)."""
+    ``rewrite_fn`` None: the names only (the factory of the eager rewrite must not be called).
+    ``compiler``: the torch.compile backend of the compiled variants (``"inductor"``; the suite
+    checks the variant selection with ``"aot_eager"``, which compiles in a fraction of the time).
+
+    The order is the order they are built and first run in: the two variants fxlint has no hand in
+    (eager, inductor) first, so that a failure of the plain compile is PyTorch's alone, never the
+    trace of an fxlint variant built before it."""
     out: list[tuple[str, Callable[[], tuple[Callable[..., Any], list[str]]]]] = []
     backends = list(backends)
+    options = dict(INDUCTOR_OPTIONS) if compiler == "inductor" else {}
     if "eager" in backends:
         out.append(("eager", lambda: (model, [])))
+    if "inductor" in backends:
+        def plain() -> tuple[Callable[..., Any], list[str]]:
+            if compiler == "inductor":
+                return torch.compile(model, options=dict(options)), []
+            return torch.compile(model, backend=compiler), []
 
+        out.append(("inductor", plain))
+    if "eager" in backends:
         def rewritten() -> tuple[Callable[..., Any], list[str]]:
             assert rewrite_fn is not None
             res = rewrite_fn(model, inputs)
@@ -292,18 +306,39 @@ def _variants(model: nn.Module, inputs: Any, backends: Iterable[str], rewrite_fn
 
         out.append(("eager+rewrite", rewritten))
     if "inductor" in backends:
-        out.append(("inductor", lambda: (torch.compile(model, options=dict(INDUCTOR_OPTIONS)), [])))
-
         def compiled_rewrite() -> tuple[Callable[..., Any], list[str]]:
-            return torch.compile(model, backend="fxlint", options={"rewrite": True, **INDUCTOR_OPTIONS}), []
+            inner = {} if compiler == "inductor" else {"inner": compiler}
+            return torch.compile(model, backend="fxlint", options={"rewrite": True, **inner, **options}), []
 
         out.append(("inductor+rewrite", compiled_rewrite))
     return out
 
 
+def _skip_reason(variant: str, exc: BaseException, done: Sequence[VariantResult]) -> str | None:
+    """Why a variant that raised is skipped rather than failed, or None (it failed).
+
+    Not fxlint's: the plain compile (``torch.compile(model)``, built before any fxlint variant)
+    failing, the fxlint-compiled variant failing where the plain compile failed too, and a
+    whole-model rewrite of a model with graph breaks (``fxlint.rewrite`` needs one graph; the
+    backend rewrites each graph, which the inductor+rewrite row measures)."""
+    from ..errors import GraphBreakError, first_line
+
+    if variant == "eager+rewrite" and isinstance(exc, GraphBreakError):
+        return ("graph breaks: no single graph for fxlint.rewrite (the backend rewrites each graph: "
+                "the inductor+rewrite row)")
+    if variant == "inductor":
+        return f"torch.compile itself fails on this model ({type(exc).__name__}: {first_line(exc)})"
+    if variant == "inductor+rewrite" and any(r.variant == "inductor" and r.skipped for r in done):
+        return "torch.compile itself fails on this model (see the inductor row)"
+    return None
+
+
 def bench_model(name: str, model: nn.Module, inputs: Any, *, modes: Iterable[str], backends: Iterable[str],
-                min_run_time: float = 1.0, rounds: int = 5,
-                say: Callable[[str], None] | None = None) -> list[VariantResult]:
+                min_run_time: float = 1.0, rounds: int = 5, say: Callable[[str], None] | None = None,
+                measure: bool = True, compiler: str = "inductor") -> list[VariantResult]:
+    """Every variant of one model, per mode. ``measure`` False: build each variant, run it once and
+    compare its results (the selection: ok, failed or skipped with its reason), without the timing
+    loop and the audit. Results come in ``VARIANTS`` order."""
     import fxlint
 
     from ..capture import normalise_inputs, preserved_state, require_tensor_output
@@ -333,10 +368,11 @@ def bench_model(name: str, model: nn.Module, inputs: Any, *, modes: Iterable[str
             ref_grads = ref.grads()
             ref.zero()
             live: list[tuple[VariantResult, _Step, float]] = []
-            for variant, factory in _variants(model, inputs, backends, fxlint.rewrite):
+            built: list[VariantResult] = []
+            for variant, factory in _variants(model, inputs, backends, fxlint.rewrite, compiler):
                 say(f"{name}: building {variant} ({what})")
                 r = VariantResult(model=name, variant=variant, mode=mode)
-                results.append(r)
+                built.append(r)
                 try:
                     fn, r.rewrites = factory()
                     step = _Step(fn, args, kwargs, train, params, weights)
@@ -353,10 +389,14 @@ def bench_model(name: str, model: nn.Module, inputs: Any, *, modes: Iterable[str
                     r.correct = ok_out and ok_grad
                     live.append((r, step, first_s))
                 except Exception as exc:  # noqa: BLE001 - one broken variant must not hide the others
-                    r.error = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}"
-                    r.correct = False
-            if not live:
+                    r.skipped = _skip_reason(variant, exc, built)
+                    if r.skipped is None:
+                        r.error = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}"
+                        r.correct = False
+            results.extend(sorted(built, key=lambda r: VARIANTS.index(r.variant)))
+            if not live or not measure:
                 continue
+            live.sort(key=lambda x: VARIANTS.index(x[0].variant))
             say(f"{name}: timing {len(live)} variants ({what}), {rounds} interleaved rounds")
             measured = _time_interleaved([st for _, st, _ in live], min_run_time * len(live), rounds)
             by_variant = {r.variant: m for (r, _, _), m in zip(live, measured)}
@@ -402,8 +442,9 @@ def run(models: list[tuple[str, nn.Module, Any]], *, modes: Iterable[str], backe
             # a scenario that stands in a device with the meta device (no GPU here) computes
             # nothing: there is no time to measure and no value to compare
             why = "runs on the meta device (a stand-in for a GPU on this machine): nothing to time"
+            names = {v for v, _ in _variants(model, inputs, backends, None)}
             result.results.extend(VariantResult(model=name, variant=v, mode=m, skipped=why)
-                                  for m in modes for v, _ in _variants(model, inputs, backends, None))
+                                  for m in modes for v in VARIANTS if v in names)
             if progress is not None:
                 progress.advance(per)
             continue
@@ -487,12 +528,11 @@ def plot(result: BenchResult, path: str) -> None:
         copied.barh(ys, [(r.copied_bytes or 0) if r is not None else 0 for r in rows], height, label=v,
                     color=colors[vi % len(colors)])
         for y, r, good in zip(ys, rows, ok):
-            if r is not None and not good and not r.skipped:
+            if r is not None and r.skipped:
+                why = r.skipped if len(r.skipped) <= 60 else r.skipped[:57] + "..."
+                speed.text(0.02, y, f"{v} skipped: {why}", va="center", fontsize=6, color="grey")
+            elif r is not None and not good:
                 speed.text(0.02, y, "FAILED", color="red", va="center", fontsize=7, fontweight="bold")
-    for i, (m, mode) in enumerate(keys):
-        if any(found.get((m, mode, v)) is not None and found[(m, mode, v)].skipped for v in variants):
-            speed.text(0.02, i + 0.4 - height / 2, "skipped (not run on this machine)", va="center",
-                       fontsize=7, color="grey")
     speed.set_yticks([i + 0.4 - height / 2 for i in range(len(keys))])
     speed.set_yticklabels([f"{m} ({mode})" for m, mode in keys], fontsize=8)
     speed.axvline(1.0, color="grey", lw=0.8, ls="--")
