@@ -45,6 +45,7 @@ def section(data: dict, command: str) -> str:
         "| --- | --- | --- | --- | --- | --- |",
     ]
     failed: list[str] = []
+    notes: list[str] = []
     overhead: list[float] = []
     noise: list[float] = []
     for (model, mode), v in sorted(rows.items()):
@@ -54,6 +55,9 @@ def section(data: dict, command: str) -> str:
         for x in v.values():
             if not x["correct"] or x["error"]:
                 failed.append(f"{model} {mode} {x['variant']}: {x['error'] or 'results differ'}")
+            if x.get("note"):
+                notes.append(f"{model} {mode} {x['variant']}: {x['note']} (max output difference "
+                             f"{x['max_out_diff']:.1e}, gradient {x['max_grad_diff'] or 0:.1e})")
 
         def ratio(name: str) -> str:
             x = v.get(name)
@@ -84,7 +88,11 @@ def section(data: dict, command: str) -> str:
         )
         lines.append("")
     lines.append("Failed variants: " + ("; ".join(failed) if failed else "none (every variant matched the "
-                                                                          "original eager outputs and gradients)."))
+                                                                          "original eager outputs and gradients, "
+                                                                          "or plain Inductor's for inductor+rewrite)."))
+    if notes:
+        lines.append("")
+        lines.append("Notes: " + "; ".join(notes) + ".")
     return "\n".join(lines)
 
 

@@ -271,3 +271,37 @@ def test_a_variant_torch_compile_cannot_build_is_skipped_and_a_rewrite_that_brea
     assert rows["inductor+rewrite"].error == "RuntimeError: inductor+rewrite cannot be built here"
     assert harness.BenchResult(machine={}, results=list(rows.values())).failures == [rows["inductor+rewrite"]]
 
+
+
+def test_inductors_own_numerics_are_a_note_and_the_rewrite_is_checked_against_inductor(monkeypatch):
+    """Plain Inductor off eager beyond tolerance is PyTorch's (a note, exit 0); the fxlint variant then
+    passes when it matches plain Inductor, and fails when it matches neither."""
+    from fxlint.benchmarks import harness
+
+    real = harness._variants
+    model, inputs = torch.nn.Linear(4, 4), (torch.randn(2, 4),)
+
+    def patched(offsets):
+        def variants(*a, **k):
+            out = []
+            for name, factory in real(*a, **k):
+                if name in offsets:
+                    def factory(name=name, base=factory):
+                        fn, rw = base()
+                        return (lambda x: fn(x) + offsets[name]), rw
+                out.append((name, factory))
+            return out
+        return variants
+
+    kw = dict(modes=["infer"], backends=["eager", "inductor"], measure=False, compiler="eager", say=lambda m: None)
+    monkeypatch.setattr(harness, "_variants", patched({"inductor": 1e-2, "inductor+rewrite": 1e-2}))
+    rows = {r.variant: r for r in harness.bench_model("m", model, inputs, **kw)}
+    assert rows["inductor"].correct and "Inductor's own results differ" in rows["inductor"].note
+    assert rows["inductor+rewrite"].correct and rows["inductor+rewrite"].max_out_diff == pytest.approx(1e-2, rel=1e-3)
+    table = harness.render_table(harness.BenchResult(machine={"cpu": "x", "threads": 1, "torch": "t"},
+                                                     results=list(rows.values())), color=False)
+    assert "ok (Inductor's own results differ" in table and "FAILED" not in table
+
+    monkeypatch.setattr(harness, "_variants", patched({"inductor": 1e-2, "inductor+rewrite": 5e-2}))
+    rows = {r.variant: r for r in harness.bench_model("m", model, inputs, **kw)}
+    assert rows["inductor"].correct and not rows["inductor+rewrite"].correct
