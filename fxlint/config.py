@@ -122,6 +122,8 @@ class Settings:
     probe: bool = True  # fxlint.lint / fxlint lint resolve CPU-dependent kernel copies on this machine
     probe_max_mib: float = DEFAULT_PROBE_MAX_MIB
     device: str | None = None  # the target device of the analysis (None: the inputs' own device)
+    # the registry ``rules`` were chosen from: the engine asks it which other rules own a copy
+    registry: Registry | None = field(default=None, compare=False, repr=False)
 
     @property
     def codes(self) -> list[str]:
@@ -406,6 +408,7 @@ def resolve(
         raise ConfigError(f"probe must be True or False, not {probe!r}")
     return Settings(
         rules=rules,
+        registry=registry,
         severity=tuple(sev.items()),
         per_file_ignores=tuple(pfi.items()),
         fail_on=_fail_on(fail_on, "fail_on") if fail_on is not None else (fc.fail_on or DEFAULT_FAIL_ON),

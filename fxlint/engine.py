@@ -28,12 +28,13 @@ from .canon import GraphView
 from .errors import FxlintWarning
 from .findings import Finding, Report, dedupe
 from .program import Program
-from .registry import Hit, Rule, RuleContext
+from .registry import Hit, Rule, RuleContext, default_registry
 from .source import is_suppressed, source_line
 from .tensorinfo import known
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import Settings
+    from .registry import Registry
     from .tensorinfo import Dim
 
 INLINE, ANCHOR, PER_FILE = "inline", "anchor", "per-file-ignores"
@@ -114,20 +115,31 @@ def evaluate(
     rules: Iterable[Rule],
     ctx: RuleContext,
     settings: Settings | None = None,
+    registry: Registry | None = None,
 ) -> Evaluation:
     """Every graph rule over every view, every program rule once over the whole capture.
 
     A rule that raises is reported in ``Evaluation.errors`` (and one ``FxlintWarning``) and
     skipped; it never takes the others down. With ``settings``, configured severities replace
-    the rule's (and the hit's)."""
+    the rule's (and the hit's).
+
+    One owner per copy: where two rules hit the same node and one ``supersedes`` the other, only
+    the superseding hit is kept, silenced or not. The superseding rules run even when not
+    selected (``Registry.owners``; their hits are dropped after), so ignoring or deselecting a code removes
+    that code's findings and never another's, and never hands a copy to another code."""
     program = Program.of(views)
     out = Evaluation(graphs=len(program.views))
     rules = list(rules)
+    reg = registry or (settings.registry if settings is not None else None) or default_registry()
+    shadow = reg.owners(rules)
+    shadow_codes = {r.code for r in shadow}
 
     def run(rule: Rule, subject: GraphView | Program, where: str) -> None:
         try:
             hits = list(rule.check(subject, ctx))
         except Exception as exc:  # noqa: BLE001 - isolate rule failures
+            if rule.code in shadow_codes:
+                return  # asked for ownership only: its failure costs nothing but that
             msg = f"{rule.code} {rule.name} failed on {where}: {type(exc).__name__}: {exc}"
             warnings.warn(FxlintWarning(f"fxlint: rule skipped: {msg}"), stacklevel=4)
             out.errors.append(msg)
@@ -148,13 +160,29 @@ def evaluate(
 
     with gc_paused():
         for view in program.views:
-            for rule in rules:
+            for rule in (*rules, *shadow):
                 if rule.scope == "graph":
                     run(rule, view, view.label)
-        for rule in rules:
+        for rule in (*rules, *shadow):
             if rule.scope == "program":
                 run(rule, program, "program")
+    if shadow or any(r.supersedes for r in rules):
+        out.hits = _owned(out.hits, {r.code: r for r in (*rules, *shadow)}, shadow_codes)
     return out
+
+
+def _owned(hits: list[Evaluated], by_code: dict[str, Rule], shadow: set[str]) -> list[Evaluated]:
+    """``hits`` less those another hit on the same node supersedes, less the shadow rules' own."""
+    claimed: dict[int, set[str]] = {}
+    for e in hits:
+        if e.hit.node is not None:
+            claimed.setdefault(id(e.hit.node), set()).add(e.finding.code)
+
+    def beaten(code: str, others: set[str]) -> bool:
+        return any(code in by_code[o].supersedes for o in others if o != code and o in by_code)
+
+    return [e for e in hits if e.finding.code not in shadow
+            and not (e.hit.node is not None and beaten(e.finding.code, claimed[id(e.hit.node)]))]
 
 
 def run_rules(

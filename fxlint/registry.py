@@ -191,6 +191,9 @@ class Rule:
     scope: str = "graph"  # "graph": check(view, ctx) per graph; "program": check(program, ctx) once
     violation: type[Violation] | None = None
     fix: FixSpec = NO_FIX
+    # the codes whose hit on the same copy this rule's hit replaces (one owner per copy: the rule with
+    # the better fix); decided over every rule, selected or not (``fxlint.engine.evaluate``)
+    supersedes: tuple[str, ...] = ()
 
     @property
     def claims_copy(self) -> bool:
@@ -298,6 +301,22 @@ class Registry:
                 out.append(part)
         return out
 
+    def owners(self, rules: Iterable[Rule]) -> list[Rule]:
+        """The rules not in ``rules`` whose hits can supersede (``Rule.supersedes``) the hit of one that
+        is, transitively: the engine runs them too, for ownership only, so that which rule owns a copy
+        never depends on the selection."""
+        chosen = {r.code for r in rules}
+        wanted = set(chosen)
+        extra: dict[str, Rule] = {}
+        while True:
+            more = [r for r in self.rules() if r.code not in chosen and r.code not in extra
+                    and wanted & set(r.supersedes)]
+            if not more:
+                return list(extra.values())
+            for r in more:
+                extra[r.code] = r
+                wanted.add(r.code)
+
     def select(self, select: str | Sequence[str] | None = None,
                ignore: str | Sequence[str] | None = None) -> list[Rule]:
         """Rules enabled by ``select`` (codes or prefixes, default all) minus ``ignore``.
@@ -345,20 +364,25 @@ def default_registry() -> Registry:
 
 def rule(
     code: str, name: str, severity: Severity | str = Severity.WARNING, *, scope: str = "graph",
-    violation: type[Violation] | None = None, fix: FixSpec = NO_FIX,
+    violation: type[Violation] | None = None, fix: FixSpec = NO_FIX, supersedes: Sequence[str] = (),
 ) -> Callable[[CheckFn], CheckFn]:
     """Register ``check`` as rule ``code`` in the default registry. Its module docstring (or the
     function's) is the rule's documentation; the first line is the summary. ``scope`` is
     ``"graph"`` (``check(view, ctx)`` for every captured graph) or ``"program"``
     (``check(program, ctx)`` once per capture). ``violation`` is the type every hit carries;
-    ``fix`` what fixes the findings (see ``FixSpec``)."""
-    _check_rule_args(code, scope, violation)
-    return lambda fn: register_rule(_DEFAULT, fn, code, name, severity, scope=scope, violation=violation, fix=fix)
+    ``fix`` what fixes the findings (see ``FixSpec``). ``supersedes``: the codes whose hit on the
+    same node this rule's hit replaces (a rule never asks another whether it reports a copy: the
+    engine decides the one owner, whatever the selection)."""
+    _check_rule_args(code, scope, violation, supersedes)
+    return lambda fn: register_rule(_DEFAULT, fn, code, name, severity, scope=scope, violation=violation, fix=fix,
+                                    supersedes=tuple(supersedes))
 
 
-def _check_rule_args(code: str, scope: str, violation: Any) -> None:
+def _check_rule_args(code: str, scope: str, violation: Any, supersedes: Sequence[str] = ()) -> None:
     if not CODE_RE.match(code):
         raise ValueError(f"rule code {code!r} must look like FXL123")
+    if isinstance(supersedes, str) or any(not CODE_RE.match(c) or c == code for c in supersedes):
+        raise ValueError(f"rule {code}: supersedes must be a list of other rule codes, not {supersedes!r}")
     if scope not in SCOPES:
         raise ValueError(f"rule {code}: scope must be one of {SCOPES}, not {scope!r}")
     if violation is not None and not (isinstance(violation, type) and issubclass(violation, Violation)):
@@ -366,13 +390,14 @@ def _check_rule_args(code: str, scope: str, violation: Any) -> None:
 
 
 def make_rule(fn: CheckFn, code: str, name: str, severity: Severity | str = Severity.WARNING, *,
-              scope: str = "graph", violation: type[Violation] | None = None, fix: FixSpec = NO_FIX) -> Rule:
+              scope: str = "graph", violation: type[Violation] | None = None, fix: FixSpec = NO_FIX,
+              supersedes: Sequence[str] = ()) -> Rule:
     """A ``Rule`` for ``fn`` (not registered anywhere): what ``@rule`` builds."""
-    _check_rule_args(code, scope, violation)
+    _check_rule_args(code, scope, violation, supersedes)
     module = inspect.getmodule(fn)
     doc = inspect.cleandoc((module.__doc__ if module else None) or fn.__doc__ or "")
     summary = doc.splitlines()[0].strip() if doc else name
-    return Rule(code, name, Severity.parse(severity), fn, summary, doc, scope, violation, fix)
+    return Rule(code, name, Severity.parse(severity), fn, summary, doc, scope, violation, fix, tuple(supersedes))
 
 
 def register_rule(registry: Registry, fn: CheckFn, code: str, name: str, severity: Severity | str = Severity.WARNING,

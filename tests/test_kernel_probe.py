@@ -418,6 +418,10 @@ def test_cli_no_probe_and_env(make_project):
     data = json.loads(run_cli("env", "--format", "json").stdout)
     assert data["torch"] == torch.__version__ and data["num_threads"] == torch.get_num_threads()
     assert data["probe_cache"]["path"].startswith(os.environ["FXLINT_CACHE_DIR"])
+    caps = dict(torch.cpu.get_capabilities())  # the CPU's features, as this machine has them
+    assert data["cpu_features"] == [f for f, k in (("avx512_bf16", "avx512_bf16"), ("avx512_fp16", "avx512_fp16"),
+                                                   ("amx", "amx_tile")) if caps.get(k)]
+    assert f"cpu_family:         {data['cpu_family']}" in env.stdout
     # the probed run leaves no part unknown; the other measures nothing and names the parts it leaves
     # (the subprocess has its own oneDNN switch, so this holds whatever this session's mode)
     on_f, off_f = json.loads(on.stdout)["findings"], json.loads(off.stdout)["findings"]

@@ -11,6 +11,7 @@ import torch
 from torch._prims_common import suggest_memory_format
 
 from fxlint import kernels as K
+from fxlint.kernels.conv import ONEDNN_AMX_CONV1D
 from fxlint.tensorinfo import TensorInfo
 from tests._sweep import leaf, strides_for
 
@@ -229,3 +230,59 @@ def test_env_reads_the_build():
     env = K.Env.current()
     assert env.num_threads == torch.get_num_threads()
     assert env.mkldnn == (torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled)
+    feats = dict(torch.cpu.get_capabilities())
+    assert (env.avx512_bf16, env.avx512_fp16, env.amx) == (
+        bool(feats.get("avx512_bf16")), bool(feats.get("avx512_fp16")), bool(feats.get("amx_tile")))
+
+
+def _cpuinfo_flags() -> set[str] | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return None
+
+
+def test_env_cpu_features_are_this_machines():
+    """What the model reads of the CPU is what the kernel reports (lscpu's flags), on whatever CPU runs this."""
+    flags = _cpuinfo_flags()
+    if flags is None:
+        pytest.skip("no /proc/cpuinfo flags on this system")
+    env = K.Env.current()
+    assert env.amx == ("amx_tile" in flags)
+    assert env.avx512_bf16 == ("avx512_bf16" in flags)
+    assert env.avx512_fp16 == ("avx512_fp16" in flags)
+    assert env.describe()["cpu_family"] == env.cpu_family and env.cpu_family != "unknown"
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_reduced_precision_conv1d_through_onednn_on_amx_leaves_the_input_copies_unknown(dtype):
+    """Measured on Sapphire Rapids (AMX): a bfloat16 conv1d through oneDNN makes a strided input contiguous
+    twice, where AVX2 and Zen 4 (AVX512-BF16) make it once. ATen's own copy stays claimed on every CPU;
+    on AMX the rest of the input's copies is an unknown part the probe measures, elsewhere none."""
+    x = ti((2, 4, 10), strides_for((2, 4, 10), order=[0, 2, 1]), dtype=dtype)
+    w, out = ti((8, 4, 1), dtype=dtype), ti((2, 8, 5), dtype=dtype)
+    base = dict(mkldnn=True, mkldnn_bf16=True, mkldnn_fp16=True, num_threads=2)
+    for amx in (False, True):
+        pred = K.predict_conv(x, w, output=out, has_bias=False, stride=(2,), dilation=(1,),
+                              env=K.Env(**base, amx=amx))
+        assert "oneDNN" in pred.path
+        assert [(c.operand, c.reason) for c in pred.forward()] == [("input", "conv1d-input")]
+        assert pred.knows("forward", "input", ["conv1d-input"])  # ATen's copy: claimed everywhere
+        assert pred.knows("forward", "input") is (not amx)
+        amx_parts = [u for u in pred.machine_dependent if u.reason == ONEDNN_AMX_CONV1D]
+        assert pred.probe is not None and len(amx_parts) == (1 if amx else 0)  # the probe can answer it
+    # a contiguous input is not copied on any CPU: nothing unknown about it
+    contig = K.predict_conv(ti((2, 4, 10), dtype=dtype), w, output=out, has_bias=False, stride=(2,),
+                            dilation=(1,), env=K.Env(**base, amx=True))
+    assert contig.forward() == [] and contig.knows("forward", "input")
+    # float32 and the native kernels are ATen's alone: known on AMX too
+    f32 = K.predict_conv(ti((2, 4, 10), x.stride), ti((8, 4, 1)), output=ti((2, 8, 5)), has_bias=False,
+                         stride=(2,), dilation=(1,), env=K.Env(**base, amx=True))
+    assert f32.knows("forward", "input")
+    native = K.predict_conv(x, w, output=out, has_bias=False, stride=(2,), dilation=(1,),
+                            env=K.Env(mkldnn=False, amx=True))
+    assert "oneDNN" not in native.path and native.knows("forward", "input")

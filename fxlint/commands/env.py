@@ -56,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
     cache = data.pop("probe_cache")
     width = max(len(k) for k in data) + 1
     for key, value in data.items():
+        if isinstance(value, list):
+            value = ", ".join(map(str, value)) or "none of those the model reads"
         print(f"{key + ':':<{width}} {'-' if value is None else value}")
     where = cache["path"] or "(disabled: FXLINT_CACHE_DIR is empty)"
     state = (f"{cache['entries']} measured op{'s' if cache['entries'] != 1 else ''}, {cache['bytes']} bytes"

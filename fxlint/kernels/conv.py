@@ -40,7 +40,7 @@ from .probe import OpCall, Operand, runner
 from .registry import kernel_model, needs_grad, tensor_arg
 from .results import KernelCopy, KernelPrediction, Unknown, copy_of, none_when_undecided
 
-__all__ = ["predict_conv", "predict_conv_node"]
+__all__ = ["ONEDNN_AMX_CONV1D", "ONEDNN_REORDER", "predict_conv", "predict_conv_node"]
 
 
 def _conv_use_mkldnn(inp: Geometry, w: Geometry, strided: bool, dilated: bool, transposed: bool, groups: int,
@@ -66,6 +66,10 @@ def _conv_use_mkldnn(inp: Geometry, w: Geometry, strided: bool, dilated: bool, t
 _REDUCED = (torch.bfloat16, torch.float16)
 #: the code of the copies oneDNN's own reorders make (``Unknown.reason`` of the parts it leaves open)
 ONEDNN_REORDER = "onednn-reorder"
+#: the code of the input copies a reduced-precision oneDNN conv1d makes on a CPU with AMX beyond ATen's
+#: own ``contiguous`` (measured on Sapphire Rapids: the strided input is made contiguous twice; on AVX2
+#: and on Zen 4's AVX512-BF16 once): not ported, so unknown there, and the probe measures it
+ONEDNN_AMX_CONV1D = "onednn-amx-conv1d-input"
 
 
 def _in_format(t: Geometry, fmt: str) -> Geometry:
@@ -200,6 +204,12 @@ def predict_conv(x: TensorInfo, weight: TensorInfo, *, output: TensorInfo | None
     dt = dtype_name(lx.dtype)
     if mkldnn:
         unknown += _onednn_unknowns(kernel, dt, fmt, reduced, grad, orig_x.requires_grad, weight_grad)
+        if spatial == 1 and reduced and env.amx and not orig_x.is_contiguous():
+            why = (f"a {dt} {kernel} through oneDNN on a CPU with AMX makes a strided input contiguous more "
+                   "than once (measured on Sapphire Rapids; not ported)")
+            unknown.append(Unknown("forward", "input", ONEDNN_AMX_CONV1D, why))
+            if grad:
+                unknown.append(Unknown("backward", "input", ONEDNN_AMX_CONV1D, why))
     else:
         xf, wf = _in_format(lx, fmt), _in_format(lw, fmt)
         of = _in_format(lo, fmt) if lo is not None else None

@@ -32,6 +32,11 @@ class Env:
     mkldnn_fp32_matmul: bool = False  # float32 matmul routed through oneDNN (bf32/tf32 precision)
     cpu_capability: str = ""  # ATen's CPU kernels: torch.backends.cpu.get_cpu_capability() (AVX512, AVX2, DEFAULT)
     onednn_isa: str = ""  # the cap on oneDNN's ISA from ONEDNN_MAX_CPU_ISA/DNNL_MAX_CPU_ISA ("" when not set)
+    # the CPU's own features (torch.cpu.get_capabilities(), cpuinfo): what the machine has, whatever the
+    # caps above let run; the model reads them where a path was seen to differ between CPU families
+    avx512_bf16: bool = False
+    avx512_fp16: bool = False
+    amx: bool = False  # AMX tiles (amx_tile): Intel Sapphire Rapids and later
 
     @classmethod
     def current(cls) -> Env:
@@ -41,7 +46,19 @@ class Env:
         """A JSON-friendly view (``fxlint env``)."""
         return {"cpu_capability": self.cpu_capability or "unknown", "onednn_max_cpu_isa": self.onednn_isa or None,
                 "mkldnn_enabled": self.mkldnn, "mkldnn_bf16": self.mkldnn_bf16, "mkldnn_fp16": self.mkldnn_fp16,
-                "mkl": self.mkl, "mkldnn_fp32_matmul": self.mkldnn_fp32_matmul, "num_threads": self.num_threads}
+                "mkl": self.mkl, "mkldnn_fp32_matmul": self.mkldnn_fp32_matmul, "num_threads": self.num_threads,
+                "cpu_features": [f for f in ("avx512_bf16", "avx512_fp16", "amx") if getattr(self, f)],
+                "cpu_family": self.cpu_family}
+
+    @property
+    def cpu_family(self) -> str:
+        """The CPU family the kernel model's checks are recorded under (docs/kernel-model.md)."""
+        if self.amx:
+            return "AMX (AVX512-FP16/BF16)"
+        if self.avx512_bf16:
+            return "AVX512-BF16" + (", FP16" if self.avx512_fp16 else ", no FP16")
+        cap = self.cpu_capability.upper()
+        return "AVX512 (no BF16)" if cap.startswith("AVX512") else (cap or "unknown")
 
 
 @lru_cache(maxsize=8)
@@ -63,6 +80,10 @@ def _current_env(num_threads: int, mkldnn_enabled: bool) -> Env:
     except Exception:  # noqa: BLE001
         cap = ""
     isa = next((os.environ[v] for v in ONEDNN_ISA_VARS if os.environ.get(v)), "")
+    try:
+        feats = dict(torch.cpu.get_capabilities())
+    except Exception:  # noqa: BLE001 - an older build or another architecture: no x86 features known
+        feats = {}
     return Env(
         mkldnn=mkldnn_enabled and torch.backends.mkldnn.is_available(),
         mkldnn_bf16=bf16,
@@ -72,4 +93,7 @@ def _current_env(num_threads: int, mkldnn_enabled: bool) -> Env:
         mkldnn_fp32_matmul=prec not in ("none", "ieee", ""),
         cpu_capability=cap,
         onednn_isa=isa.upper(),
+        avx512_bf16=bool(feats.get("avx512_bf16")),
+        avx512_fp16=bool(feats.get("avx512_fp16")),
+        amx=bool(feats.get("amx_tile")),
     )

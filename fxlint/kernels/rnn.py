@@ -39,21 +39,20 @@ from .results import KernelPrediction, copy_of, none_when_undecided
 __all__ = ["predict_rnn"]
 
 
-def _onednn_lstm(dtype: torch.dtype) -> bool:
+def _onednn_lstm(dtype: torch.dtype, env: Env) -> bool:
     """Does the CPU LSTM take its oneDNN path for ``dtype`` on this machine and build (``use_mkldnn`` in
-    ``RNN.cpp``): float32 wherever oneDNN is on; bfloat16/float16 where the CPU supports them."""
-    if not (torch.backends.mkldnn.is_available() and torch._C._get_mkldnn_enabled()):
+    ``RNN.cpp``): float32 wherever oneDNN is on; bfloat16/float16 where the CPU supports them
+    (``Env.mkldnn_bf16``/``mkldnn_fp16``: oneDNN's own answer on this CPU)."""
+    if not env.mkldnn:
         return False
     if dtype == torch.float32:
         return True
-    check = {torch.bfloat16: "_is_mkldnn_bf16_supported", torch.float16: "_is_mkldnn_fp16_supported"}.get(dtype)
-    fn = getattr(torch.ops.mkldnn, check, None) if check else None
-    return bool(fn()) if fn is not None else False
+    return (dtype == torch.bfloat16 and env.mkldnn_bf16) or (dtype == torch.float16 and env.mkldnn_fp16)
 
 
 @none_when_undecided
 def predict_rnn(mode: str, x: TensorInfo, *, batch_first: bool, bidirectional: bool = False, proj: bool = False,
-                grad: bool = False, onednn: bool | None = None) -> KernelPrediction | None:
+                grad: bool = False, onednn: bool | None = None, env: Env | None = None) -> KernelPrediction | None:
     """The input copies of a ``mode`` (LSTM, GRU, RNN_TANH, RNN_RELU) call on a batched 3-D input on CPU."""
     if not on_cpu(x) or x.ndim != 3 or x.dtype not in (torch.float32, torch.float64, torch.bfloat16, torch.float16):
         return None
@@ -62,7 +61,7 @@ def predict_rnn(mode: str, x: TensorInfo, *, batch_first: bool, bidirectional: b
     T, B, C = tm.shape
     _, merge_copies = tm.reshape((T * B, C))
     contiguous = tm.is_contiguous()
-    onednn = _onednn_lstm(x.dtype) if onednn is None else onednn
+    onednn = _onednn_lstm(x.dtype, env or Env.current()) if onednn is None else onednn
     lstm_onednn = mode == "LSTM" and not proj and onednn
     src = "the (T, B, C) transpose of a batch-first input" if batch_first else "the (T, B, C) input"
     if lstm_onednn:
@@ -92,4 +91,4 @@ def _rnn(node: Any, env: Env) -> KernelPrediction | None:
         return None
     return predict_rnn(str(node.args.get("mode")), x, batch_first=bool(node.args.get("batch_first")),
                        bidirectional=bool(node.args.get("bidirectional")), proj=bool(node.args.get("proj")),
-                       grad=needs_grad(node, x))
+                       grad=needs_grad(node, x), env=env)

@@ -24,9 +24,11 @@ clone of a non-contiguous tensor is reported here too.
 
 `.contiguous()` on a tensor that already is contiguous copies nothing: that
 is FXL108 (noop-conversion, info). A `.contiguous()` that turns channels_last
-data into NCHW right before a convolution is FXL204 (layout-pessimization), and
-`expand(...).contiguous()` whose consumers broadcast is FXL104 (repeat-copy);
-this rule leaves those to them.
+data into NCHW only for convolutions that take channels_last is FXL204's
+(layout-pessimization), and `expand(...).contiguous()` whose consumers
+broadcast is FXL104's (repeat-copy): those rules own the copy (one finding per
+copy, the one with the better fix), whatever is selected or ignored; where
+they do not apply (the tensor has another user), it is this rule's.
 
 Bytes are the tensor's size (every element is written once). The gradient of
 `.contiguous()` itself passes through, but when a permute above it undoes the
@@ -78,7 +80,7 @@ from typing import Literal
 
 import torch
 
-from ..canon import CanonNode, GraphView
+from ..canon import GraphView
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
 from ..text import bytes_text, bytes_value, call_text, line_of, torch_name
@@ -86,7 +88,6 @@ from ..viewable import contiguous_copy_bytes
 from ._backward import backward_layout_copies
 from ._consumers import AGNOSTIC, NEEDS, consumers_need
 from ._layout import InputLayout
-from ._repeat import repeat_like
 from ._sites import count_text, sites, source_key
 
 #: what the copy buys: nothing (``agnostic``), the layout a consumer needs (``needs``), undecided
@@ -162,10 +163,6 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         nbytes = contiguous_copy_bytes(src.tensor, fmt)
         if nbytes is None or nbytes == 0:
             continue  # undecided under dynamic shapes, or a no-op (FXL108)
-        if _layout_pessimization(node, fmt):
-            continue  # FXL204 reports it
-        if repeat_like(node) is not None:
-            continue  # FXL104 reports it
         found.append((node, nbytes, source_key(src)))
     for site in sites(found, view):
         node = site.node
@@ -196,12 +193,3 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         yield Hit(node, violation, bytes=site.nbytes, copy_sizes=site.copy_sizes, backward_bytes=bwd_bytes,
                   severity=severity)
 
-
-def _layout_pessimization(node: CanonNode, fmt: torch.memory_format | None) -> bool:
-    """channels_last data made NCHW right before a convolution: FXL204's finding, not ours."""
-    src = node.input
-    if fmt not in (None, torch.contiguous_format) or src is None or src.tensor is None:
-        return False
-    if src.tensor.ndim not in (4, 5) or src.tensor.is_channels_last() is not True:
-        return False
-    return any(u.op == "conv" for u in node.users)

@@ -62,7 +62,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..canon import CanonNode, GraphView
+from ..canon import GraphView
 from ..findings import Violation
 from ..registry import FixSpec, Hit, RuleContext, rule
 from ..text import args_text, bytes_text, bytes_value, line_of, shape_text, shape_value
@@ -108,17 +108,13 @@ class RepeatCopy(Violation):
         return f".expand({args_text(self.expand_shape)})"
 
 
-@rule("FXL104", "repeat-copy", "warning", violation=RepeatCopy, fix=FixSpec.rewrite_of(
+@rule("FXL104", "repeat-copy", "warning", violation=RepeatCopy, supersedes=("FXL101", "FXL405"),
+      fix=FixSpec.rewrite_of(
     "repeat-to-expand", safe=False,
     why="the result becomes an expanded view (stride 0 on the repeated dims): not contiguous, and an "
         "in-place write into it raises (the rewrite is not applied where the graph writes into it)"))
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     return iter(numbered(_hits(view)))
-
-
-def reported(view: GraphView) -> set[CanonNode]:
-    """The nodes FXL104 reports in ``view`` (FXL405 leaves these repeats to FXL104's better fix)."""
-    return {h.node for h in _hits(view) if isinstance(h.node, CanonNode)}
 
 
 def _hits(view: GraphView) -> Iterator[Hit]:

@@ -144,14 +144,9 @@ class BatchTileMatmul(Violation):
                 "the same bytes in its reshape")
 
 
-@rule("FXL112", "batch-tile-matmul", "warning", violation=BatchTileMatmul)
+@rule("FXL112", "batch-tile-matmul", "warning", violation=BatchTileMatmul, supersedes=("FXL405",))
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     return iter(numbered(_hits(view)))
-
-
-def reported(view: GraphView) -> set[CanonNode]:
-    """The nodes FXL112 reports in ``view`` (FXL405 leaves these repeats to FXL112's better fix)."""
-    return {h.node for h in _hits(view) if isinstance(h.node, CanonNode)}
 
 
 def _hits(view: GraphView) -> Iterator[Hit]:

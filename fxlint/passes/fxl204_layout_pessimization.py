@@ -79,7 +79,8 @@ class LayoutPessimization(Violation):
         return fix
 
 
-@rule("FXL204", "layout-pessimization", "warning", violation=LayoutPessimization, fix=FixSpec.rewrite_of(
+@rule("FXL204", "layout-pessimization", "warning", violation=LayoutPessimization, supersedes=("FXL101",),
+      fix=FixSpec.rewrite_of(
     "drop-layout-copy", safe=False,
     why="the convolution then runs on channels_last data and returns channels_last output, which later "
         "code sees in that layout; values may differ in the order of floating-point reductions, within "

@@ -90,7 +90,6 @@ from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
 from ..tensorinfo import Dim
 from ..text import bytes_text, bytes_value, operand_name
-from . import fxl104_repeat_copy, fxl112_batch_tile_matmul
 from ._constant import Deps, Fixed, depends_text
 from ._sites import numbered, sites, source_key
 
@@ -135,7 +134,6 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
 
 
 def _hits(view: GraphView, fixed: Fixed) -> Iterator[Hit]:
-    others: set[CanonNode] | None = None
     for node in view.ops(*_COPIES):
         src = node.input
         if src is None or node.tensor is None:
@@ -145,12 +143,6 @@ def _hits(view: GraphView, fixed: Fixed) -> Iterator[Hit]:
         deps = fixed.deps(node)  # the copy as made and every write into it afterwards
         if deps is None:
             continue  # reads the input's data (or random numbers), or is then written from it
-        if node.op == "repeat":
-            # asked only for a repeat this rule would report: the two rules' analyses run once per graph
-            if others is None:  # a tile FXL104 (use expand) or FXL112 (fold into the matmul) reports is
-                others = fxl104_repeat_copy.reported(view) | fxl112_batch_tile_matmul.reported(view)
-            if node in others:  # better removed than cached: one finding per copy, the better fix
-                continue
         violation = ConstantCopy(op=node.op, target=operand_name(src), depends=_sorted(deps), writes=1,
                                  copied=bytes_value(node.tensor.nbytes))
         yield Hit(node, violation, bytes=node.tensor.nbytes, backward_bytes=0, severity=Severity.INFO)
