@@ -8,12 +8,11 @@ Public API: ``lint``, ``audit``, ``report`` (HTML), ``rewrite``, ``collect``, th
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
 from .errors import (
     CaptureError,
     ConfigError,
@@ -25,6 +24,11 @@ from .errors import (
     TargetError,
 )
 from .findings import Finding, Report, Severity
+
+# the renderers register how Report, AuditReport and RewriteResult print (fxlint._present): str(report)
+from .renderers import audit as _audit_text  # noqa: F401
+from .renderers import rewrites as _rewrite_text  # noqa: F401
+from .renderers import text as _report_text  # noqa: F401
 from .session import Session, collect
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -14,12 +14,11 @@ Three kinds of target:
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import linecache
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,12 +26,14 @@ import torch
 import torch.fx as fx
 
 from .canon import GraphView, build_view
+from .canon._fx import VALUE_KEYS, value_of
 from .distributed import unwrap, wrapper_break
 from .errors import CaptureError, GraphBreakError, ModelError, first_line
 from .program import AutogradReach, GraphBreak, Program
 from .quiet import quiet_torch_logs
 from .roles import dynamo_roles
 from .source import Location, is_internal_file, source_line
+from .state import _tensors, preserved_state, tensors_in
 
 
 @dataclass
@@ -127,58 +128,6 @@ def view_from_dynamo(gm: fx.GraphModule, label: str) -> GraphView:
     )
     view.graph_break = ended_by(gm, label)
     return view
-
-
-@contextlib.contextmanager
-def preserved_state(module: torch.nn.Module | None, inputs: Any = ()) -> Iterator[None]:
-    """Restore buffers, the RNG state and the example inputs after running the user's model.
-
-    A model that writes into its inputs in place (``x.add_(1)``, ``x[0] = 0``) would otherwise
-    hand the caller changed tensors after a lint or an audit. Each input tensor is copied before
-    the run (what that costs: the inputs' size once) and written back only if it changed."""
-    buffers: list[tuple[torch.Tensor, torch.Tensor]] = []
-    params: list[tuple[torch.Tensor, int]] = []
-    # which tensor object each module attribute holds: a capture may rebind one (Dynamo's export
-    # replays `self.buf += x` as a store of its own fake result into the module)
-    slots: list[tuple[dict[str, Any], str, Any]] = []
-    if module is not None:
-        for sub in module.modules():
-            for table in (sub._parameters, sub._buffers):
-                slots.extend((table, name, value) for name, value in table.items())
-        with torch.no_grad():
-            buffers = [(b, b.detach().clone()) for b in module.buffers()]
-        params = [(p, p._version) for p in module.parameters()]
-    param_ids = {id(p) for p, _ in params} | {id(b) for b, _ in buffers}
-    with torch.no_grad():
-        saved_inputs = [(t, t._version, t.detach().clone()) for t in _tensors(inputs)
-                        if id(t) not in param_ids and not isinstance(t, torch._subclasses.FakeTensor)]
-    rng = torch.get_rng_state()
-    cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
-    try:
-        yield
-    finally:
-        for table, name, value in slots:
-            if table.get(name) is not value:
-                table[name] = value
-        with torch.no_grad():
-            for live, saved in buffers:
-                if live._version != saved._version or not torch.equal(live, saved):
-                    live.copy_(saved)
-            for live, version, saved in saved_inputs:
-                if live._version != version:
-                    live.copy_(saved)
-        torch.set_rng_state(rng)
-        if cuda_rng is not None:
-            torch.cuda.set_rng_state_all(cuda_rng)
-        changed = [p for p, v in params if p._version != v]
-        if changed:
-            import warnings
-
-            warnings.warn(
-                f"fxlint: the model changed {len(changed)} parameter(s) in place while it ran; "
-                "they were not restored",
-                stacklevel=3,
-            )
 
 
 def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Captured:
@@ -360,43 +309,6 @@ class _RunRecord:
         self.params.clear()
 
 
-def _tensors(x: Any) -> list[torch.Tensor]:
-    return tensors_in(x)
-
-
-def tensors_in(x: Any) -> list[torch.Tensor]:
-    """Every tensor in a returned value: tensors, and tensors inside tuples, lists, dicts,
-    dataclasses (registered with pytree or not) and pytree nodes (e.g. Hugging Face outputs)."""
-    import dataclasses
-
-    import torch.utils._pytree as pytree
-
-    found: list[torch.Tensor] = []
-
-    def walk(v: Any, depth: int) -> None:
-        if isinstance(v, torch.Tensor):
-            found.append(v)
-        elif depth > 32 or isinstance(v, (str, bytes, int, float, bool, type(None))):
-            return
-        elif isinstance(v, (list, tuple, set, frozenset)):
-            for item in v:
-                walk(item, depth + 1)
-        elif isinstance(v, dict):
-            for item in v.values():
-                walk(item, depth + 1)
-        elif dataclasses.is_dataclass(v) and not isinstance(v, type):
-            for f in dataclasses.fields(v):
-                walk(getattr(v, f.name, None), depth + 1)
-        else:
-            leaves = pytree.tree_leaves(v)
-            if not (len(leaves) == 1 and leaves[0] is v):
-                for item in leaves:
-                    walk(item, depth + 1)
-
-    walk(x, 0)
-    return found
-
-
 def require_tensor_output(returned: Any) -> None:
     """A model must return tensors: fxlint follows what it computes into them (``ModelError``)."""
     if tensors_in(returned):
@@ -440,7 +352,7 @@ def _forget_new_codes(seen_before: set[int]) -> None:
 
 def _has_values(gm: fx.GraphModule) -> bool:
     return any(
-        ("val" in n.meta or "example_value" in n.meta)
+        any(k in n.meta for k in VALUE_KEYS)
         for n in gm.graph.nodes
         if n.op not in ("output", "get_attr")
     )
@@ -611,7 +523,7 @@ def capture_graph_module(target: Any, example_inputs: Any = None) -> tuple[fx.Gr
     finally:
         _forget_new_codes(seen_codes)
     outputs = [n for n in gm.graph.nodes if n.op == "output"]
-    returned = [v.meta.get("example_value", v.meta.get("val")) if isinstance(v, fx.Node) else v
+    returned = [value_of(v) if isinstance(v, fx.Node) else v
                 for n in outputs for v in _flat(n.args)]
     require_tensor_output(returned[0] if len(returned) == 1 else returned)
     return gm, "fx"

@@ -13,7 +13,7 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
-from . import __version__
+from ._version import __version__
 from .commands import command_modules
 from .commands._common import EXIT_ERROR, TARGET_HELP
 from .errors import FxlintError

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx as fx
 
+from .canon._fx import set_value, value_of
 from .errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -224,7 +225,7 @@ def _fake_mode(gm: fx.GraphModule) -> Any:
     from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
     for n in gm.graph.nodes:
-        v = n.meta.get("example_value", n.meta.get("val"))
+        v = value_of(n)
         if isinstance(v, FakeTensor):
             return v.fake_mode
     return FakeTensorMode(allow_non_fake_inputs=True)
@@ -264,7 +265,7 @@ def _propagate(view: GraphView, target: torch.device, host: set[str], earlier: l
         return None
 
     for node in gm.graph.nodes:
-        old = node.meta.get("example_value", node.meta.get("val"))
+        old = value_of(node)
         cn = by_name.get(node.name)
         if node.op == "placeholder" or node.op == "get_attr":
             kind = cn.kind if cn is not None else "input"
@@ -428,7 +429,7 @@ def _fallback(gm: fx.GraphModule, node: fx.Node, args: Any, kwargs: Any, mode: A
         with mode, torch.no_grad():
             value = _run(gm, node, cargs, ckwargs)
     except Exception:  # noqa: BLE001 - keep what Dynamo recorded
-        value = node.meta.get("example_value", node.meta.get("val"))
+        value = value_of(node)
     if dev.type == "cpu":
         return value
     return torch.utils._pytree.tree_map(lambda v: place(v, dev) if isinstance(v, torch.Tensor) else v, value)
@@ -446,7 +447,5 @@ def _with_grad(value: Any, old: Any) -> Any:
 
 
 def _set_value(node: fx.Node, value: Any) -> None:
-    if value is None:
-        return
-    key = "example_value" if "example_value" in node.meta or "val" not in node.meta else "val"
-    node.meta[key] = value
+    if value is not None:
+        set_value(node, value)

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
+from ._present import as_text
+
 
 class Severity(str, enum.Enum):
     ERROR = "error"
@@ -259,6 +261,4 @@ class Report:
         return d
 
     def __str__(self) -> str:
-        from .renderers.text import render_text
-
-        return render_text(self)
+        return as_text(self)  # fxlint.renderers.text.render_text

@@ -24,6 +24,7 @@ import torch
 
 from .errors import CaptureError, FxlintError, ModelError, first_line
 from .source import Location, is_internal_file
+from .state import preserved_state
 
 
 def user_location(tb: TracebackType | None) -> Location | None:
@@ -61,8 +62,6 @@ def _full(exc: BaseException) -> str:
 
 def eager_exception(target: Any, args: tuple, kwargs: dict, module: torch.nn.Module | None) -> BaseException | None:
     """Run the model eagerly once (nothing it changes is kept); the exception it raises, or None."""
-    from .capture import preserved_state
-
     try:
         with preserved_state(module, (args, kwargs)), torch.no_grad():
             target(*args, **kwargs)

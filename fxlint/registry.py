@@ -29,7 +29,9 @@ test that injects a failing rule, a plugin that adds its own).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import inspect
+import pkgutil
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -40,11 +42,42 @@ from .findings import Severity, Violation
 
 if TYPE_CHECKING:  # pragma: no cover
     from .canon import CanonNode
-    from .rewrite.base import Rewrite
     from .source import Location
     from .tensorinfo import Dim
 
 CODE_RE = re.compile(r"^FXL\d{3}$")
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A registered rewrite (``fxlint.rewrite.register``): ``apply(site) -> Change`` fixes findings of
+    rule ``code`` (``fxlint.rewrite.base`` has the site and change types)."""
+
+    code: str  # the rule whose findings it fixes
+    name: str
+    apply: Callable[[Any], Any]
+    doc: str  # the module docstring: what it does, its preconditions, what changes
+
+    @property
+    def preconditions(self) -> tuple[str, ...]:
+        """The bullets of the docstring's ``## Preconditions`` section (what it proves first)."""
+        return tuple(_section_bullets(self.doc, "## Preconditions"))
+
+
+def _section_bullets(doc: str, heading: str) -> list[str]:
+    out: list[str] = []
+    inside = False
+    for line in doc.splitlines():
+        if line.startswith("## "):
+            inside = line.startswith(heading)
+            continue
+        if not inside:
+            continue
+        if line.startswith("- "):
+            out.append(line[2:].strip())
+        elif line.startswith("  ") and out:
+            out[-1] += " " + line.strip()
+    return out
 
 #: Rule families whose findings claim a copy, and so can be confirmed by the runtime audit.
 COPY_FAMILIES = ("FXL1", "FXL2", "FXL4")
@@ -223,8 +256,6 @@ class Registry:
 
     def replacing(self, *items: Rule | Rewrite) -> Registry:
         """A copy with these rules or rewrites added (or put in place of the same code)."""
-        from .rewrite.base import Rewrite
-
         out = Registry(self._rules.values(), self._rewrites.values())
         for it in items:
             if isinstance(it, Rewrite):
@@ -355,10 +386,13 @@ def default_registry() -> Registry:
     global _loaded
     if not _loaded:
         _loaded = True
-        from . import passes  # noqa: F401  (importing registers every rule)
-        from .rewrite.base import load_rewrites
-
-        load_rewrites()
+        # the modules that register fxlint's own rules and rewrites sit above this registry, as a plugin's
+        # do: they are found by name (a package of rule modules, and the rewrite modules fxlNNN_*.py)
+        importlib.import_module("fxlint.passes")
+        rewrites = importlib.import_module("fxlint.rewrite")
+        for info in sorted(pkgutil.iter_modules(rewrites.__path__), key=lambda m: m.name):
+            if info.name.startswith("fxl"):
+                importlib.import_module(f"fxlint.rewrite.{info.name}")
     return _DEFAULT
 
 

@@ -22,6 +22,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .canon.nodes import slice_text
 from .tensorinfo import Dim, TensorInfo, human_bytes, known
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -102,20 +103,6 @@ def strided_text(dtype: str, shape: Sequence[Dim | str], stride: Sequence[Dim | 
 
 
 # --------------------------------------------------------------------------- ops
-
-
-def slice_text(start: Any, stop: Any, step: Any, size: int | None = None) -> str:
-    """``start:stop:step`` as people write it: no 0 start, no step 1, and no stop when the slice
-    runs to the end anyway (``stop`` None, or, with the dim's ``size``, the next element is past
-    it). Bounds may be ints or names (a symbolic bound shows as its node's name)."""
-    s = "" if start in (None, 0) else str(start)
-    runs_out = (stop is None or (size is not None and isinstance(stop, int) and isinstance(step, int)
-                                 and stop - 1 + step >= size))
-    e = "" if runs_out else str(stop)
-    text = f"{s}:{e}"
-    if step not in (None, 1):
-        text += f":{step}"
-    return text
 
 
 def permute_text(dims: Sequence[int] | None, spelling: str | None = None,

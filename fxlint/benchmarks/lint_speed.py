@@ -188,11 +188,13 @@ def synthetic_graph(n_nodes: int, values: str = "fake") -> fx.GraphModule:
     g.output(h)
     gm = fx.GraphModule(nn.Module(), g)
     if values == "real":
+        from ..canon._fx import set_value
+
         class _Keep(fx.Interpreter):
             def run_node(self, n: fx.Node) -> Any:
                 out = super().run_node(n)
                 if isinstance(out, torch.Tensor):
-                    n.meta["val"] = out.detach()
+                    set_value(n, out.detach())
                 return out
 
         _Keep(gm).run(torch.randn(16, 16), torch.randn(16, 16))

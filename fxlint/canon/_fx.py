@@ -10,6 +10,25 @@ import torch.fx as fx
 
 T = TypeVar("T")
 
+#: where a node's value lives, in the one order fxlint reads them: ``val`` (kept current by fake-tensor
+#: propagation: export, AOTAutograd, Inductor, fxlint's own rewrites), then Dynamo's ``example_value``
+VALUE_KEYS = ("val", "example_value")
+
+
+def value_of(node: fx.Node) -> Any:
+    """The node's (fake) value, or None: the one accessor every module reads it through."""
+    for key in VALUE_KEYS:
+        if key in node.meta:
+            return node.meta[key]
+    return None
+
+
+def set_value(node: fx.Node, value: Any) -> None:
+    """Store ``value`` under every value key the node has (``val`` when it has none), so that no reader
+    sees a stale one."""
+    for key in [k for k in VALUE_KEYS if k in node.meta] or ["val"]:
+        node.meta[key] = value
+
 
 def get_submodule(gm: fx.GraphModule, target: str) -> torch.nn.Module | None:
     try:

@@ -16,7 +16,7 @@ import torch.fx as fx
 
 from ..source import Location, module_path, source_line, user_frame
 from ..tensorinfo import TensorInfo, to_dim
-from ._fx import dedupe, flatten, get_attr, get_submodule
+from ._fx import dedupe, flatten, get_attr, get_submodule, value_of
 from .effects import aliased_args, mutated_args
 from .nodes import CanonNode, GraphView
 from .registry import module_op, normalise
@@ -66,11 +66,8 @@ def _target_name(node: fx.Node, gm: fx.GraphModule) -> tuple[str, str]:
 
 
 def _node_value(node: fx.Node) -> Any:
-    for key in ("val", "example_value"):
-        if key in node.meta:
-            return node.meta[key]
-    tm = node.meta.get("tensor_meta")
-    return tm
+    v = value_of(node)
+    return v if v is not None else node.meta.get("tensor_meta")
 
 
 def _value_info(v: Any) -> Any:

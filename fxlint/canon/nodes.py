@@ -13,8 +13,7 @@ import torch.fx as fx
 
 from ..source import Location, source_line
 from ..tensorinfo import Dim, TensorInfo
-from ..text import slice_text
-from . import registry as _registry
+from . import traits as _traits
 
 
 @dataclass(frozen=True)
@@ -122,12 +121,12 @@ class CanonNode:
 
     @property
     def is_view(self) -> bool:
-        return self.op in _registry.VIEW
+        return self.op in _traits.VIEW
 
     @property
     def is_pointwise(self) -> bool:
         """An elementwise op (``POINTWISE_OPS``): broadcasts its operands, reads any strides."""
-        return self.op in _registry.POINTWISE
+        return self.op in _traits.POINTWISE
 
     @property
     def tensor_inputs(self) -> list[CanonNode]:
@@ -279,3 +278,17 @@ class GraphView:
 
 
 __all__ = ["CanonNode", "GraphView", "IndexItem", "IndexSpec"]
+
+
+def slice_text(start: Any, stop: Any, step: Any, size: int | None = None) -> str:
+    """``start:stop:step`` as people write it: no 0 start, no step 1, and no stop when the slice
+    runs to the end anyway (``stop`` None, or, with the dim's ``size``, the next element is past
+    it). Bounds may be ints or names (a symbolic bound shows as its node's name)."""
+    s = "" if start in (None, 0) else str(start)
+    runs_out = (stop is None or (size is not None and isinstance(stop, int) and isinstance(step, int)
+                                 and stop - 1 + step >= size))
+    e = "" if runs_out else str(stop)
+    text = f"{s}:{e}"
+    if step not in (None, 1):
+        text += f":{step}"
+    return text

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx as fx
 
+from . import traits
 from ._fx import get_submodule
 from .binding import Plan, bind, lookup, plan_for
 
@@ -95,6 +96,7 @@ def _rebuild() -> None:
     MAYBE_VIEW = frozenset(n for n, i in OPS.items() if "maybe_view" in i.traits)
     POINTWISE = frozenset(n for n, i in OPS.items() if "pointwise" in i.traits)
     PASSTHROUGH = frozenset(n for n, i in OPS.items() if "passthrough" in i.traits)
+    traits.VIEW, traits.MAYBE_VIEW, traits.POINTWISE, traits.PASSTHROUGH = VIEW, MAYBE_VIEW, POINTWISE, PASSTHROUGH
 
 
 def _traits(view: bool, maybe_view: bool, pointwise: bool, passthrough: bool) -> set[str]:

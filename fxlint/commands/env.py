@@ -37,7 +37,7 @@ def facts() -> dict[str, Any]:
 
 
 def _version() -> str:
-    from .. import __version__
+    from .._version import __version__
 
     return __version__
 

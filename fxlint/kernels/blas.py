@@ -25,7 +25,7 @@ from ..symbolic import Dim, eq, ge, gt, max1, prod
 from ..tensorinfo import TensorInfo
 from .env import Env
 from .geometry import Geometry, dtype_name, on_cpu
-from .registry import kernel_model, needs_grad, tensor_arg
+from .registry import kernel_model, tensor_arg, tensor_model
 from .results import KernelCopy, KernelPrediction, copy_of, none_when_undecided
 
 __all__ = ["predict_addmm", "predict_mm", "predict_mv"]
@@ -196,28 +196,12 @@ def predict_mv(mat: TensorInfo, vec: TensorInfo, *, env: Env | None = None) -> K
 _OPERANDS = {"a": "left operand", "b": "right operand"}
 
 
-@kernel_model("mm", family="matmul", operands=_OPERANDS)
-def _mm(node: Any, env: Env) -> KernelPrediction | None:
-    a, b = tensor_arg(node, "a"), tensor_arg(node, "b")
-    if a is None or b is None:
-        return None
-    return predict_mm(a, b, grad=needs_grad(node, a, b), env=env)
-
-
-@kernel_model("addmm", family="matmul", operands={"a": "mat1", "b": "mat2", "bias": "bias"})
-def _addmm(node: Any, env: Env) -> KernelPrediction | None:
-    a, b, bias = tensor_arg(node, "a"), tensor_arg(node, "b"), tensor_arg(node, "bias")
-    if a is None or b is None:
-        return None
-    return predict_addmm(bias, a, b, grad=needs_grad(node, a, b, bias), env=env)
-
-
-@kernel_model("mv", family="matmul", operands={"a": "matrix", "b": "vector"})
-def _mv(node: Any, env: Env) -> KernelPrediction | None:
-    a, b = tensor_arg(node, "a"), tensor_arg(node, "b")
-    if a is None or b is None:
-        return None
-    return predict_mv(a, b, env=env)
+tensor_model("mm", lambda a, b, grad, env: predict_mm(a, b, grad=grad, env=env), family="matmul",
+             operands=_OPERANDS)
+tensor_model("addmm", lambda a, b, bias, grad, env: predict_addmm(bias, a, b, grad=grad, env=env),
+             family="matmul", operands={"a": "mat1", "b": "mat2", "bias": "bias"})
+tensor_model("mv", lambda a, b, grad, env: predict_mv(a, b, env=env), family="matmul",
+             operands={"a": "matrix", "b": "vector"})
 
 
 @kernel_model("dot", family="matmul", operands={"a": "left vector", "b": "right vector"})

@@ -12,8 +12,6 @@ bias into the output first.
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 from ..symbolic import eq, ge, gt, require_int
@@ -21,7 +19,7 @@ from ..tensorinfo import TensorInfo
 from .blas import addmm_clones, onednn_matmul_usable, onednn_plain
 from .env import Env
 from .geometry import Geometry, dtype_name, on_cpu, shape_text
-from .registry import kernel_model, needs_grad, tensor_arg
+from .registry import tensor_model
 from .results import KernelCopy, KernelPrediction, copy_of, none_when_undecided
 
 __all__ = ["predict_bmm"]
@@ -104,17 +102,8 @@ def predict_bmm(a: TensorInfo, b: TensorInfo, *, bias: TensorInfo | None = None,
 # --------------------------------------------------------------------------- models
 
 
-@kernel_model("bmm", family="matmul", operands={"a": "left operand", "b": "right operand"})
-def _bmm(node: Any, env: Env) -> KernelPrediction | None:
-    a, b = tensor_arg(node, "a"), tensor_arg(node, "b")
-    if a is None or b is None:
-        return None
-    return predict_bmm(a, b, grad=needs_grad(node, a, b), env=env)
-
-
-@kernel_model("baddbmm", family="matmul", operands={"a": "batch1", "b": "batch2", "bias": "bias"})
-def _baddbmm(node: Any, env: Env) -> KernelPrediction | None:
-    a, b, bias = tensor_arg(node, "a"), tensor_arg(node, "b"), tensor_arg(node, "bias")
-    if a is None or b is None:
-        return None
-    return predict_bmm(a, b, bias=bias, baddbmm=True, grad=needs_grad(node, a, b, bias), env=env)
+tensor_model("bmm", lambda a, b, grad, env: predict_bmm(a, b, grad=grad, env=env), family="matmul",
+             operands={"a": "left operand", "b": "right operand"})
+tensor_model("baddbmm",
+             lambda a, b, bias, grad, env: predict_bmm(a, b, bias=bias, baddbmm=True, grad=grad, env=env),
+             family="matmul", operands={"a": "batch1", "b": "batch2", "bias": "bias"})

@@ -164,22 +164,8 @@ def predict_conv(x: TensorInfo, weight: TensorInfo, *, output: TensorInfo | None
                                   bias_grad=bias_grad, env=env, conv1d=spatial == 1)
     else:
         mkldnn = use_mkldnn
-    sug_x, sug_w = lx.suggest_memory_format(), lw.suggest_memory_format()
+    backend, fmt = _backend(lx, lw, mkldnn, transposed, dilated)
     cl = CHANNELS_LAST if nd == 4 else CHANNELS_LAST_3D
-    if mkldnn:
-        backend = "oneDNN"
-        fmt = cl if (sug_x == cl or sug_w == cl) and lx.dtype != torch.float64 else CONTIGUOUS
-    else:
-        # _select_conv_backend without oneDNN, on CPU
-        if not transposed and nd == 5 and not dilated:
-            backend = "slow 3-d"
-        elif transposed:
-            backend = f"slow transposed {nd - 2}-d"
-        elif dilated:
-            backend = f"slow dilated {nd - 2}-d"
-        else:
-            backend = "slow 2-d"
-        fmt = cl if nd == 4 and (sug_x == cl or sug_w == cl) else CONTIGUOUS
     fmt_name = {CONTIGUOUS: "contiguous (NCHW)" if nd == 4 else "contiguous (NCDHW)",
                 CHANNELS_LAST: "channels_last", CHANNELS_LAST_3D: "channels_last_3d"}[fmt]
     if not lx.is_contiguous_as(fmt):
@@ -201,55 +187,95 @@ def predict_conv(x: TensorInfo, weight: TensorInfo, *, output: TensorInfo | None
                               "oneDNN returns the channels_last weight gradient, converted back to the "
                               "weight's layout", phase="backward"))
     reduced = lx.dtype in _REDUCED
-    dt = dtype_name(lx.dtype)
     if mkldnn:
-        unknown += _onednn_unknowns(kernel, dt, fmt, reduced, grad, orig_x.requires_grad, weight_grad)
+        unknown += _onednn_unknowns(kernel, dtype_name(lx.dtype), fmt, reduced, grad, orig_x.requires_grad,
+                                    weight_grad)
         if spatial == 1 and reduced and env.amx and not orig_x.is_contiguous():
-            why = (f"a {dt} {kernel} through oneDNN on a CPU with AMX makes a strided input contiguous more "
-                   "than once (measured on Sapphire Rapids; not ported)")
-            unknown.append(Unknown("forward", "input", ONEDNN_AMX_CONV1D, why))
-            if grad:
-                unknown.append(Unknown("backward", "input", ONEDNN_AMX_CONV1D, why))
+            unknown += _amx_conv1d_unknowns(kernel, dtype_name(lx.dtype), grad)
     else:
-        xf, wf = _in_format(lx, fmt), _in_format(lw, fmt)
-        of = _in_format(lo, fmt) if lo is not None else None
-        if groups > 1 and backend != "slow 3-d":
-            copies += _grouped_copies(kernel, backend, xf, wf, of, groups, grad)
-            if grad and of is None:
-                unknown.append(Unknown("backward", "output", "conv-group-slice",
-                                       "the output's layout, which decides the gradient's slices, is not known",
-                                       machine=False))
-        if has_bias and not transposed and of is not None and not eq(of.numel, 0):
-            if "dilated" in backend:  # the bias is written channel by channel
-                per = require_int(of.shape[0] * of.shape[1], "the channel count")
-                copies.append(copy_of("bias", of, "aten::copy_", "bias-init",
-                                      f"the {backend} kernel copies the bias into each output channel first",
-                                      count=per, avoidable=False))
-            else:
-                copies.append(copy_of("bias", of, "aten::copy_", "bias-init",
-                                      f"the {backend} kernel copies the bias into the output first",
-                                      count=groups if groups > 1 and backend != "slow 3-d" else 1,
-                                      avoidable=False))
-        if grad and bias_grad and reduced and "dilated" not in backend:
-            # the native backward sums the bias gradient outside the kernel (per group when grouped)
-            per_group = groups > 1 and backend != "slow 3-d"
-            if of is None:
-                unknown.append(Unknown("backward", "bias", "bias-grad-sum", "the output's shape is not known",
-                                       machine=False))
-            else:
-                g_out = _in_format(_group_slice(of, 1, groups)[0], of.suggest_memory_format()) if per_group else of
-                if _sum_uses_float_buffer(g_out):
-                    count = groups if per_group else 1
-                    channels = require_int(g_out.shape[1], "the channel count")
-                    copies.append(copy_of("bias", g_out, "aten::_to_copy", "bias-grad-sum",
-                                          f"the {dt} bias gradient is summed over the batch and the positions in "
-                                          "float32: sum() accumulates in a float32 copy of the output gradient",
-                                          phase="backward", count=count, avoidable=False,
-                                          nbytes=g_out.numel * 4 * count))
-                    copies.append(copy_of("bias", g_out, "aten::copy_", "bias-grad-sum",
-                                          f"the float32 bias gradient, converted back to {dt}", phase="backward",
-                                          count=count, avoidable=False, nbytes=channels * lx.itemsize * count))
+        more, open_parts = _native_copies(kernel, backend, fmt, lx, lw, lo, groups, has_bias, transposed, grad,
+                                          bias_grad)
+        copies += more
+        unknown += open_parts
     return KernelPrediction(kernel, f"{kernel}: {backend}, {fmt}", tuple(copies), tuple(unknown), probe=call)
+
+
+def _backend(lx: Geometry, lw: Geometry, mkldnn: bool, transposed: bool, dilated: bool) -> tuple[str, str]:
+    """(backend, memory format) of a 2-d/3-d conv (``_select_conv_backend`` on CPU, then
+    ``determine_backend_memory_format``): oneDNN or a native kernel; channels_last when the input or
+    the weight suggests it (native: 2-d only; never float64 through oneDNN)."""
+    nd = lx.ndim
+    cl = CHANNELS_LAST if nd == 4 else CHANNELS_LAST_3D
+    suggests_cl = cl in (lx.suggest_memory_format(), lw.suggest_memory_format())
+    if mkldnn:
+        return "oneDNN", cl if suggests_cl and lx.dtype != torch.float64 else CONTIGUOUS
+    if not transposed and nd == 5 and not dilated:
+        backend = "slow 3-d"
+    elif transposed:
+        backend = f"slow transposed {nd - 2}-d"
+    elif dilated:
+        backend = f"slow dilated {nd - 2}-d"
+    else:
+        backend = "slow 2-d"
+    return backend, cl if nd == 4 and suggests_cl else CONTIGUOUS
+
+
+def _amx_conv1d_unknowns(kernel: str, dt: str, grad: bool) -> list[Unknown]:
+    """A reduced-precision oneDNN conv1d of a strided input on a CPU with AMX (``ONEDNN_AMX_CONV1D``)."""
+    why = (f"a {dt} {kernel} through oneDNN on a CPU with AMX makes a strided input contiguous more "
+           "than once (measured on Sapphire Rapids; not ported)")
+    out = [Unknown("forward", "input", ONEDNN_AMX_CONV1D, why)]
+    if grad:
+        out.append(Unknown("backward", "input", ONEDNN_AMX_CONV1D, why))
+    return out
+
+
+def _native_copies(kernel: str, backend: str, fmt: str, lx: Geometry, lw: Geometry, lo: Geometry | None,
+                   groups: int, has_bias: bool, transposed: bool, grad: bool,
+                   bias_grad: bool) -> tuple[list[KernelCopy], list[Unknown]]:
+    """What the native kernels copy besides the format conversion: each group's slices (grouped
+    convs), the bias into the output, and in bfloat16/float16 the float32 sum of the bias gradient."""
+    copies: list[KernelCopy] = []
+    unknown: list[Unknown] = []
+    dt = dtype_name(lx.dtype)
+    xf, wf = _in_format(lx, fmt), _in_format(lw, fmt)
+    of = _in_format(lo, fmt) if lo is not None else None
+    per_group = groups > 1 and backend != "slow 3-d"
+    if per_group:
+        copies += _grouped_copies(kernel, backend, xf, wf, of, groups, grad)
+        if grad and of is None:
+            unknown.append(Unknown("backward", "output", "conv-group-slice",
+                                   "the output's layout, which decides the gradient's slices, is not known",
+                                   machine=False))
+    if has_bias and not transposed and of is not None and not eq(of.numel, 0):
+        if "dilated" in backend:  # the bias is written channel by channel
+            per = require_int(of.shape[0] * of.shape[1], "the channel count")
+            copies.append(copy_of("bias", of, "aten::copy_", "bias-init",
+                                  f"the {backend} kernel copies the bias into each output channel first",
+                                  count=per, avoidable=False))
+        else:
+            copies.append(copy_of("bias", of, "aten::copy_", "bias-init",
+                                  f"the {backend} kernel copies the bias into the output first",
+                                  count=groups if per_group else 1, avoidable=False))
+    if grad and bias_grad and lx.dtype in _REDUCED and "dilated" not in backend:
+        # the native backward sums the bias gradient outside the kernel (per group when grouped)
+        if of is None:
+            unknown.append(Unknown("backward", "bias", "bias-grad-sum", "the output's shape is not known",
+                                   machine=False))
+        else:
+            g_out = _in_format(_group_slice(of, 1, groups)[0], of.suggest_memory_format()) if per_group else of
+            if _sum_uses_float_buffer(g_out):
+                count = groups if per_group else 1
+                channels = require_int(g_out.shape[1], "the channel count")
+                copies.append(copy_of("bias", g_out, "aten::_to_copy", "bias-grad-sum",
+                                      f"the {dt} bias gradient is summed over the batch and the positions in "
+                                      "float32: sum() accumulates in a float32 copy of the output gradient",
+                                      phase="backward", count=count, avoidable=False,
+                                      nbytes=g_out.numel * 4 * count))
+                copies.append(copy_of("bias", g_out, "aten::copy_", "bias-grad-sum",
+                                      f"the float32 bias gradient, converted back to {dt}", phase="backward",
+                                      count=count, avoidable=False, nbytes=channels * lx.itemsize * count))
+    return copies, unknown
 
 
 def _onednn_unknowns(kernel: str, dt: str, fmt: str, reduced: bool, grad: bool, input_grad: bool,

@@ -32,7 +32,7 @@ from .blas import BLAS_WHY, addmm_clones, mm_backward, mm_copies, mv_copies
 from .bmm import bmm_copies
 from .env import Env
 from .geometry import Geometry, on_cpu, shape_text
-from .registry import kernel_model, needs_grad, tensor_arg
+from .registry import kernel_model, needs_grad, tensor_arg, tensor_model
 from .results import KernelCopy, KernelPrediction, copy_of, none_when_undecided
 
 __all__ = ["predict_linear", "predict_matmul"]
@@ -240,12 +240,8 @@ def predict_linear(x: TensorInfo, weight: TensorInfo, bias: TensorInfo | None, *
 # --------------------------------------------------------------------------- models
 
 
-@kernel_model("matmul", family="matmul", operands={"a": "left operand", "b": "right operand"})
-def _matmul(node: Any, env: Env) -> KernelPrediction | None:
-    a, b = tensor_arg(node, "a"), tensor_arg(node, "b")
-    if a is None or b is None:
-        return None
-    return predict_matmul(a, b, grad=needs_grad(node, a, b), env=env)
+tensor_model("matmul", lambda a, b, grad, env: predict_matmul(a, b, grad=grad, env=env), family="matmul",
+             operands={"a": "left operand", "b": "right operand"})
 
 
 @kernel_model("linear", family="matmul", operands={"input": "input", "weight": "weight", "bias": "bias"})

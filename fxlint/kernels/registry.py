@@ -171,6 +171,24 @@ def predict(node: Any, env: Env | None = None, registry: KernelRegistry | None =
 # --------------------------------------------------------------------------- for the models
 
 
+def tensor_model(op: str, call: Callable[..., KernelPrediction | None], *, family: str,
+                 operands: Mapping[str, str], required: tuple[str, ...] = ("a", "b"),
+                 registry: KernelRegistry | None = None) -> None:
+    """Register the model of ``op`` whose prediction is a function of its tensor operands alone: the
+    ``TensorInfo`` of every operand named in ``operands`` (None where absent; no prediction when one
+    of ``required`` is) goes to ``call(**tensors, grad=..., env=...)``, ``grad`` being whether grad
+    mode is on and an operand requires grad. The wrapper every such kernel would otherwise repeat."""
+
+    def model(node: Any, env: Env) -> KernelPrediction | None:
+        tensors = {name: tensor_arg(node, name) for name in operands}
+        if any(tensors[name] is None for name in required):
+            return None
+        return call(**tensors, grad=needs_grad(node, *tensors.values()), env=env)
+
+    model.__module__, model.__qualname__ = call.__module__, f"_{op}"  # where the kernel's model is written
+    kernel_model(op, family=family, operands=operands, registry=registry)(model)
+
+
 def tensor_arg(node: Any, name: str) -> TensorInfo | None:
     """The ``TensorInfo`` of the node argument ``name`` (a canonical node), or None."""
     t = getattr(node.args.get(name), "tensor", None)

@@ -70,6 +70,7 @@ from typing import Any
 import torch
 
 from ..canon import CanonNode, GraphView
+from ..canon._fx import value_of
 from ..findings import Severity, Violation
 from ..registry import FixSpec, Hit, RuleContext, rule
 from ..text import bytes_text, bytes_value, shape_value
@@ -218,7 +219,7 @@ def _has_tensor(index: Any) -> bool:
     items = index if isinstance(index, tuple) else (index,)
     for i in items:
         if isinstance(i, torch.fx.Node):
-            v = i.meta.get("example_value", i.meta.get("val"))
+            v = value_of(i)
             if isinstance(v, torch.Tensor):
                 return True
         elif isinstance(i, (list, torch.Tensor)):

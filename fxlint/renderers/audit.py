@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import json
 import shutil
-from typing import TYPE_CHECKING
 
 from tabulate import tabulate
 
+from .._present import text_renderer_for
 from ..grouping import location_text
+from ..runtime import AuditReport
 from ..tensorinfo import human_bytes
 from .text import ms
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..runtime import AuditReport
 
-
+@text_renderer_for(AuditReport)
 def render_audit_text(report: AuditReport, *, width: int | None = None) -> str:
     width = width or shutil.get_terminal_size((140, 24)).columns
     stats = report.by_line()

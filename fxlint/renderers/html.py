@@ -29,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__
+from .._version import __version__
 from ..findings import Report
 from ..grouping import Group, group_findings, library_of, short_path
 from ..tensorinfo import human_bytes

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..findings import Report
 from ..grouping import group_findings, group_key, in_scope
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .._present import text_renderer_for
+from ..rewrite.base import AppliedRewrite, RewriteResult, SkippedRewrite
 from ..tensorinfo import human_bytes
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..rewrite.base import AppliedRewrite, RewriteResult, SkippedRewrite
 
 
 def saved_text(a: AppliedRewrite) -> str:
@@ -21,6 +20,7 @@ def applied_line(a: AppliedRewrite) -> str:
     return f"{a.location} {a.code} applied: {a.description}{saved_text(a)}"
 
 
+@text_renderer_for(SkippedRewrite)
 def skipped_line(s: SkippedRewrite) -> str:
     return f"{s.location} {s.code} not applied: {s.reason}"
 
@@ -34,6 +34,7 @@ def summary_line(result: RewriteResult, flag: str = "verify=False") -> str:
             f"{check_text(result, flag)}")
 
 
+@text_renderer_for(RewriteResult)
 def render_result_brief(result: RewriteResult) -> str:
     """One line per site and a summary (``str(result)``)."""
     lines = [applied_line(a) for a in result.applied]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from .. import __version__
+from .._version import __version__
 from ..findings import Finding, Report, Severity
 from ..grouping import Group, group_findings, in_scope
 from ..registry import all_rules

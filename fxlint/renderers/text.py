@@ -16,6 +16,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from .._present import text_renderer_for
 from ..findings import Finding, Report, sort_by_cost
 from ..grouping import Group, group_findings, in_scope, location_text
 from ..tensorinfo import human_bytes
@@ -36,6 +37,7 @@ def ms(ns: int | None) -> str:
     return f"{v:.2f} ms" if v < 10 else f"{v:.1f} ms"
 
 
+@text_renderer_for(Report)
 def render_text(report: Report, *, width: int | None = None, group: bool = True, scope: str = "all",
                 sort: str = "bytes", top: int = 5) -> str:
     """The report as text. ``group``: one row per (code, line) (default) or per finding; ``scope``:

@@ -21,6 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch.fx as fx
 
+from .._present import as_text
+from ..registry import Rewrite
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..canon import CanonNode, GraphView
     from ..findings import Finding
@@ -66,36 +69,7 @@ class Change:
     also_changed: list[str] = field(default_factory=list)  # other existing nodes it edited (shown before/after)
 
 
-ApplyFn = Callable[[Site], Change]
-
-
-@dataclass(frozen=True)
-class Rewrite:
-    code: str  # the rule whose findings it fixes
-    name: str
-    apply: ApplyFn
-    doc: str  # the module docstring: what it does, its preconditions, what changes
-
-    @property
-    def preconditions(self) -> tuple[str, ...]:
-        """The bullets of the docstring's ``## Preconditions`` section (what it proves first)."""
-        return tuple(_section_bullets(self.doc, "## Preconditions"))
-
-
-def _section_bullets(doc: str, heading: str) -> list[str]:
-    out: list[str] = []
-    inside = False
-    for line in doc.splitlines():
-        if line.startswith("## "):
-            inside = line.startswith(heading)
-            continue
-        if not inside:
-            continue
-        if line.startswith("- "):
-            out.append(line[2:].strip())
-        elif line.startswith("  ") and out:
-            out[-1] += " " + line.strip()
-    return out
+ApplyFn = Callable[[Site], Change]  # what ``Rewrite.apply`` is (``fxlint.registry.Rewrite``)
 
 
 def register(code: str, name: str) -> Callable[[ApplyFn], ApplyFn]:
@@ -112,18 +86,6 @@ def register(code: str, name: str) -> Callable[[ApplyFn], ApplyFn]:
         return fn
 
     return deco
-
-
-def load_rewrites() -> None:
-    """Import every rewrite module (``fxlNNN_*.py``): each registers itself."""
-    import importlib
-    import os
-    import pkgutil
-
-    # this package's folder (``fxlint.rewrite``, whose name is also the function users call)
-    for info in sorted(pkgutil.iter_modules([os.path.dirname(__file__)]), key=lambda m: m.name):
-        if info.name.startswith("fxl"):
-            importlib.import_module(f"{__package__}.{info.name}")
 
 
 def all_rewrites(registry: Registry | None = None) -> dict[str, Rewrite]:
@@ -163,9 +125,7 @@ class SkippedRewrite:
     line: int | None = None
 
     def __str__(self) -> str:
-        from ..renderers.rewrites import skipped_line
-
-        return skipped_line(self)
+        return as_text(self)  # fxlint.renderers.rewrites.skipped_line
 
 
 @dataclass
@@ -190,6 +150,4 @@ class RewriteResult:
         return sum(a.bytes_saved or 0 for a in self.applied)
 
     def __str__(self) -> str:
-        from ..renderers.rewrites import render_result_brief
-
-        return render_result_brief(self)
+        return as_text(self)  # fxlint.renderers.rewrites.render_result_brief

@@ -21,19 +21,14 @@ from typing import Any
 import torch
 import torch.fx as fx
 
+from ..canon._fx import VALUE_KEYS, value_of
 from ..capture import copy_graph_module  # noqa: F401  (re-exported: rewrites copy graphs here)
 from ..errors import first_line
 from .base import NotApplied
 
-_VALUE_KEYS = ("val", "example_value")
 _PROVENANCE_KEYS = ("stack_trace", "nn_module_stack", "source_fn_stack", "from_node", "seq_nr", "fwd_source_fn_stack")
 
 
-def value_of(node: fx.Node) -> Any:
-    for key in _VALUE_KEYS:
-        if key in node.meta:
-            return node.meta[key]
-    return None
 
 
 def _fx(v: Any) -> Any:
@@ -170,7 +165,7 @@ def refresh_values(gm: fx.GraphModule, changed: Iterable[fx.Node],
     mode = _fake_mode(gm)
     if mode is None:
         return  # the graph carries no values; nothing to keep consistent
-    keys_default = [k for k in _VALUE_KEYS if any(k in n.meta for n in gm.graph.nodes)] or ["val"]
+    keys_default = [k for k in VALUE_KEYS if any(k in n.meta for n in gm.graph.nodes)] or ["val"]
     dirty = set(changed)
     shape_env = getattr(mode, "shape_env", None)
     for node in gm.graph.nodes:
@@ -178,7 +173,7 @@ def refresh_values(gm: fx.GraphModule, changed: Iterable[fx.Node],
             continue
         if node not in dirty and not any(a in dirty for a in node.all_input_nodes):
             continue
-        keys = [k for k in _VALUE_KEYS if k in node.meta] or keys_default
+        keys = [k for k in VALUE_KEYS if k in node.meta] or keys_default
         if any(value_of(a) is None for a in node.all_input_nodes):
             for k in keys:
                 node.meta.pop(k, None)  # unknown inputs: drop the stale value rather than keep a wrong one

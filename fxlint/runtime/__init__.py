@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from .._present import as_text
 from ..errors import CaptureError, ModelError
 from .profiler import CopyEvent, profile_copies
 
@@ -131,9 +132,7 @@ class AuditReport:
                 "copies": [asdict(c) for c in self.copies]}
 
     def __str__(self) -> str:
-        from ..renderers.audit import render_audit_text
-
-        return render_audit_text(self)
+        return as_text(self)  # fxlint.renderers.audit.render_audit_text
 
 
 # --------------------------------------------------------------------------- running
