@@ -24,11 +24,6 @@ from .errors import (
     TargetError,
 )
 from .findings import Finding, Report, Severity
-
-# the renderers register how Report, AuditReport and RewriteResult print (fxlint._present): str(report)
-from .renderers import audit as _audit_text  # noqa: F401
-from .renderers import rewrites as _rewrite_text  # noqa: F401
-from .renderers import text as _report_text  # noqa: F401
 from .session import Session, collect
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -237,3 +232,8 @@ __all__ = [
     "report",
     "rewrite",
 ]
+
+
+def __dir__() -> list[str]:
+    """The public API only (``dir(fxlint)``, completion in a notebook): not the names this module uses."""
+    return sorted(__all__)

@@ -34,8 +34,11 @@ The project configuration is the ``[tool.fxlint]`` table of the closest
 ``pyproject.toml`` above the user's source file of the graph's nodes (else
 the working directory); explicit options replace the file's keys.
 
-Any other key is configuration for the inner backend and is passed through
-(Inductor config for ``"inductor"``, ``options=`` for other backends).
+Any other key is configuration for the inner backend: a ``torch._inductor.config``
+key for ``"inductor"`` (``"fallback_random"``, ``"cpp.enable_kernel_profile"``),
+``options=`` for a backend of your own. A key that is neither (a typo such as
+``"selct"``), or any other key with an eager inner backend (which takes no
+options), is one ``ConfigError`` naming the valid keys, with a "did you mean".
 
 Under ``DistributedDataParallel`` DDPOptimizer splits each graph at the
 gradient buckets and calls the backend once per piece: the graph it split is
@@ -135,6 +138,48 @@ class BackendOptions:
         out.passthrough = opts
         return out
 
+    def check_passthrough(self, inner: str | Callable[..., Any]) -> None:
+        """The keys that are not fxlint's go to the inner backend: Inductor config keys for Inductor,
+        nothing for the eager backends (they take no options). Anything else is a mistake, said in one
+        line with the valid keys, never handed on to Inductor or dropped silently."""
+        if not self.passthrough:
+            return
+        import difflib
+
+        keys = sorted(self.passthrough)
+        if inner == "inductor":
+            bad = [k for k in keys if not _inductor_config_key(k)]
+            where = "fxlint's options or a torch._inductor.config key"
+        elif isinstance(inner, str) and inner in _EAGER_INNER:
+            bad, where = keys, f"fxlint's options (the {inner!r} backend takes no options)"
+        else:
+            return  # another backend's own options: it checks them
+        if not bad:
+            return
+        hints = []
+        for k in bad:
+            close = difflib.get_close_matches(k, OPTION_KEYS, n=1, cutoff=0.6)
+            hints.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise ConfigError(f"unknown backend option{'s' if len(bad) > 1 else ''} {', '.join(hints)}: expected {where}; "
+                          f"fxlint's options are {', '.join(OPTION_KEYS)}")
+
+
+#: the keys fxlint's backend reads itself (the rest is the inner backend's)
+OPTION_KEYS = ("inner", "rewrite", "verify", "select", "ignore", "extend_select", "severity", "config", "registry",
+               "safe_only", "probe", "ranks")
+
+
+def _inductor_config_key(key: str) -> bool:
+    """Whether ``key`` (``"fallback_random"``, ``"cpp.enable_kernel_profile"``) names an Inductor config entry."""
+    import torch._inductor.config as config
+
+    obj: Any = config
+    for part in key.split("."):
+        if part.startswith("_") or not hasattr(obj, part):
+            return False
+        obj = getattr(obj, part)
+    return True
+
 
 def fxlint_backend(
     gm: fx.GraphModule,
@@ -154,6 +199,7 @@ def fxlint_backend(
         inner = _resolve_inner(opts.inner if opts.inner is not None else "inductor")
         return _call_inner(inner, opts, gm, example_inputs, mode, kwargs)
     inner_choice = opts.inner if opts.inner is not None else (settings.inner or "inductor")
+    opts.check_passthrough(inner_choice)  # a typo is the user's to fix, before anything compiles
     inner = _resolve_inner(inner_choice)
     # a view can cost more than the copy it replaces where the inner backend fuses ops
     fusing = not (isinstance(inner_choice, str) and inner_choice in _EAGER_INNER)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
-from ._present import as_text
+from ._present import as_html, as_text
 
 
 class Severity(str, enum.Enum):
@@ -262,3 +262,13 @@ class Report:
 
     def __str__(self) -> str:
         return as_text(self)  # fxlint.renderers.text.render_text
+
+    def __repr__(self) -> str:
+        counts = Counter(f.code for f in self.findings)
+        codes = ", ".join(f"{c} x{n}" if n > 1 else c for c, n in sorted(counts.items()))
+        n = len(self.findings)
+        return (f"<fxlint.Report: {n} finding{'s' if n != 1 else ''}{' (' + codes + ')' if codes else ''}, "
+                f"{self.graphs} graph{'s' if self.graphs != 1 else ''}; print() it for the table>")
+
+    def _repr_html_(self) -> str | None:
+        return as_html(self)  # fxlint.renderers.html: the report page, inline in a notebook

@@ -123,6 +123,34 @@ def test_inner_callable_receives_graph_and_passthrough_options():
     assert out.shape == (4, 8)
 
 
+@pytest.mark.parametrize("options,needle", [
+    ({"selct": ["FXL401"], "inner": "aot_eager"}, "'selct' (did you mean 'select'?)"),
+    ({"selct": ["FXL401"]}, "'selct' (did you mean 'select'?): expected fxlint's options or a torch._inductor.config"),
+    ({"fallback_random": True, "inner": "eager"}, "the 'eager' backend takes no options"),
+    ({"cpp.no_such_flag": 1}, "'cpp.no_such_flag'"),
+])
+def test_an_unknown_option_is_one_error_naming_the_valid_keys(options, needle):
+    """Never handed on to Inductor (its own error names only its config) nor dropped under an eager inner
+    backend; Inductor's own keys still pass (the benchmark relies on fallback_random)."""
+    from fxlint.backend import BackendOptions
+    from fxlint.errors import ConfigError
+
+    opts = BackendOptions.parse(options)
+    with pytest.raises(ConfigError) as err:
+        opts.check_passthrough(opts.inner or "inductor")
+    assert needle in str(err.value) and "fxlint's options are inner, rewrite" in str(err.value)
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="unknown backend option"):
+        torch.compile(Sep(), backend="fxlint", options=options)(torch.randn(4, 16))
+
+
+def test_inductor_config_keys_and_a_custom_backends_options_pass():
+    from fxlint.backend import BackendOptions
+
+    BackendOptions.parse({"fallback_random": True, "cpp.enable_kernel_profile": False}).check_passthrough("inductor")
+    BackendOptions.parse({"my_flag": 3}).check_passthrough(lambda gm, inputs, **kw: gm.forward)
+
+
 def test_inner_registered_name_and_bad_options():
     torch._dynamo.reset()
     out = torch.compile(Sep(), backend="fxlint", options={"inner": "aot_eager"})(torch.randn(4, 16))

@@ -6,7 +6,7 @@ contiguous and channels_last, forward and training), every copy the model
 predicts - operand, bytes, forward or backward - must be a copy the runtime
 makes, and every copy the runtime makes must be predicted or lie in a part the
 prediction declares unknown. ``FXLINT_SWEEP=full`` runs the whole grids
-(33,390 cases; a few minutes on two cores).
+(47,512 cases; most of an hour on two busy cores).
 
 The sweep asserts what is true on the machine it runs on: the paths depend on
 the CPU (oneDNN's bfloat16 kernels, its ISA) and on the switches the

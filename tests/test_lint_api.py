@@ -122,3 +122,29 @@ def test_edited_file_is_reread_in_the_same_process(make_project):
     m, x = load_model(model)
     report = fxlint.lint(m, x, config=False)
     assert report.findings == [] and report.suppressed[0].source.endswith("# fxlint: ignore[FXL401]")
+
+
+def test_report_repr_is_short_and_a_notebook_gets_the_html_page():
+    import torch
+
+    class Gather(torch.nn.Module):
+        def forward(self, x):
+            return x[:, [0, 1, 2, 3]] * 2
+
+    rep = fxlint.lint(Gather(), (torch.randn(4, 8),), config=False)
+    text = repr(rep)
+    assert text.startswith("<fxlint.Report: 1 finding (FXL401), 1 graph") and len(text) < 200
+    html = rep._repr_html_()
+    assert html.startswith("<!DOCTYPE html>") and "FXL401" in html
+    assert repr(fxlint.Report()) == "<fxlint.Report: 0 findings, 0 graphs; print() it for the table>"
+
+
+def test_dir_lists_the_public_api_only():
+    names = dir(fxlint)
+    assert names == sorted(fxlint.__all__)
+    assert not {"Any", "Mapping", "Sequence", "os", "TYPE_CHECKING"} & set(names)
+    import importlib
+
+    # the documented import paths still work
+    assert callable(importlib.import_module("fxlint.registry").rule)
+    assert importlib.import_module("fxlint.testing") is not None

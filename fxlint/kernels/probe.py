@@ -1,9 +1,10 @@
 """Ask the machine: run one op on random tensors of the same geometry under the profiler, and
 fill the parts of a prediction that depend on this CPU.
 
-The stride model ports ATen's decisions, which are the same on every CPU. What
-a backend library then does with these strides on *this* CPU - oneDNN's
-reorders into and out of its blocked layouts, which differ between AVX512,
+The stride model ports ATen's decisions, reading the CPU facts they read
+(``Env``: oneDNN's bfloat16/float16 support, the CPU's AVX512/AMX features).
+What a backend library then does with these strides on *this* CPU - oneDNN's
+reorders into and out of its blocked layouts, which differ between AMX, AVX512,
 AVX2 and SSE4.1 builds of the same kernel - the model cannot know; it marks
 those parts ``Unknown(machine=True)``. Where probing is on, ``resolve``
 answers them:

@@ -18,7 +18,7 @@ __all__ = ["MEASURED", "MODEL", "KernelCopy", "KernelPrediction", "Unknown", "co
 P = ParamSpec("P")
 R = TypeVar("R")
 
-#: ``KernelCopy.source``: derived by the stride model (ATen's rules, the same on every CPU)
+#: ``KernelCopy.source``: derived by the stride model (ATen's rules, with the CPU facts they read)
 MODEL = "model"
 #: ``KernelCopy.source``: measured on this machine by running the op (``fxlint.kernels.probe``)
 MEASURED = "measured"

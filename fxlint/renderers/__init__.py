@@ -10,6 +10,9 @@ from ..findings import Report
 
 FORMATS = ("text", "json", "sarif")
 
+# how Report, AuditReport and the rewrite results print (fxlint._present): each module registers its types
+from . import audit, html, rewrites, text  # noqa: E402, F401
+
 
 def render(report: Report, fmt: str, **options: Any) -> str:
     """Render ``report`` as ``text``, ``json`` or ``sarif``. ``options`` (text): ``group``, ``scope``,

@@ -29,6 +29,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from .._present import html_renderer_for
 from .._version import __version__
 from ..findings import Report
 from ..grouping import Group, group_findings, library_of, short_path
@@ -130,6 +131,7 @@ def _heat(value: float, top: float) -> int:
     return max(1, min(HEAT_LEVELS, 1 + int(frac * HEAT_LEVELS - 1e-9)))
 
 
+@html_renderer_for(Report)
 def render_html(report: Report, *, title: str = "fxlint report", rewrites: RewriteResult | None = None,
                 rewrite_error: str | None = None, sort: str | None = None) -> str:
     """The report as one self-contained HTML page (see the module docstring)."""
