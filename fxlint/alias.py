@@ -36,10 +36,7 @@ GRAPH_INPUTS = ("input", "parameter", "buffer", "constant")
 
 def view_base(node: CanonNode) -> CanonNode:
     """The tensor ``node`` is a view of (through view ops); ``node`` itself when it is not a view."""
-    cur = node
-    while cur.is_view and cur.input is not None:
-        cur = cur.input
-    return cur
+    return node.view_chain()[-1]
 
 
 def view_family(node: CanonNode) -> set[CanonNode]:

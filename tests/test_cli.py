@@ -403,6 +403,20 @@ def test_audit_and_lint_confirm_print_no_native_profiler_warnings():
         assert not [ln for ln in r.stderr.splitlines() if ln.startswith(("[W", "USDT", "STAGE"))], r.stderr
 
 
+def test_lint_train_confirms_against_a_training_step():
+    """`fxlint lint --train` (as `audit --train` and `report --train`): the audit runs forward and backward,
+    so the backward copy of the gather is measured too; it implies --confirm."""
+    import json
+
+    r = run_cli("lint", "models/speech_separation.py:make", "--train", "--format", "json", "--fail-on", "never")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    audit = data["runtime"]["audit"]
+    assert audit["train"] is True and audit["backward_bytes"] > 0 and audit["forward_bytes"] > 0
+    assert data["findings"] and all(f["status"] == "confirmed" for f in data["findings"])
+    assert "--train" in run_cli("lint", "--help").stdout
+
+
 def test_progress_bar_on_a_terminal_and_lines_elsewhere():
     import io
 

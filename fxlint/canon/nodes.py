@@ -123,6 +123,14 @@ class CanonNode:
     def is_view(self) -> bool:
         return self.op in _traits.VIEW
 
+    def view_chain(self) -> list[CanonNode]:
+        """This node, then each view's input up to the tensor they all view (the last item, itself
+        when this node is no view): the one walk up a chain of views every analysis uses."""
+        chain = [self]
+        while chain[-1].is_view and chain[-1].input is not None:
+            chain.append(chain[-1].input)
+        return chain
+
     @property
     def is_pointwise(self) -> bool:
         """An elementwise op (``POINTWISE_OPS``): broadcasts its operands, reads any strides."""

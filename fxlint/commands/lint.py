@@ -77,6 +77,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--confirm", action="store_true",
                    help="also run the model under torch.profiler and mark each copy finding confirmed, "
                         "refuted or not-run; list runtime copies no finding explains")
+    p.add_argument("--train", action="store_true",
+                   help="confirm against a training step (forward, then backward of a scalar made from the "
+                        "outputs), as `fxlint audit --train` and `fxlint report --train` do; implies --confirm")
     p.add_argument("--no-probe", action="store_true",
                    help="do not run ops to measure the kernel copies that depend on this CPU (oneDNN's "
                         "reorders); they are then reported as unknown (config key: probe = false)")
@@ -164,7 +167,8 @@ def _lint_one(args: argparse.Namespace, target: str, select: Any, ignore: Any, e
                        extend_select=extend, fail_on=args.fail_on, probe=False if args.no_probe else None,
                        device=device)
     inputs = load_inputs(args.input, loaded.inputs, target)
-    return fxlint.lint(loaded.obj, inputs, config=settings, confirm=args.confirm), settings
+    return fxlint.lint(loaded.obj, inputs, config=settings, confirm=args.confirm or args.train,
+                       train=args.train), settings
 
 
 def render_options(args: argparse.Namespace) -> dict[str, Any]:

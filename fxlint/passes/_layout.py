@@ -118,13 +118,13 @@ def origin(node: CanonNode | None, consumer: CanonNode | None = None, max_steps:
 def layout_origin(node: CanonNode | None) -> CanonNode | None:
     """The closest view op above ``node`` (itself included) that made its layout non-contiguous:
     a permute, a step slice, an expand, ... ; None when the layout came from elsewhere."""
-    cur = node
-    while cur is not None and cur.is_view:
+    if node is None:
+        return None
+    for cur in node.view_chain():
         t, src = cur.tensor, cur.input
-        if t is not None and src is not None and src.tensor is not None:
+        if cur.is_view and t is not None and src is not None and src.tensor is not None:
             if t.is_contiguous() is False and src.tensor.is_contiguous() is True:
                 return cur
-        cur = src
     return None
 
 

@@ -18,12 +18,11 @@ from ..symbolic import Dim
 def source_key(node: CanonNode | None) -> tuple:
     """A structural key for "the same data in the same layout": the base tensor and the view ops
     applied to it. Two copies with the same key (an unrolled loop) copy the same bytes twice."""
-    parts: list[tuple] = []
-    cur = node
-    while cur is not None and cur.is_view and cur.input is not None:
-        parts.append((cur.op, _args_key(cur)))
-        cur = cur.input
-    parts.append(("base", cur.name if cur is not None else None))
+    if node is None:
+        return (("base", None),)
+    *views, base = node.view_chain()
+    parts: list[tuple] = [(v.op, _args_key(v)) for v in views]
+    parts.append(("base", base.name))
     return tuple(reversed(parts))
 
 
