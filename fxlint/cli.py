@@ -20,9 +20,21 @@ from .errors import FxlintError
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # usage errors: exit 2 with one line
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_ERROR, f"fxlint: error: {message}\n")
+    def error(self, message: str) -> NoReturn:  # usage errors: exit 2 with one line (no usage block above it)
+        self.exit(EXIT_ERROR, f"fxlint: error: {_did_you_mean(message)} (see `{self.prog} --help`)\n")
+
+
+def _did_you_mean(message: str) -> str:
+    """argparse's "invalid choice: 'warnings' (choose from ...)" with the closest choice named."""
+    import difflib
+    import re
+
+    m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if m is None:
+        return message
+    choices = re.findall(r"'([^']*)'", m.group(2)) or [c.strip() for c in m.group(2).split(",")]
+    close = difflib.get_close_matches(m.group(1), choices, n=1, cutoff=0.5)
+    return message + (f"; did you mean {close[0]!r}?" if close else "")
 
 
 def build_parser() -> argparse.ArgumentParser:

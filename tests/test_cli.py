@@ -435,3 +435,27 @@ def test_progress_bar_on_a_terminal_and_lines_elsewhere():
     p.step("x")
     p.close("all")
     assert tty.getvalue().startswith("\r[") and "....] 0/4" in tty.getvalue() and "4/4  all in" in tty.getvalue()
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["lint", "models/speech_separation.py:make", "--fail-on", "warnings"], "did you mean 'warning'?"),
+    (["lnt", "models/speech_separation.py:make"], "did you mean 'lint'?"),
+    (["lint", "models/speech_separation.py:mak"], "did you mean models/speech_separation.py:make?"),
+    (["lint", "models/speech_separation.py:make", "--select", "FXL4011"], "did you mean FXL401?"),
+    (["lint", "models/speech_separation.py:make", "--ignore", "index-as-slic"], "did you mean FXL401?"),
+])
+def test_usage_errors_are_one_line_with_a_did_you_mean(capsys, argv, needle):
+    with pytest.raises(SystemExit) as ex:
+        code = main(argv)
+        raise SystemExit(code)
+    assert ex.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("fxlint: error:") and needle in err[0], err
+    assert "usage:" not in err[0]
+
+
+def test_an_unrelated_typo_gets_no_guess(capsys):
+    assert main(["lint", "models/speech_separation.py:zzzzzz"]) == 2
+    err = capsys.readouterr().err
+    assert "has no attribute 'zzzzzz'" in err and "did you mean" not in err
+
