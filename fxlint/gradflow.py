@@ -141,7 +141,7 @@ class Cut:
 
 
 @dataclass
-class Site:
+class CutSite:
     """The cuts of one kind at one place in the user's source (an unrolled loop's
     ``detach`` on every step, every op of one ``no_grad`` block)."""
 
@@ -160,7 +160,7 @@ class GradFlow:
     cuts: list[Cut] = field(default_factory=list)
     masks: dict[tuple[str, str], int] = field(default_factory=dict)  # (view label, node) -> bits
     bits: dict[str, list[str]] = field(default_factory=dict)  # view label -> param name per bit
-    _sites: dict[str, list[Site]] | None = None
+    _sites: dict[str, list[CutSite]] | None = None
 
     def names(self, label: str, mask: int) -> list[str]:
         names = self.bits.get(label, [])
@@ -170,15 +170,15 @@ class GradFlow:
         """Trainable parameters whose gradient reaches ``node`` on an uncut path."""
         return self.names(view.label, self.masks.get((view.label, node.name), 0))
 
-    def sites(self, kind: str) -> list[Site]:
+    def sites(self, kind: str) -> list[CutSite]:
         """Cuts of ``kind`` that stop some parameter, grouped by source line (and
         by region for ``no_grad``), in program order."""
         if self._sites is None:
             self._sites = self._group()
         return self._sites.get(kind, [])
 
-    def _group(self) -> dict[str, list[Site]]:
-        groups: dict[tuple, Site] = {}
+    def _group(self) -> dict[str, list[CutSite]]:
+        groups: dict[tuple, CutSite] = {}
         for cut in self.cuts:
             if not cut.params:
                 continue
@@ -187,10 +187,10 @@ class GradFlow:
             key = (cut.kind, cut.view.label, cut.region) if cut.kind == "no_grad" else (cut.kind, where)
             site = groups.get(key)
             if site is None:
-                site = groups[key] = Site(cut.kind, [], [])
+                site = groups[key] = CutSite(cut.kind, [], [])
             site.cuts.append(cut)
             site.params.extend(p for p in cut.params if p not in site.params)
-        out: dict[str, list[Site]] = {}
+        out: dict[str, list[CutSite]] = {}
         for site in groups.values():
             out.setdefault(site.kind, []).append(site)
             for p in site.params:

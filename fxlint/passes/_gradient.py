@@ -16,7 +16,7 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 from ..findings import Severity, Violation
-from ..gradflow import GradFlow, ParamFlow, Site, analyse
+from ..gradflow import CutSite, GradFlow, ParamFlow, analyse
 from ..program import Program
 from ..registry import Hit, RuleContext
 from ..source import Location
@@ -174,7 +174,7 @@ class GradientCut(Violation):
         return self.wording().fix
 
 
-def site_facts(flow: GradFlow, site: Site) -> dict[str, Any] | None:
+def site_facts(flow: GradFlow, site: CutSite) -> dict[str, Any] | None:
     """A ``GradientCut``'s fields for one cut site, or None when it stops no parameter's gradient."""
     lost, partial = effect(flow, site.params)
     if not lost and not partial:
@@ -192,7 +192,7 @@ def site_facts(flow: GradFlow, site: Site) -> dict[str, Any] | None:
     }
 
 
-def cut_hit(flow: GradFlow, site: Site, violation: type[GradientCut], anchors: tuple[Location, ...] = (),
+def cut_hit(flow: GradFlow, site: CutSite, violation: type[GradientCut], anchors: tuple[Location, ...] = (),
             **fields: Any) -> Hit | None:
     """The finding for one cut site (a ``violation``, with ``fields`` besides the site's facts), or None
     when it stops no parameter's gradient. Error when a parameter never trains, else warning."""
@@ -207,8 +207,8 @@ def cut_hit(flow: GradFlow, site: Site, violation: type[GradientCut], anchors: t
 
 
 def cut_hits(program: Program, ctx: RuleContext, kind: str, violation: type[GradientCut],
-             anchors_of: Callable[[Site], Iterable[Location]] | None = None,
-             fields_of: Callable[[Site, tuple[Location, ...]], dict[str, Any]] | None = None) -> Iterator[Hit]:
+             anchors_of: Callable[[CutSite], Iterable[Location]] | None = None,
+             fields_of: Callable[[CutSite, tuple[Location, ...]], dict[str, Any]] | None = None) -> Iterator[Hit]:
     """One hit per site of ``kind`` that stops a trainable parameter's gradient: a ``violation`` with
     the site's facts and what ``fields_of(site, anchors)`` adds (a rule's own fields).
 

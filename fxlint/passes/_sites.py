@@ -37,7 +37,7 @@ def _args_key(node: CanonNode) -> str:
 
 
 @dataclass
-class Site:
+class LineSite:
     """The copies one rule finds on one source line (one module instance): an unrolled loop makes
     several nodes on the same line, and the cost per call is their sum."""
 
@@ -63,7 +63,7 @@ class Site:
         return len(self.nodes)
 
 
-def sites(items: Iterable[tuple[CanonNode, Dim | None, tuple]], view: GraphView) -> list[Site]:
+def sites(items: Iterable[tuple[CanonNode, Dim | None, tuple]], view: GraphView) -> list[LineSite]:
     """Group ``(node, bytes, source key)`` per (file, line, module path); nodes without a source
     line (symbolic_trace) stay on their own."""
     groups: dict[tuple, list[tuple[CanonNode, Dim | None, tuple]]] = {}
@@ -81,7 +81,8 @@ def sites(items: Iterable[tuple[CanonNode, Dim | None, tuple]], view: GraphView)
             base = _base_of_key(key, view)
             if base is not None and not is_mutated(view_family(base), view):
                 counts[key] = counts.get(key, 0) + 1
-        out.append(Site([m[0] for m in members], total, max(counts.values(), default=1), tuple(m[1] for m in members)))
+        out.append(LineSite([m[0] for m in members], total, max(counts.values(), default=1),
+                            tuple(m[1] for m in members)))
     return out
 
 
@@ -117,4 +118,4 @@ def numbered(hits: Iterable[Hit]) -> list[Hit]:
     return out
 
 
-__all__ = ["Site", "count_text", "numbered", "sites", "source_key"]
+__all__ = ["LineSite", "count_text", "numbered", "sites", "source_key"]

@@ -52,7 +52,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..gradflow import Site
+from ..gradflow import CutSite
 from ..program import Program
 from ..registry import Hit, RuleContext, rule
 from ..source import Location, grad_off_block_lines, source_line
@@ -82,7 +82,7 @@ class NoGradRegion(GradientCut):
         return f"inside {self.block}, autograd is off: no gradient flows back through it"
 
 
-def _anchors(site: Site) -> list[Location]:
+def _anchors(site: CutSite) -> list[Location]:
     """The `with torch.no_grad():` lines around the block: a comment there silences it."""
     out: list[Location] = []
     for cut in site.cuts:
@@ -96,7 +96,7 @@ def _anchors(site: Site) -> list[Location]:
     return out
 
 
-def _block(site: Site, anchors: tuple[Location, ...]) -> dict[str, str]:
+def _block(site: CutSite, anchors: tuple[Location, ...]) -> dict[str, str]:
     """Which block, by its opening line (the reported line is the first one inside it)."""
     if not anchors:
         return {}
