@@ -103,3 +103,25 @@ def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
     assert "# negative" not in out + looped and "gave up on `forward`" in looped
     assert out == snapshot
     assert looped == snapshot
+
+
+def test_the_scalar_capture_flag_is_never_advised_as_the_fix_of_an_item():
+    """Dynamo's hint for an `.item()` break is `capture_scalar_outputs = True`: it removes the break, not the
+    cut gradient FXL304 reports on the same line, so the fix says so and names the real fix."""
+    import fxlint
+
+    class ItemScale(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            s = self.lin(x).sum().item()
+            return self.lin(x) * s
+
+    rep = fxlint.lint(ItemScale(), (torch.randn(2, 4),), config=False)
+    [brk] = rep.by_code("FXL501")
+    assert "capture_scalar_outputs" in brk.fix and "still a Python number" in brk.fix
+    assert "no gradient flows through it" in brk.fix and "keeping it a tensor" in brk.fix
+    [cut] = rep.by_code("FXL304")
+    assert cut.line == brk.line  # the two findings on one line now agree

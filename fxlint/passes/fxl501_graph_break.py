@@ -101,6 +101,11 @@ class DynamoGraphBreak(Violation):
         if self.skipped_frame is not None:
             return ("remove the graph break inside the loop (often `.item()`, `print` or `if` on a tensor), "
                     "or move the loop body into a function of its own")
+        if self.hint and "capture_scalar_outputs" in self.hint:
+            # Dynamo's flag removes the break, not what the line does: never advice that reads as the fix
+            return (f"{self.hint.rstrip('.')}: that keeps one graph, but the value is still a Python number (no "
+                    "gradient flows through it, and on a GPU the host still waits for it); keeping it a tensor "
+                    "(`t.mean()`, not `t.mean().item()`) fixes the break and both of those")
         return self.hint or "move the line out of the compiled function, or rewrite it with tensor ops"
 
 
