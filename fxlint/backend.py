@@ -63,7 +63,7 @@ import torch
 import torch.fx as fx
 
 from .distributed import SplitGraphs
-from .errors import ConfigError, FxlintError, FxlintWarning, first_line
+from .errors import ConfigError, FxlintError, FxlintWarning, closest, first_line
 from .findings import Report
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -144,8 +144,6 @@ class BackendOptions:
         line with the valid keys, never handed on to Inductor or dropped silently."""
         if not self.passthrough:
             return
-        import difflib
-
         keys = sorted(self.passthrough)
         if inner == "inductor":
             bad = [k for k in keys if not _inductor_config_key(k)]
@@ -158,8 +156,8 @@ class BackendOptions:
             return
         hints = []
         for k in bad:
-            close = difflib.get_close_matches(k, OPTION_KEYS, n=1, cutoff=0.6)
-            hints.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+            close = closest(k, OPTION_KEYS)
+            hints.append(f"{k!r}" + (f" (did you mean {close!r}?)" if close else ""))
         raise ConfigError(f"unknown backend option{'s' if len(bad) > 1 else ''} {', '.join(hints)}: expected {where}; "
                           f"fxlint's options are {', '.join(OPTION_KEYS)}")
 

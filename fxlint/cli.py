@@ -16,7 +16,7 @@ from typing import NoReturn
 from ._version import __version__
 from .commands import command_modules
 from .commands._common import EXIT_ERROR, TARGET_HELP
-from .errors import FxlintError
+from .errors import FxlintError, closest
 
 
 class _Parser(argparse.ArgumentParser):
@@ -26,15 +26,14 @@ class _Parser(argparse.ArgumentParser):
 
 def _did_you_mean(message: str) -> str:
     """argparse's "invalid choice: 'warnings' (choose from ...)" with the closest choice named."""
-    import difflib
     import re
 
     m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
     if m is None:
         return message
     choices = re.findall(r"'([^']*)'", m.group(2)) or [c.strip() for c in m.group(2).split(",")]
-    close = difflib.get_close_matches(m.group(1), choices, n=1, cutoff=0.5)
-    return message + (f"; did you mean {close[0]!r}?" if close else "")
+    close = closest(m.group(1), choices, cutoff=0.5)
+    return message + (f"; did you mean {close!r}?" if close else "")
 
 
 def build_parser() -> argparse.ArgumentParser:

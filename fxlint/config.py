@@ -47,7 +47,6 @@ when it is given the ``Settings``: one place, every entry point.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import functools
 import os
@@ -57,7 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from .errors import ConfigError
+from .errors import ConfigError, closest
 from .findings import Severity
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -263,8 +262,8 @@ def _validate(table: dict[str, Any], path: Path) -> FileConfig:
     unknown = [k for k in table if k not in KEYS]
     if unknown:
         key = unknown[0]
-        close = difflib.get_close_matches(key.replace("_", "-"), KEYS, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        close = closest(key.replace("_", "-"), KEYS)
+        hint = f" (did you mean {close!r}?)" if close else ""
         raise ConfigError(f"unknown key {key!r} in {path}{hint}; fxlint knows {', '.join(KEYS)}")
     out: dict[str, Any] = {"path": path}
     for key in ("select", "extend-select", "ignore"):

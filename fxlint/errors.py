@@ -3,6 +3,8 @@ the CLI prints its message on one line and exits with code 2."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class FxlintError(Exception):
     """Base class for errors that are the user's to fix (bad input, bad config).
@@ -42,6 +44,15 @@ class ModelError(FxlintError):
 
 class FxlintWarning(UserWarning):
     """Emitted when fxlint itself fails inside ``torch.compile``; the compile goes on untouched."""
+
+
+def closest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The choice closest to a mistyped ``word`` (``difflib``), or None when none is close: what every
+    "did you mean" of fxlint's (CLI choices, targets, rule codes, config and backend keys) names."""
+    import difflib
+
+    found = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
+    return found[0] if found else None
 
 
 def first_line(exc: BaseException) -> str:

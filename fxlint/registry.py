@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError
+from .errors import ConfigError, closest
 from .findings import Severity, Violation
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -325,11 +325,9 @@ class Registry:
                 if not part:
                     continue
                 if part != "ALL" and not any(code.startswith(part) for code in self._rules):
-                    import difflib
-
                     names = {r.name.upper(): code for code, r in self._rules.items()}  # a rule's name for its code
-                    close = difflib.get_close_matches(part, [*self._rules, *names], n=1, cutoff=0.6)
-                    hint = f"did you mean {names.get(close[0], close[0])}? " if close else ""
+                    close = closest(part, [*self._rules, *names])
+                    hint = f"did you mean {names.get(close, close)}? " if close else ""
                     raise ConfigError(
                         f"{what}: {part!r} matches no rule code or prefix (e.g. FXL401 or FXL4); "
                         f"{hint}`fxlint rules` lists them"

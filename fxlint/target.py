@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from .errors import TargetError
+from .errors import TargetError, closest
 
 
 @dataclass
@@ -101,11 +101,8 @@ def load_object(target: str) -> Any:
     obj: Any = module
     for part in name.split("."):
         if not hasattr(obj, part):
-            import difflib
-
-            public = [n for n in dir(obj) if not n.startswith("_")]
-            close = difflib.get_close_matches(part, public, n=1, cutoff=0.6)
-            hint = f"; did you mean {where}:{name.rsplit('.', 1)[0] + '.' if '.' in name else ''}{close[0]}?" \
+            close = closest(part, [n for n in dir(obj) if not n.startswith("_")])
+            hint = f"; did you mean {where}:{name.rsplit('.', 1)[0] + '.' if '.' in name else ''}{close}?" \
                 if close else ""
             raise TargetError(f"{where} has no attribute {name!r}{hint}")
         obj = getattr(obj, part)
