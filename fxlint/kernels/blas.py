@@ -81,7 +81,7 @@ def onednn_matmul_usable(dtype: torch.dtype, work: Dim, env: Env) -> bool | None
     """use_mkldnn_matmul for reduced precision (checksize: the product of the sizes > 16**3)."""
     if not env.mkldnn:
         return False
-    if (dtype == torch.bfloat16 and env.mkldnn_bf16) or (dtype == torch.float16 and env.mkldnn_fp16):
+    if env.onednn_reduced(dtype):
         return gt(work, 16 * 16 * 16)
     if dtype == torch.float32 and env.mkldnn_fp32_matmul:
         return None  # bf32/tf32 float32 matmul through oneDNN: not modelled

@@ -50,7 +50,7 @@ def _conv_use_mkldnn(inp: Geometry, w: Geometry, strided: bool, dilated: bool, t
         return False
     if transposed and out_pad_big:
         return False
-    if (inp.dtype == torch.bfloat16 and env.mkldnn_bf16) or (inp.dtype == torch.float16 and env.mkldnn_fp16):
+    if env.onednn_reduced(inp.dtype):
         return True
     if inp.dtype != torch.float32:
         return False
@@ -186,12 +186,11 @@ def predict_conv(x: TensorInfo, weight: TensorInfo, *, output: TensorInfo | None
         copies.append(copy_of("weight", lw, "aten::_to_copy", "conv-weight-grad",
                               "oneDNN returns the channels_last weight gradient, converted back to the "
                               "weight's layout", phase="backward"))
-    reduced = lx.dtype in _REDUCED
+    reduced, dt = lx.dtype in _REDUCED, dtype_name(lx.dtype)
     if mkldnn:
-        unknown += _onednn_unknowns(kernel, dtype_name(lx.dtype), fmt, reduced, grad, orig_x.requires_grad,
-                                    weight_grad)
+        unknown += _onednn_unknowns(kernel, dt, fmt, reduced, grad, orig_x.requires_grad, weight_grad)
         if spatial == 1 and reduced and env.amx and not orig_x.is_contiguous():
-            unknown += _amx_conv1d_unknowns(kernel, dtype_name(lx.dtype), grad)
+            unknown += _amx_conv1d_unknowns(kernel, dt, grad)
     else:
         more, open_parts = _native_copies(kernel, backend, fmt, lx, lw, lo, groups, has_bias, transposed, grad,
                                           bias_grad)

@@ -47,8 +47,18 @@ class Env:
         return {"cpu_capability": self.cpu_capability or "unknown", "onednn_max_cpu_isa": self.onednn_isa or None,
                 "mkldnn_enabled": self.mkldnn, "mkldnn_bf16": self.mkldnn_bf16, "mkldnn_fp16": self.mkldnn_fp16,
                 "mkl": self.mkl, "mkldnn_fp32_matmul": self.mkldnn_fp32_matmul, "num_threads": self.num_threads,
-                "cpu_features": [f for f in ("avx512_bf16", "avx512_fp16", "amx") if getattr(self, f)],
-                "cpu_family": self.cpu_family}
+                "cpu_features": self.cpu_features, "cpu_family": self.cpu_family}
+
+    @property
+    def cpu_features(self) -> list[str]:
+        """The CPU features the model reads that this CPU has (``fxlint env``, the probe's cache key)."""
+        return [f for f in ("avx512_bf16", "avx512_fp16", "amx") if getattr(self, f)]
+
+    def onednn_reduced(self, dtype: torch.dtype) -> bool:
+        """ATen sends this bfloat16/float16 conv, matmul or LSTM to oneDNN: oneDNN is on and has kernels for
+        the type on this CPU (``mkldnn_bf16_device_check``/``mkldnn_fp16_device_check``)."""
+        return self.mkldnn and ((dtype == torch.bfloat16 and self.mkldnn_bf16)
+                                or (dtype == torch.float16 and self.mkldnn_fp16))
 
     @property
     def cpu_family(self) -> str:

@@ -287,7 +287,7 @@ def machine_key(env: Env | None = None) -> dict[str, Any]:
             "mkldnn": env.mkldnn, "mkldnn_bf16": env.mkldnn_bf16, "mkldnn_fp16": env.mkldnn_fp16,
             "mkldnn_fp32_matmul": env.mkldnn_fp32_matmul, "threads": env.num_threads, "cpu": _CPU_MODEL,
             # a virtual machine may name two CPU generations alike ("AMD EPYC"): their features tell them apart
-            "cpu_features": [f for f in ("avx512_bf16", "avx512_fp16", "amx") if getattr(env, f)],
+            "cpu_features": env.cpu_features,
             "machine": platform.machine(), "format": CACHE_FORMAT}
 
 

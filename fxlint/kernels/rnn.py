@@ -43,11 +43,7 @@ def _onednn_lstm(dtype: torch.dtype, env: Env) -> bool:
     """Does the CPU LSTM take its oneDNN path for ``dtype`` on this machine and build (``use_mkldnn`` in
     ``RNN.cpp``): float32 wherever oneDNN is on; bfloat16/float16 where the CPU supports them
     (``Env.mkldnn_bf16``/``mkldnn_fp16``: oneDNN's own answer on this CPU)."""
-    if not env.mkldnn:
-        return False
-    if dtype == torch.float32:
-        return True
-    return (dtype == torch.bfloat16 and env.mkldnn_bf16) or (dtype == torch.float16 and env.mkldnn_fp16)
+    return env.mkldnn and (dtype == torch.float32 or env.onednn_reduced(dtype))
 
 
 @none_when_undecided
