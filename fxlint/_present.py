@@ -19,46 +19,39 @@ _TEXT: dict[type, Callable[[Any], str]] = {}
 _HTML: dict[type, Callable[[Any], str]] = {}
 
 
-def text_renderer_for(cls: type) -> Callable[[F], F]:
-    """Register the decorated function (called with the object alone) as how ``str()`` renders
-    instances of ``cls``."""
-
+def _registrar(table: dict[type, Callable[[Any], str]], cls: type) -> Callable[[F], F]:
     def deco(fn: F) -> F:
-        _TEXT[cls] = fn
+        table[cls] = fn
         return fn
 
     return deco
+
+
+def text_renderer_for(cls: type) -> Callable[[F], F]:
+    """Register the decorated function (called with the object alone) as how ``str()`` renders
+    instances of ``cls``."""
+    return _registrar(_TEXT, cls)
 
 
 def html_renderer_for(cls: type) -> Callable[[F], F]:
     """Register the decorated function as how a notebook renders instances of ``cls`` (``_repr_html_``)."""
-
-    def deco(fn: F) -> F:
-        _HTML[cls] = fn
-        return fn
-
-    return deco
+    return _registrar(_HTML, cls)
 
 
-def _load_renderers() -> None:
+def _render(table: dict[type, Callable[[Any], str]], obj: Any) -> str | None:
+    """``obj`` by the renderer registered for its type or a base of it (the renderers loaded first, by
+    name), or None."""
     importlib.import_module("fxlint.renderers")  # its modules register themselves
+    fn = next((table[k] for k in type(obj).__mro__ if k in table), None)
+    return fn(obj) if fn is not None else None
 
 
 def as_html(obj: Any) -> str | None:
     """``obj`` as HTML by the renderer registered for its type, or None (the notebook shows its repr)."""
-    _load_renderers()
-    for klass in type(obj).__mro__:
-        fn = _HTML.get(klass)
-        if fn is not None:
-            return fn(obj)
-    return None
+    return _render(_HTML, obj)
 
 
 def as_text(obj: Any) -> str:
     """``obj`` rendered by the renderer registered for its type (or a base of it); its repr when none is."""
-    _load_renderers()
-    for klass in type(obj).__mro__:
-        fn = _TEXT.get(klass)
-        if fn is not None:
-            return fn(obj)
-    return object.__repr__(obj)
+    text = _render(_TEXT, obj)
+    return text if text is not None else object.__repr__(obj)
