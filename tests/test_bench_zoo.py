@@ -14,17 +14,17 @@ def test_bench_zoo_variant_selection_on_every_bundled_model():
     here, not in a user's `fxlint bench --zoo`."""
     from fxlint.benchmarks import harness
     from fxlint.commands._common import zoo_models
-    from fxlint.target import load_target
+    from tests.conftest import load_model
 
     failed, skipped, ok = [], [], 0
     for path in zoo_models("models"):
-        loaded = load_target(f"{path}:make")
-        rows = harness.bench_model(path, loaded.obj, loaded.inputs, modes=["infer", "train"],
+        model, inputs = load_model(path)
+        rows = harness.bench_model(path, model, inputs, modes=["infer", "train"],
                                    backends=["eager", "inductor"], measure=False, compiler="aot_eager",
                                    say=lambda m: None)
         # fxlint's variants leave the user's model as they found it: real parameters and buffers (an export
         # once left a FakeTensor in a buffer the model updates with `+=`, and every later compile failed)
-        fake = [n for n, t in (*loaded.obj.named_parameters(), *loaded.obj.named_buffers())
+        fake = [n for n, t in (*model.named_parameters(), *model.named_buffers())
                 if isinstance(t, torch._subclasses.FakeTensor)]
         assert not fake, (path, fake)
         torch._dynamo.reset()

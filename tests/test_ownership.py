@@ -10,7 +10,6 @@ lint with ``ignore=[CODE]`` are exactly the findings of the full lint less CODE'
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,7 @@ from fxlint.config import resolve
 from fxlint.engine import run_rules
 from fxlint.kernels.probe import probing
 from fxlint.registry import RuleContext, default_registry
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_model
 from tests.fuzz_programs import Program, programs
 
 
@@ -174,16 +173,9 @@ def test_supersedes_is_validated():
 MODELS = zoo_models(str(ROOT / "models"))
 
 
-def _load(path: str):
-    spec = importlib.util.spec_from_file_location(f"own_{Path(path).stem}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.parametrize("path", MODELS, ids=[Path(p).stem for p in MODELS])
 def test_zoo_ownership_is_selection_free(path):
-    model, inputs = _load(path).make()
+    model, inputs = load_model(path)
     _assert_ownership_is_selection_free(model, inputs)
 
 
