@@ -367,8 +367,7 @@ def _capture_fx(gm: fx.GraphModule, args: tuple, kwargs: dict) -> Captured:
 def with_values(gm: fx.GraphModule, args: tuple, kwargs: dict) -> fx.GraphModule:
     """A copy of ``gm`` (same submodules, private graph and node metadata) whose nodes carry
     values: fake tensors propagated from the example inputs when the graph has none."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+    from .canon.values import FakeProp
 
     work = copy_graph_module(gm)
     if not _has_values(work):
@@ -377,14 +376,8 @@ def with_values(gm: fx.GraphModule, args: tuple, kwargs: dict) -> fx.GraphModule
         if len(flat) < len(placeholders):
             missing = [n.target for n in placeholders[len(flat):]]
             raise CaptureError(f"the GraphModule needs inputs for {', '.join(map(str, missing))}")
-        from torch.fx.experimental.symbolic_shapes import ShapeEnv
-
-        # a shape environment lets data-dependent ops (x[mask], nonzero) get a symbolic size;
-        # the inputs themselves stay static
-        mode = FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv())
-        fake = [mode.from_tensor(a, static_shapes=True) if isinstance(a, torch.Tensor) else a for a in flat]
         try:
-            FakeTensorProp(work, mode).propagate(*fake)
+            FakeProp(work).propagate(*flat)
         except Exception as exc:
             raise ModelError(
                 f"shape propagation through the GraphModule failed: {type(exc).__name__}: {exc}"

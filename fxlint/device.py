@@ -53,6 +53,7 @@ import torch
 import torch.fx as fx
 
 from .canon._fx import set_value, value_of
+from .canon.values import FakeProp, run_op
 from .errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -221,16 +222,6 @@ def _propagate_all(views: list[GraphView], target: torch.device, host: set[str])
     return results
 
 
-def _fake_mode(gm: fx.GraphModule) -> Any:
-    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
-
-    for n in gm.graph.nodes:
-        v = value_of(n)
-        if isinstance(v, FakeTensor):
-            return v.fake_mode
-    return FakeTensorMode(allow_non_fake_inputs=True)
-
-
 def _local_name(source: str | None) -> str | None:
     m = re.fullmatch(r"L\['([^']*)'\]", source or "")
     return m.group(1) if m else None
@@ -239,104 +230,122 @@ def _local_name(source: str | None) -> str | None:
 def _propagate(view: GraphView, target: torch.device, host: set[str], earlier: list[_Result]) -> _Result:
     from .capture import copy_graph_module
 
-    gm = copy_graph_module(view.gm)
-    mode = _fake_mode(gm)
-    by_name = {n.name: n for n in view.nodes}
-    env: dict[fx.Node, Any] = {}
-    origin: dict[fx.Node, str | None] = {}  # node -> parameter/buffer it is a view/alias of
-    host_moved: set[fx.Node] = set()
-    mismatches: list[Mismatch] = []
-    candidates: set[str] = set()
-    failed = 0
+    sim = _Simulation(copy_graph_module(view.gm), view, target, host, earlier)
+    for node in sim.gm.graph.nodes:
+        if node.op != "output":
+            sim.env[node] = sim.run_node(node)
+    return sim.result()
 
-    def place(value: Any, dev: torch.device) -> Any:
+
+class _Simulation(FakeProp):
+    """The graph's ops again on fake tensors, with the inputs placed on the target device (the module
+    docstring), each op falling back to the CPU where fake tensors cannot run it there."""
+
+    def __init__(self, gm: fx.GraphModule, view: GraphView, target: torch.device, host: set[str],
+                 earlier: list[_Result]) -> None:
+        super().__init__(gm)
+        self.view, self.target, self.host, self.earlier = view, target, host, earlier
+        self.by_name = {n.name: n for n in view.nodes}
+        self.origin: dict[fx.Node, str | None] = {}  # node -> parameter/buffer it is a view/alias of
+        self.host_moved: set[fx.Node] = set()
+        self.mismatches: list[Mismatch] = []
+        self.candidates: set[str] = set()
+        self.failed = 0
+
+    def place(self, value: Any, dev: torch.device) -> Any:
         if not isinstance(value, torch.Tensor):
             return value
-        with mode, torch.no_grad():
+        with self.mode, torch.no_grad():
             out = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device=dev)
         return _with_grad(out, value)
 
-    def earlier_value(local: str) -> tuple[Any, bool] | None:
+    def earlier_value(self, local: str) -> tuple[Any, bool] | None:
         pattern = re.compile(rf"{re.escape(local)}(_\d+)?")
-        for r in reversed(earlier):
+        for r in reversed(self.earlier):
             for name, value in reversed(list(r.outputs.items())):
                 if pattern.fullmatch(name):
                     return value, name in r.host_moved
         return None
 
-    for node in gm.graph.nodes:
+    def run_node(self, node: fx.Node) -> Any:
+        if node.op in ("placeholder", "get_attr"):
+            value = self._input(node)
+        else:
+            value = _with_grad(self._op(node), value_of(node))
+        _set_value(node, value)
+        return value
+
+    def _input(self, node: fx.Node) -> Any:
         old = value_of(node)
-        cn = by_name.get(node.name)
-        if node.op == "placeholder" or node.op == "get_attr":
-            kind = cn.kind if cn is not None else "input"
-            pname = cn.param_name if cn is not None else None
-            value = old
-            if isinstance(old, torch.Tensor) and old.device.type == "cpu":
-                if kind in ("parameter", "buffer"):
-                    value = place(old, torch.device("cpu") if pname in host else target)
-                    origin[node] = pname
-                elif kind == "input":
-                    found = earlier_value(_local_name(pname) or "") if _local_name(pname) else None
-                    if found is not None and isinstance(found[0], torch.Tensor):
-                        value = place(old, found[0].device)
-                        if found[1]:
-                            host_moved.add(node)
-                    else:
-                        value = place(old, target)
-            elif node.op == "get_attr" and isinstance(old, torch.Tensor) and kind in ("parameter", "buffer"):
-                origin[node] = pname
-            env[node] = value
-            _set_value(node, value)
-            continue
-        if node.op == "output":
-            continue
-        _retarget(node, target)
+        cn = self.by_name.get(node.name)
+        kind = cn.kind if cn is not None else "input"
+        pname = cn.param_name if cn is not None else None
+        value = old
+        if isinstance(old, torch.Tensor) and old.device.type == "cpu":
+            if kind in ("parameter", "buffer"):
+                value = self.place(old, torch.device("cpu") if pname in self.host else self.target)
+                self.origin[node] = pname
+            elif kind == "input":
+                found = self.earlier_value(_local_name(pname) or "") if _local_name(pname) else None
+                if found is not None and isinstance(found[0], torch.Tensor):
+                    value = self.place(old, found[0].device)
+                    if found[1]:
+                        self.host_moved.add(node)
+                else:
+                    value = self.place(old, self.target)
+        elif node.op == "get_attr" and isinstance(old, torch.Tensor) and kind in ("parameter", "buffer"):
+            self.origin[node] = pname
+        return value
+
+    def _op(self, node: fx.Node) -> Any:
+        env = self.env
+        _retarget(node, self.target)
         args = fx.node.map_arg(node.args, lambda n: env.get(n))
         kwargs = fx.node.map_arg(node.kwargs, lambda n: env.get(n))
-        operands = [env.get(n) for n in node.all_input_nodes]
-        tensors = [t for t in operands if isinstance(t, torch.Tensor)]
+        tensors = [t for t in (env.get(n) for n in node.all_input_nodes) if isinstance(t, torch.Tensor)]
         devices = sorted({str(t.device) for t in tensors if t.ndim > 0})
         try:
             # autograd off: recording a graph for a fake `cuda` tensor asks for a CUDA device guard,
             # which a CPU build aborts on; requires_grad is copied from the captured value instead
-            with mode, torch.no_grad():
-                value = _run(gm, node, args, kwargs)
+            with self.mode, torch.no_grad():
+                value = run_op(self.gm, node, args, kwargs)
         except Exception as exc:  # noqa: BLE001 - a fake-tensor gap: propagate on the CPU, place after
             if len(devices) > 1 and _raw_name(node) not in _INDEX_TARGETS:
-                mismatches.append(Mismatch(view.label, node.name, tuple(devices)))
+                self.mismatches.append(Mismatch(self.view.label, node.name, tuple(devices)))
                 # which parameters does the model feed host data it moved there itself?
-                if any(n in host_moved for n in node.all_input_nodes):
+                if any(n in self.host_moved for n in node.all_input_nodes):
                     for n in node.all_input_nodes:
-                        v, pname = env.get(n), origin.get(n)
+                        v, pname = env.get(n), self.origin.get(n)
                         if pname and isinstance(v, torch.Tensor) and v.device.type != "cpu":
-                            candidates.add(pname)
+                            self.candidates.add(pname)
             else:
-                failed += 1 if not _is_mismatch(exc) else 0
-            value = _fallback(gm, node, args, kwargs, mode, tensors, place)
-        value = _with_grad(value, old)
-        env[node] = value
-        _set_value(node, value)
+                self.failed += 1 if not _is_mismatch(exc) else 0
+            value = _fallback(self.gm, node, args, kwargs, self.mode, tensors, self.place)
         # provenance: views of a parameter stay "the parameter"; host moves mark their result
+        cn = self.by_name.get(node.name)
         if node.all_input_nodes and (cn is not None and (cn.is_view or cn.op in ("reshape", "contiguous"))):
             first = node.all_input_nodes[0]
-            if first in origin:
-                origin[node] = origin[first]
+            if first in self.origin:
+                self.origin[node] = self.origin[first]
         if isinstance(value, torch.Tensor) and value.device.type == "cpu":
             srcs = [env.get(n) for n in node.all_input_nodes]
             if any(isinstance(s, torch.Tensor) and s.device.type != "cpu" for s in srcs) or \
-                    any(n in host_moved for n in node.all_input_nodes):
-                host_moved.add(node)
-    outputs: dict[str, Any] = {}
-    moved: set[str] = set()
-    out_node = next((n for n in gm.graph.nodes if n.op == "output"), None)
-    if out_node is not None:
-        for n in _flat(out_node.args):
-            if isinstance(n, fx.Node):
-                outputs[n.name] = env.get(n)
-                if n in host_moved:
-                    moved.add(n.name)
-    gm.recompile()
-    return _Result(gm, mismatches, candidates, failed, outputs, moved)
+                    any(n in self.host_moved for n in node.all_input_nodes):
+                self.host_moved.add(node)
+        return value
+
+    def result(self) -> _Result:
+        outputs: dict[str, Any] = {}
+        moved: set[str] = set()
+        out_node = next((n for n in self.gm.graph.nodes if n.op == "output"), None)
+        if out_node is not None:
+            for n in _flat(out_node.args):
+                if isinstance(n, fx.Node):
+                    outputs[n.name] = self.env.get(n)
+                    if n in self.host_moved:
+                        moved.add(n.name)
+        self.gm.recompile()
+        return _Result(self.gm, self.mismatches, self.candidates, self.failed, outputs, moved)
 
 
 def _flat(x: Any) -> list[Any]:
@@ -397,18 +406,6 @@ def _retarget(node: fx.Node, target: torch.device) -> None:
     node.kwargs = {k: swap(v) for k, v in node.kwargs.items()}
 
 
-def _run(gm: fx.GraphModule, node: fx.Node, args: Any, kwargs: Any) -> Any:
-    target: Any = node.target
-    if node.op == "call_function":
-        return target(*args, **kwargs)
-    if node.op == "call_method":
-        self_obj, *rest = args
-        return getattr(self_obj, target)(*rest, **kwargs)
-    if node.op == "call_module":
-        return gm.get_submodule(target)(*args, **kwargs)
-    raise RuntimeError(f"unexpected node {node.op}")
-
-
 def _fallback(gm: fx.GraphModule, node: fx.Node, args: Any, kwargs: Any, mode: Any, tensors: list[torch.Tensor],
               place: Callable[[Any, torch.device], Any]) -> Any:
     """Run the op with every tensor on the CPU, then place the result on its operands' device."""
@@ -427,7 +424,7 @@ def _fallback(gm: fx.GraphModule, node: fx.Node, args: Any, kwargs: Any, mode: A
     ckwargs = torch.utils._pytree.tree_map(lambda v: cpu_device(to_cpu(v)), kwargs)
     try:
         with mode, torch.no_grad():
-            value = _run(gm, node, cargs, ckwargs)
+            value = run_op(gm, node, cargs, ckwargs)
     except Exception:  # noqa: BLE001 - keep what Dynamo recorded
         value = value_of(node)
     if dev.type == "cpu":

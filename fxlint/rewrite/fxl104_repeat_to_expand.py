@@ -33,9 +33,10 @@ from __future__ import annotations
 import torch.fx as fx
 
 from ..canon import CanonNode
+from ..canon.values import size_hint
 from ..tensorinfo import known
 from .base import Change, NotApplied, Site, register
-from .graph import bypass, refresh_values, retarget, size_hint
+from .graph import bypass, refresh_values, retarget
 from .safety import view_hazard
 
 

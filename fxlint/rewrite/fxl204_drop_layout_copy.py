@@ -30,8 +30,9 @@ not applied.
 
 from __future__ import annotations
 
+from ..canon.values import size_hint
 from .base import Change, NotApplied, Site, register
-from .graph import bypass, refresh_values, size_hint
+from .graph import bypass, refresh_values
 from .safety import view_hazard
 
 

@@ -34,9 +34,10 @@ Swin-T forward copies and a small share of its time.
 
 from __future__ import annotations
 
+from ..canon.values import size_hint
 from ..kernels.pad import pad_widths
 from .base import Change, NotApplied, Site, register
-from .graph import bypass, refresh_values, size_hint
+from .graph import bypass, refresh_values
 from .safety import view_hazard
 
 

@@ -66,11 +66,12 @@ import torch.fx as fx
 
 from ..alias import Aliasing
 from ..canon import CanonNode
+from ..canon.values import size_hint
 from ..indexing import BasicIndex, Replacement, basic_equivalent
 from ..source import Line, parse_line
 from ..text import bytes_text, operand_name
 from .base import Change, NotApplied, Site, register
-from .graph import refresh_values, retarget_as_basic_index, size_hint
+from .graph import refresh_values, retarget_as_basic_index
 from .pushdown import push_before_pointwise
 from .safety import view_hazard
 

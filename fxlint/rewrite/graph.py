@@ -21,7 +21,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from ..canon._fx import VALUE_KEYS, value_of
+from ..canon.values import FakeProp, fake_mode_of
 from ..capture import copy_graph_module  # noqa: F401  (re-exported: rewrites copy graphs here)
 from ..errors import first_line
 from .base import NotApplied
@@ -145,82 +145,21 @@ def erase_if_dead(graph: fx.Graph, nodes: Iterable[fx.Node]) -> None:
 # --------------------------------------------------------------------------- values
 
 
-def _fake_mode(gm: fx.GraphModule) -> Any:
-    """The fake mode the graph's values live in (not the ambient one: inside a backend Dynamo
-    may hand the backend a different mode than the one its metadata was traced in)."""
-    from torch._subclasses.fake_tensor import FakeTensor
-
-    modes = {id(v.fake_mode): v.fake_mode for n in gm.graph.nodes for v in [value_of(n)] if isinstance(v, FakeTensor)}
-    return next(iter(modes.values())) if len(modes) == 1 else None
-
-
 def refresh_values(gm: fx.GraphModule, changed: Iterable[fx.Node],
                    grad_enabled: Callable[[fx.Node], bool] | None = None) -> None:
-    """Recompute the fake value of every changed node and of everything downstream of it.
-
-    Runs each op on the fake values of its inputs in the graph's own fake mode (so dynamic
-    sizes stay symbolic). An op that rejects the new value (a ``view`` that needs contiguous
-    memory) raises ``NotApplied``: the rewrite would break the program.
-    """
-    mode = _fake_mode(gm)
+    """Recompute the fake value of every changed node and of everything downstream of it
+    (``fxlint.canon.values.FakeProp.update``, in the graph's own fake mode, so dynamic sizes stay
+    symbolic). An op that rejects the new value (a ``view`` that needs contiguous memory) raises
+    ``NotApplied``: the rewrite would break the program. A graph without values is left as it is."""
+    mode = fake_mode_of(gm)
     if mode is None:
         return  # the graph carries no values; nothing to keep consistent
-    keys_default = [k for k in VALUE_KEYS if any(k in n.meta for n in gm.graph.nodes)] or ["val"]
-    dirty = set(changed)
-    shape_env = getattr(mode, "shape_env", None)
-    for node in gm.graph.nodes:
-        if node.op in ("placeholder", "get_attr", "output"):
-            continue
-        if node not in dirty and not any(a in dirty for a in node.all_input_nodes):
-            continue
-        keys = [k for k in VALUE_KEYS if k in node.meta] or keys_default
-        if any(value_of(a) is None for a in node.all_input_nodes):
-            for k in keys:
-                node.meta.pop(k, None)  # unknown inputs: drop the stale value rather than keep a wrong one
-            dirty.add(node)
-            continue
-        args = fx.node.map_arg(node.args, value_of)
-        kwargs = fx.node.map_arg(node.kwargs, value_of)
-        grad = grad_enabled(node) if grad_enabled is not None else torch.is_grad_enabled()
-        try:
-            with mode, torch.set_grad_enabled(grad), _ignore_unbacked(shape_env):
-                if node.op == "call_function":
-                    value = node.target(*args, **kwargs)
-                elif node.op == "call_method":
-                    value = getattr(args[0], node.target)(*args[1:], **kwargs)
-                else:
-                    value = gm.get_submodule(node.target)(*args, **kwargs)
-        except Exception as exc:
-            first = first_line(exc)
-            raise NotApplied(f"a later op (`{node.name}`) does not accept the rewritten value: "
-                             f"{type(exc).__name__}: {first}") from exc
-        for k in keys:
-            node.meta[k] = value
-        dirty.add(node)
 
+    def rejected(node: fx.Node, exc: Exception) -> None:
+        raise NotApplied(f"a later op (`{node.name}`) does not accept the rewritten value: "
+                         f"{type(exc).__name__}: {first_line(exc)}") from exc
 
-def _ignore_unbacked(shape_env: Any) -> Any:
-    import contextlib
-
-    if shape_env is not None and hasattr(shape_env, "ignore_fresh_unbacked_symbols"):
-        return shape_env.ignore_fresh_unbacked_symbols()
-    return contextlib.nullcontext()
-
-
-def size_hint(gm: fx.GraphModule, expr: Any) -> int | None:
-    """``expr`` (an int or a sympy expression in the graph's size symbols) at the example's sizes."""
-    if isinstance(expr, int):
-        return expr
-    mode = _fake_mode(gm)
-    env = getattr(mode, "shape_env", None)
-    if env is None:
-        return None
-    try:
-        values = getattr(env, "backed_var_to_val", None)
-        value = expr.xreplace(values if values is not None else env.var_to_val)
-        return int(value) if value.is_number else None
-    except Exception:  # noqa: BLE001 - a size we cannot read is simply unknown
-        return None
+    FakeProp(gm, mode).update(changed, grad_enabled, on_error=rejected)
 
 
 def finish(gm: fx.GraphModule) -> None:

@@ -25,7 +25,8 @@ import torch.fx as fx
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from ..canon import CanonNode, GraphView
-from .graph import _is_aten, bypass, copy_provenance, retarget_as_basic_index, value_of
+from ..canon._fx import value_of
+from .graph import _is_aten, bypass, copy_provenance, retarget_as_basic_index
 
 _FULL = ("slice", (None, None, None))
 _MAX_DEPTH = 16
