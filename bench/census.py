@@ -341,7 +341,7 @@ def run_model(name: str, min_bytes: int = DEFAULT_MIN_BYTES) -> dict[str, Any]:
     arch = REGISTRY[name]  # an unknown name is the caller's error: it raises (and a worker exits)
     import torch
 
-    from fxlint.compat import ensure_torchvision_importable
+    from fxlint.util.compat import ensure_torchvision_importable
 
     ensure_torchvision_importable()
     import fxlint
@@ -608,7 +608,7 @@ def build_data(models: list[dict[str, Any]], *, command: str, started: str, dura
 def machine() -> dict[str, Any]:
     import torch
 
-    from fxlint.compat import ensure_torchvision_importable
+    from fxlint.util.compat import ensure_torchvision_importable
 
     info: dict[str, Any] = {"cpu": _cpu_name(), "threads": torch.get_num_threads(), "python": platform.python_version(),
                             "torch": torch.__version__, "torchvision_mode": ensure_torchvision_importable()}

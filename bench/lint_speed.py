@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from fxlint.cli import main
+from fxlint.cli.app import main
 
 if __name__ == "__main__":
     sys.exit(main(["bench", "--lint-speed", *sys.argv[1:]]))

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # fxlint from this checkout
 
 from fxlint.benchmarks.lint_speed import LintSpeed, StackPoint, SyntheticPoint, render  # noqa: E402
-from fxlint.tensorinfo import human_bytes  # noqa: E402
+from fxlint.tensor.info import human_bytes  # noqa: E402
 
 START, END = "<!-- bench-results:start -->", "<!-- bench-results:end -->"
 LS_START, LS_END = "<!-- lint-speed:start -->", "<!-- lint-speed:end -->"

@@ -30,8 +30,8 @@ import torch.utils.benchmark as benchmark
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import fxlint  # noqa: E402
-from fxlint.target import load_target  # noqa: E402
-from fxlint.tensorinfo import human_bytes  # noqa: E402
+from fxlint.capture.target import load_target  # noqa: E402
+from fxlint.tensor.info import human_bytes  # noqa: E402
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ import torch
 
 
 def pvt_v2_b0() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
-    from fxlint.compat import install_torchvision_fallback
+    from fxlint.util.compat import install_torchvision_fallback
 
     install_torchvision_fallback()
     import timm
@@ -56,7 +56,7 @@ class MViTSelfAssign(torch.nn.Module):
 
 
 def mvit_self_assign() -> tuple[torch.nn.Module, tuple[Any, ...]]:
-    from fxlint.compat import install_torchvision_fallback
+    from fxlint.util.compat import install_torchvision_fallback
 
     install_torchvision_fallback()
     torch.manual_seed(0)
@@ -67,7 +67,7 @@ def swin_t() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
     """torchvision ``swin_t`` at 224 px: every window-attention pad is ``F.pad(x, (0, 0, 0, 0, 0, 0))`` (the
     feature maps divide by the 7x7 window), so FXL205's drop-zero-pad applies to each block (with
     FXL108's no-op ``.contiguous()`` removals)."""
-    from fxlint.compat import install_torchvision_fallback
+    from fxlint.util.compat import install_torchvision_fallback
 
     install_torchvision_fallback()
     import torchvision

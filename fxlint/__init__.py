@@ -95,7 +95,7 @@ def lint(
     ``device`` (default: ``device`` from the config file, else none): lint as if the inputs,
     parameters and buffers lived on this device (``"cuda"``), on a machine that has none: the
     capture runs on the CPU, then fake tensors on the target device are propagated through the
-    captured graphs (``fxlint.device``; what it can and cannot tell: docs/device.md). Device
+    captured graphs (``fxlint.analysis.device``; what it can and cannot tell: docs/device.md). Device
     transfers (FXL106), CPU factories moved to the device (FXL107) and host syncs (FXL304, in
     inference too) are then what the GPU run would do. ``Report.extras["device"]`` says what the
     simulation did (parameters kept on the host, mixed-device ops). With ``confirm=True`` the
@@ -107,12 +107,11 @@ def lint(
     """
     import torch
 
-    from .capture import capture
-    from .config import resolve, source_file_of
-
     # bad codes and bad config fail before anything runs
-    from .device import parse_device
-    from .engine import run_rules
+    from .analysis.device import parse_device
+    from .analysis.engine import run_rules
+    from .capture.graphs import capture
+    from .project.config import resolve, source_file_of
     from .registry import RuleContext
 
     device = parse_device(device) if device is not None else None
@@ -122,7 +121,7 @@ def lint(
     captured = capture(target, example_inputs)
     simulation = None
     if device is not None:
-        from .device import simulate
+        from .analysis.device import simulate
 
         if captured.origin == "export":
             import warnings
@@ -151,7 +150,7 @@ def lint(
 
         report = _confirm(report, audit(target, example_inputs, train=train))
         if simulation is not None:
-            from .device import unmeasured
+            from .analysis.device import unmeasured
 
             report = unmeasured(report)
     return report
@@ -178,8 +177,8 @@ def report(
     copies no finding explains, the graph breaks, and (``rewrites=True``) what ``fxlint fix``
     would rewrite. ``train=True`` audits a training step. ``device="cuda"`` lints for that device
     (see ``lint``); the audit runs on this machine. One self-contained file: no network."""
-    from .outputs import write_text
     from .renderers.html import render_html
+    from .util.outputs import write_text
 
     rep = lint(target, example_inputs, select=select, ignore=ignore, config=config, confirm=True, train=train,
                device=device)

@@ -43,7 +43,7 @@ options), is one ``ConfigError`` naming the valid keys, with a "did you mean".
 Under ``DistributedDataParallel`` DDPOptimizer splits each graph at the
 gradient buckets and calls the backend once per piece: the graph it split is
 linted once, whole, as Dynamo captured it, and each piece goes to the inner
-backend (and the rewrites) on its own (see ``fxlint.distributed``).
+backend (and the rewrites) on its own (see ``fxlint.capture.distributed``).
 
 fxlint never breaks a compile: any exception inside it becomes one
 ``FxlintWarning`` and the untouched graph goes to the inner backend.
@@ -62,12 +62,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx as fx
 
-from .distributed import SplitGraphs
+from .capture.distributed import SplitGraphs
 from .errors import ConfigError, FxlintError, FxlintWarning, closest, first_line
 from .findings import Report
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .config import Settings
+    from .project.config import Settings
     from .registry import Registry
 
 log = logging.getLogger("fxlint")
@@ -127,7 +127,7 @@ class BackendOptions:
                 raise ConfigError(f"options['registry'] must be an fxlint.registry.Registry, not {type(val).__name__}")
             out.registry = val
         if "ranks" in opts:
-            from .distributed import parse_policy
+            from .capture.distributed import parse_policy
 
             out.ranks = parse_policy(opts.pop("ranks"))
         if "config" in opts:
@@ -234,7 +234,7 @@ def _warn_untouched(exc: BaseException) -> None:
 
 def _settings_for(gm: fx.GraphModule, opts: BackendOptions) -> Settings:
     """Project configuration found from the user's file of this graph, overridden by the options."""
-    from .config import resolve
+    from .project.config import resolve
 
     return resolve(_user_file(gm), config=opts.config, select=opts.select, ignore=opts.ignore,
                    extend_select=opts.extend_select, severity=opts.severity,
@@ -243,7 +243,7 @@ def _settings_for(gm: fx.GraphModule, opts: BackendOptions) -> Settings:
 
 
 def _user_file(gm: fx.GraphModule) -> str | None:
-    from .source import user_frame
+    from .util.source import user_frame
 
     for node in gm.graph.nodes:
         loc = user_frame(node.meta.get("stack_trace"))
@@ -255,14 +255,14 @@ def _user_file(gm: fx.GraphModule) -> str | None:
 def _lint_and_rewrite(
     gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, settings: Settings, fusing: bool
 ) -> fx.GraphModule:
-    from .distributed import ddp_original, is_ddp_split
+    from .capture.distributed import ddp_original, is_ddp_split
     from .registry import RuleContext
 
     ctx = RuleContext(training=_training(), options={"backend": True})
     report: Report | None = None
     inputs = example_inputs
     if is_ddp_split(gm):
-        from .distributed import materialised
+        from .capture.distributed import materialised
 
         inputs = materialised(example_inputs)  # DDPOptimizer hands each piece fake inputs
         # one piece of a graph DDPOptimizer split at its gradient buckets: lint the graph it
@@ -292,9 +292,9 @@ def _lint_and_rewrite(
 
 def _lint(gm: fx.GraphModule, label: str, opts: BackendOptions, settings: Settings, ctx: Any) -> Report:
     """Lint one captured graph, log what this rank reports and hand the report to the sessions."""
-    from .capture import ended_by, view_from_dynamo
-    from .engine import run_rules
-    from .program import Program
+    from .analysis.engine import run_rules
+    from .capture.graphs import ended_by, view_from_dynamo
+    from .capture.program import Program
     from .session import publish
 
     view = view_from_dynamo(gm, label)
@@ -317,7 +317,7 @@ def _lint(gm: fx.GraphModule, label: str, opts: BackendOptions, settings: Settin
 def _ddp_original_or(gm: fx.GraphModule) -> fx.GraphModule:
     """The graph DDPOptimizer split ``gm`` from, or ``gm`` (the project configuration is found
     from the user's file of the graph: a piece may hold none of the user's lines)."""
-    from .distributed import ddp_original
+    from .capture.distributed import ddp_original
 
     return ddp_original(gm) or gm
 
@@ -356,7 +356,7 @@ def _rewrite(gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions
 
 def _graph_label(gm: fx.GraphModule) -> str:
     n = next(_graph_counter)
-    from .source import user_frame
+    from .util.source import user_frame
 
     for node in gm.graph.nodes:
         loc = user_frame(node.meta.get("stack_trace"))
@@ -372,7 +372,7 @@ def _log_report(label: str, report: Report, policy: str | int = "first") -> None
     """Log the findings this rank reports (``options["ranks"]``; one process: all of them)."""
     from dataclasses import replace
 
-    from .distributed import current, to_report
+    from .capture.distributed import current, to_report
     from .renderers.log import log_report
 
     ranks = current()
@@ -391,7 +391,7 @@ def _log_report(label: str, report: Report, policy: str | int = "first") -> None
 
 def _log_rewrites(label: str, result: Any, policy: str | int = "first") -> None:
     """Log the rewrites, on the rank ``options["ranks"]`` picks (every rank rewrites its own graph)."""
-    from .distributed import current, logs
+    from .capture.distributed import current, logs
     from .renderers.log import log_rewrites
 
     ranks = current()

@@ -45,7 +45,7 @@ class Violation:
     Its fields are the facts (names, shapes, bytes as the rule computed them); ``message()`` and
     ``fix_title()`` turn them into the user's text, so the words live next to the data they read
     (ruff's ``Violation``). ``to_dict()`` is what JSON output exports under ``details``; the JSON
-    schema (``fxlint.schema``) is generated from the field annotations.
+    schema (``fxlint.reporting.schema``) is generated from the field annotations.
     """
 
     def message(self) -> str:  # pragma: no cover - every violation type overrides it
@@ -154,7 +154,7 @@ class Finding:
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (``fxlint.schema.FINDING`` documents every key)."""
+        """The JSON form (``fxlint.reporting.schema.FINDING`` documents every key)."""
         d: dict[str, Any] = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "violation"}
         d["details"] = _plain(self.violation.to_dict()) if self.violation is not None else {}
         return d

@@ -16,7 +16,7 @@ violation=..., fix=...)``:
 
 A rule registered with ``scope="program"`` is called once per capture as
 ``check(program, ctx)`` with every graph, the graph breaks between them and the
-runtime facts (``fxlint.program.Program``). The engine turns hits into
+runtime facts (``fxlint.capture.program.Program``). The engine turns hits into
 ``Finding``s: it adds the code, name, severity, the user's source location and
 module path.
 
@@ -42,8 +42,8 @@ from .findings import Severity, Violation
 
 if TYPE_CHECKING:  # pragma: no cover
     from .canon import CanonNode
-    from .source import Location
-    from .tensorinfo import Dim
+    from .tensor.info import Dim
+    from .util.source import Location
 
 CODE_RE = re.compile(r"^FXL\d{3}$")
 
@@ -159,7 +159,7 @@ class RuleContext:
     # rules are quiet then.
     training: bool = True
     options: Mapping[str, Any] = field(default_factory=dict)
-    # the target device of the analysis ("cuda:0"), when the lint simulated one (fxlint.device):
+    # the target device of the analysis ("cuda:0"), when the lint simulated one (fxlint.analysis.device):
     # the graphs' values then live where the GPU run would put them; None: the inputs' own device
     device: str | None = None
 
@@ -225,7 +225,7 @@ class Rule:
     violation: type[Violation] | None = None
     fix: FixSpec = NO_FIX
     # the codes whose hit on the same copy this rule's hit replaces (one owner per copy: the rule with
-    # the better fix); decided over every rule, selected or not (``fxlint.engine.evaluate``)
+    # the better fix); decided over every rule, selected or not (``fxlint.analysis.engine.evaluate``)
     supersedes: tuple[str, ...] = ()
 
     @property

@@ -1,7 +1,7 @@
 """``fxlint.collect()``: gather the backend's findings across every graph it compiles.
 
 Under ``torch.distributed`` a session holds the findings of its own rank (``Session.rank``);
-``Session.gather()`` exchanges them between the ranks (see ``fxlint.distributed``).
+``Session.gather()`` exchanges them between the ranks (see ``fxlint.capture.distributed``).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class Session:
     @property
     def rank(self) -> int | None:
         """This process's rank in the default process group (None: one process)."""
-        from .distributed import current
+        from .capture.distributed import current
 
         ranks = current()
         return ranks.rank if ranks is not None else None
@@ -77,7 +77,7 @@ class Session:
         store, so it never waits on the user's collectives, and a rank that has not answered
         within ``timeout`` seconds is left out (``Report.extras["missing_ranks"]``) rather than
         waited for. In one process it is ``report()``."""
-        from .distributed import gather
+        from .capture.distributed import gather
 
         local = self.report()
         got = gather(local.findings, timeout)

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from fxlint import kernels as K
 import fxlint.kernels.probe  # noqa: F401 - K.probe
 from fxlint.kernels.probe import record_copies
-from fxlint.tensorinfo import TensorInfo
+from fxlint.tensor.info import TensorInfo
 
 TI = TensorInfo.from_tensor
 

@@ -19,7 +19,7 @@ if str(ROOT) not in sys.path:
 # requirements-dev.txt installs the registry's torchvision (a CUDA build) next to the CPU torch: its
 # C extension cannot load, and without this fallback `import torchvision` (hence timm, and
 # transformers' model classes) raises. Lazy: imports nothing, acts only if the extension fails.
-from fxlint.compat import install_torchvision_fallback  # noqa: E402
+from fxlint.util.compat import install_torchvision_fallback  # noqa: E402
 
 install_torchvision_fallback()
 
@@ -140,7 +140,7 @@ def make_project(tmp_path: Path):
 
 def load_model(path: Path, name: str = "make"):
     """(module, inputs) from a model file, as the CLI loads it."""
-    from fxlint.target import load_target
+    from fxlint.capture.target import load_target
 
     loaded = load_target(f"{path}:{name}")
     return loaded.obj, loaded.inputs

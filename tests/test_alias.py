@@ -1,4 +1,4 @@
-"""fxlint.alias: one alias and mutation analysis for the rules and the rewrites.
+"""fxlint.canon.alias: one alias and mutation analysis for the rules and the rewrites.
 
 What shares storage for sure (view ops), what may share memory (maybe-views, pass-throughs, in-place
 results), who writes in place (in-place ops, setitem, ``out=``), what leaves the graph, and the
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fxlint.alias import (
+from fxlint.canon.alias import (
     Aliasing,
     escapes,
     is_mutated,
@@ -21,7 +21,7 @@ from fxlint.alias import (
     writes_after,
 )
 from fxlint.canon import GraphView
-from fxlint.capture import capture
+from fxlint.capture.graphs import capture
 from fxlint.rewrite.safety import view_hazard
 from tests.test_canon import Fn
 

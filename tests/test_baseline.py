@@ -7,8 +7,8 @@ import json
 import pytest
 
 import fxlint
-from fxlint.baseline import Baseline, entries, normalise_source, write
-from fxlint.cli import main
+from fxlint.project.baseline import Baseline, entries, normalise_source, write
+from fxlint.cli.app import main
 from fxlint.errors import ConfigError
 from tests.conftest import MODEL_SOURCE, line_of, load_model
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import fxlint
-from fxlint.cli import main
+from fxlint.cli.app import main
 
 TINY = """
 import torch

@@ -13,7 +13,7 @@ def test_bench_zoo_variant_selection_on_every_bundled_model():
     Every variant is correct or skipped with its reason: a new model that breaks the benchmark fails
     here, not in a user's `fxlint bench --zoo`."""
     from fxlint.benchmarks import harness
-    from fxlint.commands._common import zoo_models
+    from fxlint.cli.commands._common import zoo_models
     from tests.conftest import load_model
 
     failed, skipped, ok = [], [], 0

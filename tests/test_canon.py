@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 
 from fxlint.canon import GraphView
-from fxlint.capture import capture
+from fxlint.capture.graphs import capture
 
 
 def dynamo_view(fn, *inputs) -> GraphView:

@@ -7,9 +7,9 @@ import json
 import pytest
 import torch
 
-from fxlint.cli import main
+from fxlint.cli.app import main
 from fxlint.errors import SpecError
-from fxlint.spec import parse_spec, parse_specs
+from fxlint.capture.spec import parse_spec, parse_specs
 from tests.conftest import ROOT, line_of, run_cli
 
 MODEL = """
@@ -302,7 +302,7 @@ def test_debug_shows_the_traceback_for_every_subcommand(capsys, model_file, comm
 def test_api_bad_input_raises_typed_errors(model_file):
     import fxlint
     from fxlint.errors import CaptureError, ConfigError, ModelError, TargetError
-    from fxlint.target import load_target
+    from fxlint.capture.target import load_target
 
     x = torch.randn(3, 8)
     raises = load_target(f"{model_file}:Raises").obj
@@ -420,7 +420,7 @@ def test_lint_train_confirms_against_a_training_step():
 def test_progress_bar_on_a_terminal_and_lines_elsewhere():
     import io
 
-    from fxlint.progress import Progress
+    from fxlint.util.progress import Progress
 
     t = [0.0]
     buf = io.StringIO()

@@ -1,4 +1,4 @@
-"""fxlint.compat: torchvision (and timm, transformers) importable under a torch its C extension was
+"""fxlint.util.compat: torchvision (and timm, transformers) importable under a torch its C extension was
 not built for, and nothing changed when the extension loads.
 
 Every check runs in a fresh interpreter: an import, once done, cannot be undone in this process.
@@ -46,7 +46,7 @@ needs_torchvision = pytest.mark.skipif(not _installed("torchvision"), reason="to
 def test_real_torchvision_timm_transformers_import_and_run():
     out = _run("""
         import json, sys
-        from fxlint.compat import ensure_torchvision_importable
+        from fxlint.util.compat import ensure_torchvision_importable
         mode = ensure_torchvision_importable()
         import torch, torchvision, torchvision.extension
         has_ops = torchvision.extension._has_ops()
@@ -89,7 +89,7 @@ def test_real_torchvision_timm_transformers_import_and_run():
         assert out["nms"] == "ran"
     else:
         assert out["mode"] == "python-only"
-        assert all("fxlint.compat stand-in" in d for d in out["stand_ins"])
+        assert all("fxlint.util.compat stand-in" in d for d in out["stand_ins"])
         assert out["nms"].startswith("Couldn't load custom C++ ops"), out["nms"]
 
 
@@ -138,7 +138,7 @@ def _fake_torchvision(tmp_path: Path, has_ops: bool) -> Path:
 
 _PROBE = """
     import json, sys
-    from fxlint.compat import ensure_torchvision_importable
+    from fxlint.util.compat import ensure_torchvision_importable
     mode = ensure_torchvision_importable()
     import torchvision
     print(json.dumps({"mode": mode, "file": torchvision.__file__,
@@ -173,7 +173,7 @@ def test_after_a_failed_import_the_fallback_still_works(tmp_path):
             first = "imported"
         except RuntimeError as exc:
             first = str(exc)
-        from fxlint.compat import ensure_torchvision_importable
+        from fxlint.util.compat import ensure_torchvision_importable
         print(json.dumps({"first": first, "mode": ensure_torchvision_importable()}))
     """, pythonpath=root)
     assert "does not exist" in out["first"]

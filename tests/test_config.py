@@ -9,9 +9,9 @@ import pytest
 import torch
 
 import fxlint
-from fxlint.cli import main
+from fxlint.cli.app import main
 from fxlint.registry import all_rules
-from fxlint.config import Settings, find_config_file, load_file, resolve, source_file_of
+from fxlint.project.config import Settings, find_config_file, load_file, resolve, source_file_of
 from fxlint.errors import ConfigError
 from fxlint.findings import Severity
 from tests.conftest import line_of, load_model

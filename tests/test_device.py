@@ -1,5 +1,5 @@
 """Linting for a target device from a CPU machine (issue 17): the fake-tensor simulation
-(fxlint.device), what FXL106/FXL107/FXL304 predict with it, per line and bytes, the mixed-device
+(fxlint.analysis.device), what FXL106/FXL107/FXL304 predict with it, per line and bytes, the mixed-device
 programs (parts deliberately on the host), the configuration key and the CLI flag, the zoo's
 declared devices, and bench/gpu_check.py's offline paths (the GPU run itself needs a GPU)."""
 
@@ -226,8 +226,8 @@ def test_training_sync_that_cuts_a_gradient_is_one_finding_saying_both():
 
 
 def test_every_op_tells_where_it_lives():
-    from fxlint.capture import capture
-    from fxlint.device import simulate
+    from fxlint.capture.graphs import capture
+    from fxlint.analysis.device import simulate
 
     captured = capture(Offload(), (torch.randint(0, 100, (4,)), torch.randn(4, 16)))
     sim = simulate(captured, "cuda")
@@ -246,8 +246,8 @@ def test_values_crossing_a_graph_break_keep_their_device():
             s = x.sum().item()
             return x + h.sum() + s  # h is a 0-dim-free host tensor: summed on the host, 0-dim mixes freely
 
-    from fxlint.capture import capture
-    from fxlint.device import simulate
+    from fxlint.capture.graphs import capture
+    from fxlint.analysis.device import simulate
 
     captured = capture(Across().eval(), (X,))
     simulate(captured, "cuda")
@@ -274,7 +274,7 @@ def test_bad_devices_are_config_errors(bad):
 
 
 def test_config_file_device_key(tmp_path):
-    from fxlint.config import load_file, resolve
+    from fxlint.project.config import load_file, resolve
 
     good = tmp_path / "pyproject.toml"
     good.write_text('[tool.fxlint]\ndevice = "cuda"\n')
@@ -301,7 +301,7 @@ def test_report_takes_a_device(tmp_path):
 
 
 def test_cli_device_flag_and_bad_value(write_module, capsys):
-    from fxlint.cli import main
+    from fxlint.cli.app import main
 
     path = write_module(textwrap.dedent('''
         import torch, torch.nn as nn
@@ -325,8 +325,8 @@ def test_cli_device_flag_and_bad_value(write_module, capsys):
 def test_zoo_honours_declared_devices(capsys, tmp_path):
     import shutil
 
-    from fxlint.cli import main
-    from fxlint.commands._common import declared_device
+    from fxlint.cli.app import main
+    from fxlint.cli.commands._common import declared_device
 
     assert declared_device(str(ROOT / "models" / "ocr_positional_encoding.py")) == "cuda"
     assert declared_device(str(ROOT / "models" / "clean_mlp.py")) is None
@@ -469,7 +469,7 @@ def test_an_exported_program_warns_that_its_no_op_conversions_are_gone():
 
 
 def test_a_graph_the_simulation_cannot_handle_is_analysed_as_captured(monkeypatch):
-    import fxlint.device as device
+    import fxlint.analysis.device as device
 
     def broken(*a, **k):
         raise RuntimeError("boom")

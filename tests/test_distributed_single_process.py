@@ -97,7 +97,7 @@ def test_cli_lints_a_factory_that_wraps_its_model_in_ddp(write_module, tmp_path)
 
 
 def test_a_factory_that_starts_its_own_group_from_the_environment():
-    from fxlint.distributed import single_process_env
+    from fxlint.capture.distributed import single_process_env
 
     assert not dist.is_initialized()
     with single_process_env():
@@ -133,7 +133,7 @@ def test_one_process_has_no_rank_and_gather_is_the_report():
 
 
 def test_merge_keeps_each_finding_once_with_the_ranks_that_found_it():
-    from fxlint.distributed import merge
+    from fxlint.capture.distributed import merge
     from fxlint.findings import Finding, Severity
 
     def f(code: str, line: int) -> Finding:

@@ -11,12 +11,12 @@ import shutil
 
 import pytest
 
-from fxlint.cli import build_parser, main
-from fxlint.clidoc import documented_actions, subcommands
-from fxlint.commands.docs import differences
-from fxlint.commands.rules import explain_text
+from fxlint.cli.app import build_parser, main
+from fxlint.cli.clidoc import documented_actions, subcommands
+from fxlint.cli.commands.docs import differences
+from fxlint.cli.commands.rules import explain_text
 from fxlint.registry import all_rules
-from fxlint.ruledoc import REQUIRED_SECTIONS, missing_sections
+from fxlint.renderers.ruledoc import REQUIRED_SECTIONS, missing_sections
 from tests.conftest import ROOT
 
 SITE = ROOT / "docs"
@@ -168,7 +168,7 @@ def test_backend_page_lists_every_backend_option():
 
 
 def test_configuration_page_shows_every_config_key():
-    from fxlint.config import KEYS
+    from fxlint.project.config import KEYS
 
     page = (SITE / "configuration.md").read_text()
     toml = page.split("```toml\n", 1)[1].split("```", 1)[0]

@@ -143,11 +143,11 @@ def test_a_failing_rule_is_reported_by_lint_not_raised(code):
 COMPONENTS = [
     # (what, module, attribute)
     ("canonical view builder", "fxlint.canon.builder._Builder", "build"),
-    ("canonical view entry point", "fxlint.capture", "build_view"),
-    ("capture of a Dynamo graph", "fxlint.capture", "view_from_dynamo"),
-    ("graph-break reading", "fxlint.capture", "ended_by"),
-    ("configuration", "fxlint.config", "resolve"),
-    ("rule engine", "fxlint.engine", "run_rules"),
+    ("canonical view entry point", "fxlint.capture.graphs", "build_view"),
+    ("capture of a Dynamo graph", "fxlint.capture.graphs", "view_from_dynamo"),
+    ("graph-break reading", "fxlint.capture.graphs", "ended_by"),
+    ("configuration", "fxlint.project.config", "resolve"),
+    ("rule engine", "fxlint.analysis.engine", "run_rules"),
     ("graph label", "fxlint.backend", "_graph_label"),
     ("log reporter", "fxlint.backend", "_log_report"),
     ("rewrite log reporter", "fxlint.backend", "_log_rewrites"),

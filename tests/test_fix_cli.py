@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from fxlint.cli import main
+from fxlint.cli.app import main
 from tests.conftest import run_cli
 
 MODEL = """
@@ -96,7 +96,7 @@ def test_fix_in_a_fresh_interpreter_on_the_scenario_model():
 def test_parse_line_reads_statements_expressions_in_literals_and_block_headers():
     import ast
 
-    from fxlint.source import parse_line
+    from fxlint.util.source import parse_line
 
     for code in ("y = x[m]", '("label", lambda x: x[[1]]),', "if x[m].any():", "return out[:, [0, 2]]"):
         line = parse_line(code)

@@ -13,9 +13,9 @@ import torch.fx as fx
 import torch.nn as nn
 
 from fxlint.canon import build_view
-from fxlint.capture import capture
-from fxlint.gradflow import analyse
-from fxlint.program import Program
+from fxlint.capture.graphs import capture
+from fxlint.analysis.gradflow import analyse
+from fxlint.capture.program import Program
 
 
 def flow_of(target, *inputs):

@@ -60,7 +60,7 @@ def test_rnn_scenario_names_the_recurrent_weights_and_the_fraction():
 
 
 def test_cli_exit_codes_and_suppressed_count(capsys, monkeypatch):
-    from fxlint.cli import main
+    from fxlint.cli.app import main
 
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("COLUMNS", "200")

@@ -14,7 +14,7 @@ import torch
 
 import fxlint
 from fxlint.findings import Finding, Report, Severity
-from fxlint.grouping import compress_paths, group_findings, library_of, short_path
+from fxlint.reporting.grouping import compress_paths, group_findings, library_of, short_path
 from fxlint.renderers import render
 from fxlint.renderers.sarif import sarif_dict
 
@@ -169,7 +169,7 @@ def test_json_groups_and_sarif_one_result_per_location(library_model):
 
 
 def test_cli_options(capsys, library_model, monkeypatch):
-    from fxlint.cli import main
+    from fxlint.cli.app import main
 
     assert main(["lint", "models/speech_separation.py:make", "--sort", "time"]) == 2
     assert "--sort time needs --confirm" in capsys.readouterr().err
@@ -179,7 +179,7 @@ def test_cli_options(capsys, library_model, monkeypatch):
 
 
 def test_location_text_keeps_the_file_name_and_line():
-    from fxlint.grouping import location_text
+    from fxlint.reporting.grouping import location_text
 
     long = "/tmp/" + "x" * 60 + "/video.py:11"
     cell = location_text(long)

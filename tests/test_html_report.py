@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 
 import fxlint
-from fxlint.cli import main
+from fxlint.cli.app import main
 from fxlint.renderers.html import render_html
 from fxlint.renderers.json import report_dict
 from tests.conftest import line_of
@@ -101,7 +101,7 @@ def _open(path: Path, screenshot: Path | None = None):
 
 
 def _report_for(name: str, train: bool = False):
-    from fxlint.target import load_target
+    from fxlint.capture.target import load_target
 
     loaded = load_target(f"{MODELS / name}:make")
     return fxlint.lint(loaded.obj, loaded.inputs, confirm=True, train=train), loaded
@@ -132,7 +132,7 @@ def test_report_renders_in_a_browser_with_the_json_numbers_and_the_line_highligh
 
 def test_a_model_with_graph_breaks_and_rewrites(tmp_path):
     """Several graphs, a graph break, a rewrite before/after: all on the page, no console error."""
-    from fxlint.target import load_target
+    from fxlint.capture.target import load_target
 
     loaded = load_target(f"{MODELS / 'speech_separation.py'}:make")
     path = tmp_path / "speech.html"
@@ -182,7 +182,7 @@ class Long(nn.Module):
     messages, requests, seconds, facts = _open(page)
     print(f"{len(report.findings)} findings on {facts['groups']} lines: {size / 1e6:.2f} MB, loaded in {seconds:.2f} s")
     assert [m for m in messages if m[0] in ("error", "pageerror")] == []
-    from fxlint.grouping import group_findings
+    from fxlint.reporting.grouping import group_findings
 
     n = len(group_findings(report.findings))
     assert n >= 601 and facts["groups"] == n and facts["findingsShown"] == n and size < 20e6

@@ -19,10 +19,10 @@ import torch.nn.functional as F
 
 import fxlint
 from fxlint import kernels as K
-from fxlint.capture import capture
+from fxlint.capture.graphs import capture
 from fxlint.kernels import probe
 from fxlint.kernels.conv import ONEDNN_REORDER
-from fxlint.tensorinfo import TensorInfo
+from fxlint.tensor.info import TensorInfo
 from tests._sweep import leaf, strides_for
 
 TI = TensorInfo.from_tensor
@@ -364,7 +364,7 @@ def make():
     ('probe_max_mib = 3\n', ["unknown key 'probe_max_mib'", "did you mean 'probe-max-mib'"]),
 ])
 def test_bad_probe_config_names_key_and_file(make_project, body, needles):
-    from fxlint.config import resolve
+    from fxlint.project.config import resolve
     from fxlint.errors import ConfigError
 
     model = make_project(body, CONV_SOURCE)
@@ -375,7 +375,7 @@ def test_bad_probe_config_names_key_and_file(make_project, body, needles):
 
 
 def test_probe_config_keys_and_explicit_arguments(make_project, tmp_path, monkeypatch):
-    from fxlint.config import resolve
+    from fxlint.project.config import resolve
     from fxlint.errors import ConfigError
     from tests.conftest import load_model
 

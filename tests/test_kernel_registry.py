@@ -1,4 +1,4 @@
-"""The kernel-model registry (fxlint/kernels/registry.py): every registered model predicts a
+"""The kernel-model registry (fxlint/kernels/model_registry.py): every registered model predicts a
 node of its op, and every list of kernel ops - ``KERNEL_OPS``, the ops FXL201/FXL202/FXL203
 check, the operand roles FXL201 names - is derived from it."""
 
@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from fxlint import kernels as K
-from fxlint.capture import capture
-from fxlint.kernels.registry import KernelModel, KernelRegistry, kernel_model
+from fxlint.capture.graphs import capture
+from fxlint.kernels.model_registry import KernelModel, KernelRegistry, kernel_model
 from fxlint.passes import (fxl201_noncontiguous_matmul, fxl202_noncontiguous_conv, fxl203_noncontiguous_norm,
                            fxl205_pad_copy, fxl206_noncontiguous_spatial, fxl207_noncontiguous_rnn)
 
@@ -147,7 +147,7 @@ def test_a_second_model_for_one_op_is_an_error():
 
 
 def test_undecided_symbols_make_predict_answer_none():
-    from fxlint.symbolic import Undecided
+    from fxlint.tensor.symbolic import Undecided
 
     reg = KernelRegistry()
 

@@ -12,7 +12,7 @@ from torch._prims_common import suggest_memory_format
 
 from fxlint import kernels as K
 from fxlint.kernels.conv import ONEDNN_AMX_CONV1D
-from fxlint.tensorinfo import TensorInfo
+from fxlint.tensor.info import TensorInfo
 from tests._sweep import leaf, strides_for
 
 TI = TensorInfo.from_tensor

@@ -1,4 +1,4 @@
-"""The one home of layout arithmetic (fxlint/layout.py) against torch itself: contiguous and
+"""The one home of layout arithmetic (fxlint/tensor/layout.py) against torch itself: contiguous and
 channels_last strides, contiguity predicates, suggest_memory_format, non-overlapping-and-dense,
 TensorIterator's output strides, expand and view strides - size-0 and size-1 dims included,
 where the duplicates this module replaced disagreed."""
@@ -14,9 +14,9 @@ import torch
 from torch._prims_common import make_contiguous_strides_for, suggest_memory_format
 
 from fxlint import layout as L
-from fxlint.symbolic import Undecided
-from fxlint.tensorinfo import TensorInfo
-from fxlint.viewable import check_view
+from fxlint.tensor.symbolic import Undecided
+from fxlint.tensor.info import TensorInfo
+from fxlint.tensor.viewable import check_view
 from tests._sweep import strides_for
 
 TI = TensorInfo.from_tensor

@@ -45,7 +45,7 @@ def _assert_unexplained_only_where_every_program_pays(result, model, inputs):
     ATen's native kernel (oneDNN off or without the dtype), the per-group slices that kernel makes,
     which no layout avoids: exactly the bytes the kernel model predicts for them on this machine."""
     from fxlint import kernels as K
-    from fxlint.capture import capture
+    from fxlint.capture.graphs import capture
 
     paid: dict[tuple[str, int], int] = {}
     for view in capture(model, inputs).program():

@@ -18,10 +18,10 @@ import torch.nn as nn
 from hypothesis import HealthCheck, given, settings
 
 import fxlint
-from fxlint.capture import capture
-from fxlint.commands._common import zoo_models
-from fxlint.config import resolve
-from fxlint.engine import run_rules
+from fxlint.capture.graphs import capture
+from fxlint.cli.commands._common import zoo_models
+from fxlint.project.config import resolve
+from fxlint.analysis.engine import run_rules
 from fxlint.kernels.probe import probing
 from fxlint.registry import RuleContext, default_registry
 from tests.conftest import ROOT, load_model

@@ -7,14 +7,14 @@ import pytest
 import torch
 
 import fxlint
-from fxlint.capture import capture
-from fxlint.engine import run_rules
+from fxlint.capture.graphs import capture
+from fxlint.analysis.engine import run_rules
 from dataclasses import dataclass
 
 from fxlint.findings import Severity, Violation
-from fxlint.program import Program
+from fxlint.capture.program import Program
 from fxlint.registry import Hit, Rule, RuleContext, rule
-from fxlint.source import Location
+from fxlint.util.source import Location
 
 
 @dataclass(frozen=True)

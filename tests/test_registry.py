@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import fxlint
-from fxlint.cli import main
+from fxlint.cli.app import main
 from fxlint.findings import Violation
 from fxlint.registry import (
     NO_FIX,
@@ -116,7 +116,7 @@ def test_rules_lists_each_fix(capsys):
     out = capsys.readouterr().out
     assert "index-to-slice (unsafe)" in out and "remove-noop-conversion (safe)" in out
     page = fxlint.registry.get_rule("FXL108")
-    from fxlint.ruledoc import render_rule
+    from fxlint.renderers.ruledoc import render_rule
 
     text = render_rule(page)
     assert "## Fix safety" in text and "**safe**" in text and "returned its input" in text

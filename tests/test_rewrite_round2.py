@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 
 import fxlint
-from fxlint.capture import capture_graph_module
+from fxlint.capture.graphs import capture_graph_module
 from fxlint.findings import Finding, Severity
 from fxlint.rewrite.engine import apply_sites, view_of
 

@@ -58,7 +58,7 @@ def test_pvt_v2_every_linted_site_is_applied_or_listed(pvt):
 @pytest.mark.slow
 def test_fix_cli_no_grad_applies_what_the_lint_reports(capsys):
     pytest.importorskip("timm")
-    from fxlint.cli import main
+    from fxlint.cli.app import main
 
     rc = main(["fix", f"{ROOT / 'bench' / 'zoo_rewrite.py'}:pvt_v2_b0", "--no-grad", "--select", "FXL204"])
     out = capsys.readouterr().out

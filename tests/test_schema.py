@@ -11,9 +11,9 @@ import pytest
 import torch
 
 import fxlint
-from fxlint.cli import main
+from fxlint.cli.app import main
 from fxlint.renderers.json import report_dict
-from fxlint.schema import report_schema, zoo_schema
+from fxlint.reporting.schema import report_schema, zoo_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKED_IN = ROOT / "docs" / "report.schema.json"
@@ -30,7 +30,7 @@ def test_the_scenario_models_validate_with_the_audit(capsys):
     _validate(data, zoo_schema())
     codes = {f["code"] for r in data["models"].values() for f in r["findings"]}
     assert len(codes) >= 15, codes  # most rules' details were checked
-    from fxlint.target import load_target
+    from fxlint.capture.target import load_target
 
     loaded = load_target(f"{ROOT / 'models' / 'video_classification.py'}:make")
     report = fxlint.lint(loaded.obj, loaded.inputs, confirm=True)

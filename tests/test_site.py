@@ -16,8 +16,8 @@ import sys
 
 import pytest
 
-from fxlint.cli import build_parser
-from fxlint.clidoc import documented_actions, subcommands
+from fxlint.cli.app import build_parser
+from fxlint.cli.clidoc import documented_actions, subcommands
 from fxlint.registry import all_rules
 from tests.conftest import ROOT
 

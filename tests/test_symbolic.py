@@ -1,4 +1,4 @@
-"""The one home of symbolic-size arithmetic (fxlint/symbolic.py): its convention (strict helpers
+"""The one home of symbolic-size arithmetic (fxlint/tensor/symbolic.py): its convention (strict helpers
 raise ``Undecided``, ``maybe_*`` answer None), the one fact it applies (a symbol is a size >= 2),
 and the answers on which the helpers it replaced disagreed."""
 
@@ -8,7 +8,7 @@ import pytest
 import sympy
 
 from fxlint import symbolic as S
-from fxlint.symbolic import Undecided
+from fxlint.tensor.symbolic import Undecided
 
 s0 = sympy.Symbol("s0", integer=True, positive=True)
 s1 = sympy.Symbol("s1", integer=True, positive=True)

@@ -1,4 +1,4 @@
-"""fxlint.text: one rendering of bytes, shapes, slices, permutes and operands in every message."""
+"""fxlint.canon.text: one rendering of bytes, shapes, slices, permutes and operands in every message."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import torch
 import torch.nn as nn
 
 from fxlint.canon import CanonNode
-from fxlint.capture import capture
-from fxlint.source import Location
-from fxlint.tensorinfo import TensorInfo
-from fxlint.text import (
+from fxlint.capture.graphs import capture
+from fxlint.util.source import Location
+from fxlint.tensor.info import TensorInfo
+from fxlint.canon.text import (
     bytes_text,
     call_text,
     layout_text,

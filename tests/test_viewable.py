@@ -1,4 +1,4 @@
-"""The view/reshape stride model (fxlint/viewable.py) against the runtime.
+"""The view/reshape stride model (fxlint/tensor/viewable.py) against the runtime.
 
 The property sweep builds tensors in many layouts (permutations, transposes,
 step slices, offsets, expanded stride-0 dims, size-1 and size-0 dims, dtypes,
@@ -27,8 +27,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fxlint
-from fxlint.tensorinfo import TensorInfo
-from fxlint.viewable import (
+from fxlint.tensor.info import TensorInfo
+from fxlint.tensor.viewable import (
     can_view,
     check_view,
     contiguous_copy_bytes,

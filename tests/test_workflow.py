@@ -14,7 +14,7 @@ import pytest
 import yaml
 from jsonschema import Draft7Validator
 
-from fxlint.cli import build_parser, main
+from fxlint.cli.app import build_parser, main
 from fxlint.testing import assert_no_findings
 from tests.conftest import ROOT, line_of, load_model, run_cli
 
@@ -104,7 +104,7 @@ def test_throwaway_project(capsys, make_project, mul_rule, monkeypatch, lint_pyt
     rows = [line.split()[:2] for line in msg.splitlines() if line.startswith("FXL")]
     assert rows == [["FXL401", "error"], ["FXL401", "error"]]
     pytester.makepyfile(test_separator=textwrap.dedent(f"""
-        from fxlint.target import load_target
+        from fxlint.capture.target import load_target
 
         def test_separator(fxlint_check):
             loaded = load_target({str(model) + ':make'!r})

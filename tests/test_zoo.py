@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import fxlint
-from fxlint.commands._common import zoo_models
+from fxlint.cli.commands._common import zoo_models
 from tests.conftest import ROOT
 
 MODELS = zoo_models(str(ROOT / "models"))

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         print("report_screenshot: no Chromium on PATH (Debian: apt-get install chromium)", file=sys.stderr)
         return 1
 
-    from fxlint.cli import main as fxlint_main
+    from fxlint.cli.app import main as fxlint_main
 
     with tempfile.TemporaryDirectory() as tmp:
         html = Path(tmp) / "report.html"

@@ -99,7 +99,7 @@ class BenchResult:
 
 
 def _tensors(x: Any) -> list[torch.Tensor]:
-    from ..capture import tensors_in
+    from ..capture.graphs import tensors_in
 
     return tensors_in(x)
 
@@ -345,7 +345,7 @@ def bench_model(name: str, model: nn.Module, inputs: Any, *, modes: Iterable[str
     loop and the audit. Results come in ``VARIANTS`` order."""
     import fxlint
 
-    from ..capture import normalise_inputs, preserved_state, require_tensor_output
+    from ..capture.graphs import normalise_inputs, preserved_state, require_tensor_output
     from ..errors import ModelError
 
     say = say or (lambda m: print(m, file=sys.stderr, flush=True))
@@ -364,7 +364,7 @@ def bench_model(name: str, model: nn.Module, inputs: Any, *, modes: Iterable[str
             except ModelError:
                 raise
             except Exception as exc:  # the user's model: one line in the CLI, not an internal error
-                from ..model_errors import model_error
+                from ..capture.model_errors import model_error
 
                 raise model_error(exc) from exc
             require_tensor_output(returned)
@@ -444,7 +444,7 @@ def run(models: list[tuple[str, nn.Module, Any]], *, modes: Iterable[str], backe
         min_run_time: float = 1.0, rounds: int = 5, say: Callable[[str], None] | None = None) -> BenchResult:
     """Benchmark every model. Progress goes to ``say`` (default: a progress bar with the time left
     on a terminal, one line per step otherwise)."""
-    from ..progress import Progress
+    from ..util.progress import Progress
 
     result = BenchResult(machine=machine())
     modes, backends = list(modes), list(backends)
@@ -486,7 +486,7 @@ def _fmt_time(s: float | None) -> str:
 def render_table(result: BenchResult, *, color: bool | None = None) -> str:
     from tabulate import tabulate
 
-    from ..tensorinfo import human_bytes
+    from ..tensor.info import human_bytes
 
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR") if color is None else color
     rows = []
@@ -528,7 +528,7 @@ def plot(result: BenchResult, path: str) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter
 
-    from ..tensorinfo import human_bytes
+    from ..tensor.info import human_bytes
 
     keys = sorted({(r.model, r.mode) for r in result.results}, reverse=True)  # first model on top
     variants = [v for v in VARIANTS if any(r.variant == v for r in result.results)]

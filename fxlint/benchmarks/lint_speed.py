@@ -116,7 +116,7 @@ def _median_time(fn: Callable[[], Any], repeats: int) -> float:
 
 def analyse(views: list[Any]) -> None:
     """fxlint's analysis of already-captured graphs: every rule on every view."""
-    from ..engine import run_rules
+    from ..analysis.engine import run_rules
     from ..registry import RuleContext, all_rules
 
     run_rules(views, all_rules(), RuleContext(training=True))
@@ -131,7 +131,7 @@ def _stack(layers: int) -> tuple[nn.Module, torch.Tensor]:
 def measure_stack(layers: int, *, repeats: int, inductor: bool) -> StackPoint:
     import torch._dynamo
 
-    from ..capture import view_from_dynamo
+    from ..capture.graphs import view_from_dynamo
 
     model, x = _stack(layers)
     captured: list[tuple[fx.GraphModule, list[Any]]] = []

@@ -151,12 +151,12 @@ and add its spellings to the tests.
 
 from __future__ import annotations
 
-from ..roles import dynamo_roles  # noqa: F401  (its old home; capture imports it from fxlint.roles)
-from ..tensorinfo import info_of, known
+from ..capture.roles import dynamo_roles  # noqa: F401  (its old home; capture imports it from fxlint.capture.roles)
+from ..tensor.info import info_of, known
 from .builder import build_view
 from .nodes import CanonNode, GraphView, IndexItem, IndexSpec
+from .op_registry import Call, declare, normaliser
 from .ops import FACTORY_NAMES, MAYBE_VIEW_OPS, POINTWISE_OPS, VIEW_OPS
-from .registry import Call, declare, normaliser
 
 __all__ = [
     "FACTORY_NAMES",

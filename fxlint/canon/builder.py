@@ -14,12 +14,12 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from ..source import Location, module_path, source_line, user_frame
-from ..tensorinfo import TensorInfo, to_dim
+from ..tensor.info import TensorInfo, to_dim
+from ..util.source import Location, module_path, source_line, user_frame
 from ._fx import dedupe, flatten, get_attr, get_submodule, value_of
 from .effects import aliased_args, mutated_args
 from .nodes import CanonNode, GraphView
-from .registry import module_op, normalise
+from .op_registry import module_op, normalise
 
 #: Python operators whose name is not the op's: ``a / b`` is ``div``, ``a += b`` is ``add_``
 _OPERATOR_NAMES = {
@@ -289,7 +289,7 @@ def build_view(
     input/parameter/buffer/constant; ``constants`` maps placeholder or get_attr
     names to constant tensor values. ``capture`` computes both per graph origin.
     """
-    from .._perf import gc_paused
+    from ..util.perf import gc_paused
 
     b = _Builder(gm, origin, grad_enabled, dict(roles or {}), dict(constants or {}))
     with gc_paused():

@@ -3,7 +3,7 @@
 ATen ops say both in their schema (``Tensor(a!) self`` is written, ``Tensor(a) self ->
 Tensor(a)`` is aliased by the result); torch-level calls go by their canonical op and the
 in-place naming convention (``add_``, setitem, ``out=``). What the builder records on each
-node as ``CanonNode.mutates`` and ``CanonNode.aliases``; ``fxlint.alias`` analyses them.
+node as ``CanonNode.mutates`` and ``CanonNode.aliases``; ``fxlint.canon.alias`` analyses them.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ import networkx as nx
 import torch
 import torch.fx as fx
 
-from ..source import Location, source_line
-from ..tensorinfo import Dim, TensorInfo
+from ..tensor.info import Dim, TensorInfo
+from ..util.source import Location, source_line
 from . import traits as _traits
 
 
@@ -178,7 +178,7 @@ class GraphView:
         self.entry_grad_enabled = True  # autograd mode the graph starts in
         # Dynamo's fake values carry autograd's requires_grad; export/fx values do not
         self.requires_grad_known = origin == "dynamo"
-        # nodes whose operands the target-device simulation found on two devices (fxlint.device)
+        # nodes whose operands the target-device simulation found on two devices (fxlint.analysis.device)
         self.device_mismatches: set[str] = set()
         #: the Dynamo graph break that ended this graph (``capture.GraphBreak``: reason and the
         #: user's line), None when the graph ended normally or did not come from Dynamo

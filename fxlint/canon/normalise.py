@@ -13,10 +13,10 @@ import torch
 import torch.fx as fx
 import torch.nn as nn
 
-from ..tensorinfo import TensorInfo
+from ..tensor.info import TensorInfo
 from ._fx import flatten, wrap_dim
 from .nodes import CanonNode, IndexItem, IndexSpec
-from .registry import Args, Call, declare, normaliser
+from .op_registry import Args, Call, declare, normaliser
 
 # --------------------------------------------------------------------------- layout views
 

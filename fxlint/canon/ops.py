@@ -12,7 +12,7 @@ import textwrap
 import torch.nn as nn
 
 from . import normalise as _normalise  # noqa: F401  (registers the normalisers)
-from . import registry
+from . import op_registry as registry
 from .normalise import FACTORIES
 
 # --------------------------------------------------------------------------- ops that keep their own name

@@ -49,8 +49,8 @@ build and CPU), ``geometry`` (``Geometry``, an operand's shape, strides, dtype
 and ``requires_grad``, with ATen's view ops), ``results`` (``KernelCopy``,
 ``Unknown``, ``KernelPrediction``), ``registry`` (``kernel_model``,
 ``predict``, ``ops``, ``operand_role``), ``probe`` (``OpCall``, ``runner``,
-``probing``, ``resolve``: measuring on the machine). The stride arithmetic is ``fxlint.layout``'s and the
-symbolic-size arithmetic ``fxlint.symbolic``'s.
+``probing``, ``resolve``: measuring on the machine). The stride arithmetic is ``fxlint.tensor.layout``'s and the
+symbolic-size arithmetic ``fxlint.tensor.symbolic``'s.
 
 ## The registry
 
@@ -75,7 +75,7 @@ Everything that lists ops derives from it: ``predict`` dispatches on
    (``tensor_arg``, ``needs_grad``) and calls it. Every module in this package
    is imported, so the registration is all it takes: ``predict``, ``ops()``
    and the rules selecting its family see it.
-2. Use ``fxlint.layout`` and ``fxlint.symbolic`` for strides and comparisons
+2. Use ``fxlint.tensor.layout`` and ``fxlint.tensor.symbolic`` for strides and comparisons
    (strict helpers raise ``Undecided``; the entry point turns that into None).
    Where a copy depends on the CPU rather than on ATen's rules, do not guess:
    add an ``Unknown(..., machine=True)`` part, attach ``probe=OpCall(...)`` to
@@ -92,7 +92,7 @@ import importlib
 import pkgutil
 from typing import Any
 
-from ..layout import CHANNELS_LAST, CHANNELS_LAST_3D, CONTIGUOUS
+from ..tensor.layout import CHANNELS_LAST, CHANNELS_LAST_3D, CONTIGUOUS
 from .attention import predict_sdpa
 from .blas import predict_addmm, predict_mm, predict_mv
 from .bmm import predict_bmm
@@ -101,9 +101,7 @@ from .einsum import predict_einsum
 from .env import Env
 from .geometry import is_channels_last_dense, suggest_memory_format
 from .matmul import predict_linear, predict_matmul
-from .norm import predict_norm
-from .pad import predict_pad
-from .registry import (
+from .model_registry import (
     REGISTRY,
     KernelModel,
     KernelRegistry,
@@ -115,6 +113,8 @@ from .registry import (
     ops,
     predict,
 )
+from .norm import predict_norm
+from .pad import predict_pad
 from .results import KernelCopy, KernelPrediction, Unknown
 from .softmax import predict_softmax
 from .spatial import predict_spatial

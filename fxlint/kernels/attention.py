@@ -37,13 +37,13 @@ from typing import Any
 
 import torch
 
-from ..layout import broadcast_shapes, iter_output_strides
-from ..symbolic import Undecided, eq
-from ..tensorinfo import TensorInfo
+from ..tensor.info import TensorInfo
+from ..tensor.layout import broadcast_shapes, iter_output_strides
+from ..tensor.symbolic import Undecided, eq
 from .env import Env
 from .geometry import Geometry, on_cpu
 from .matmul import _matmul_cpu
-from .registry import kernel_model, needs_grad, tensor_arg
+from .model_registry import kernel_model, needs_grad, tensor_arg
 from .results import KernelCopy, KernelPrediction, Unknown, none_when_undecided
 
 __all__ = ["MATH", "flash_blocker", "predict_sdpa", "sdpa_blocker"]

@@ -21,11 +21,11 @@ from typing import Any
 
 import torch
 
-from ..symbolic import Dim, eq, ge, gt, max1, prod
-from ..tensorinfo import TensorInfo
+from ..tensor.info import TensorInfo
+from ..tensor.symbolic import Dim, eq, ge, gt, max1, prod
 from .env import Env
 from .geometry import Geometry, dtype_name, on_cpu
-from .registry import kernel_model, tensor_arg, tensor_model
+from .model_registry import kernel_model, tensor_arg, tensor_model
 from .results import KernelCopy, KernelPrediction, copy_of, none_when_undecided
 
 __all__ = ["predict_addmm", "predict_mm", "predict_mv"]

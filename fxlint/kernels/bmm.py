@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import torch
 
-from ..symbolic import eq, ge, gt, require_int
-from ..tensorinfo import TensorInfo
+from ..tensor.info import TensorInfo
+from ..tensor.symbolic import eq, ge, gt, require_int
 from .blas import addmm_clones, onednn_matmul_usable, onednn_plain
 from .env import Env
 from .geometry import Geometry, dtype_name, on_cpu, shape_text
-from .registry import tensor_model
+from .model_registry import tensor_model
 from .results import KernelCopy, KernelPrediction, copy_of, none_when_undecided
 
 __all__ = ["predict_bmm"]

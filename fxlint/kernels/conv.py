@@ -31,13 +31,13 @@ from typing import Any
 
 import torch
 
-from ..layout import CHANNELS_LAST, CHANNELS_LAST_3D, CONTIGUOUS, channels_last_strides, contiguous_strides
-from ..symbolic import Undecided, eq, ge, gt, prod, require_int
-from ..tensorinfo import TensorInfo
+from ..tensor.info import TensorInfo
+from ..tensor.layout import CHANNELS_LAST, CHANNELS_LAST_3D, CONTIGUOUS, channels_last_strides, contiguous_strides
+from ..tensor.symbolic import Undecided, eq, ge, gt, prod, require_int
 from .env import Env
 from .geometry import Geometry, dtype_name, on_cpu
+from .model_registry import kernel_model, needs_grad, tensor_arg
 from .probe import OpCall, Operand, runner
-from .registry import kernel_model, needs_grad, tensor_arg
 from .results import KernelCopy, KernelPrediction, Unknown, copy_of, none_when_undecided
 
 __all__ = ["ONEDNN_AMX_CONV1D", "ONEDNN_REORDER", "predict_conv", "predict_conv_node"]

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..symbolic import eq, prod
-from ..tensorinfo import TensorInfo
+from ..tensor.info import TensorInfo
+from ..tensor.symbolic import eq, prod
 from .bmm import bmm_copies
 from .env import Env
 from .geometry import Geometry, on_cpu, shape_text
-from .registry import kernel_model, needs_grad, tensor_arg
+from .model_registry import kernel_model, needs_grad, tensor_arg
 from .results import KernelCopy, KernelPrediction, copy_of, none_when_undecided
 
 __all__ = ["parse_equation", "predict_einsum"]

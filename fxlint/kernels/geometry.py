@@ -1,6 +1,6 @@
 """``Geometry``: a kernel operand's shape, strides, dtype and ``requires_grad`` - what the
 kernels look at - with ATen's view ops and layout predicates over it (the arithmetic is
-``fxlint.layout``'s)."""
+``fxlint.tensor.layout``'s)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from .. import layout
-from ..symbolic import Dim, Undecided
-from ..tensorinfo import Sized, TensorInfo
+from ..tensor import layout
+from ..tensor.info import Sized, TensorInfo
+from ..tensor.symbolic import Dim, Undecided
 
 __all__ = ["Geometry", "dtype_name", "is_channels_last_dense", "on_cpu", "shape_text", "suggest_memory_format"]
 

@@ -25,14 +25,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..layout import broadcast_shapes
-from ..symbolic import Dim, eq, prod
-from ..tensorinfo import TensorInfo
+from ..tensor.info import TensorInfo
+from ..tensor.layout import broadcast_shapes
+from ..tensor.symbolic import Dim, eq, prod
 from .blas import BLAS_WHY, addmm_clones, mm_backward, mm_copies, mv_copies
 from .bmm import bmm_copies
 from .env import Env
 from .geometry import Geometry, on_cpu, shape_text
-from .registry import kernel_model, needs_grad, tensor_arg, tensor_model
+from .model_registry import kernel_model, needs_grad, tensor_arg, tensor_model
 from .results import KernelCopy, KernelPrediction, copy_of, none_when_undecided
 
 __all__ = ["predict_linear", "predict_matmul"]

@@ -15,12 +15,12 @@ from typing import Any
 
 import torch
 
-from ..layout import CONTIGUOUS, channels_last_strides, iter_output_strides
-from ..symbolic import prod
-from ..tensorinfo import TensorInfo
+from ..tensor.info import TensorInfo
+from ..tensor.layout import CONTIGUOUS, channels_last_strides, iter_output_strides
+from ..tensor.symbolic import prod
 from .env import Env
 from .geometry import Geometry, dtype_name, on_cpu
-from .registry import kernel_model, needs_grad, tensor_arg
+from .model_registry import kernel_model, needs_grad, tensor_arg
 from .results import KernelCopy, KernelPrediction, copy_of, none_when_undecided
 
 __all__ = ["predict_norm"]

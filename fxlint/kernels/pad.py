@@ -24,11 +24,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..symbolic import Dim
-from ..tensorinfo import TensorInfo
+from ..tensor.info import TensorInfo
+from ..tensor.symbolic import Dim
 from .env import Env
 from .geometry import Geometry
-from .registry import kernel_model, needs_grad, tensor_arg
+from .model_registry import kernel_model, needs_grad, tensor_arg
 from .results import KernelCopy, KernelPrediction, copy_of, none_when_undecided
 
 __all__ = ["CROP", "DYNAMIC", "NOOP", "PAD", "pad_widths", "predict_pad"]

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from ..symbolic import Dim, Undecided, divide_exact, sum_of
+from ..tensor.symbolic import Dim, Undecided, divide_exact, sum_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from .geometry import Geometry
@@ -184,7 +184,7 @@ def copy_of(operand: str, t: Geometry, op: str, reason: str, why: str, phase: st
 
 def none_when_undecided(fn: Callable[P, R]) -> Callable[P, R | None]:
     """A ``predict_*`` entry point answers None ("unknown") when dynamic-shape symbols decide a
-    comparison on its path (``fxlint.symbolic.Undecided``)."""
+    comparison on its path (``fxlint.tensor.symbolic.Undecided``)."""
 
     @functools.wraps(fn)
     def entry(*args: P.args, **kwargs: P.kwargs) -> R | None:

@@ -30,10 +30,10 @@ from typing import Any
 
 import torch
 
-from ..tensorinfo import TensorInfo
+from ..tensor.info import TensorInfo
 from .env import Env
 from .geometry import Geometry, on_cpu
-from .registry import kernel_model, needs_grad, tensor_arg
+from .model_registry import kernel_model, needs_grad, tensor_arg
 from .results import KernelPrediction, copy_of, none_when_undecided
 
 __all__ = ["predict_rnn"]

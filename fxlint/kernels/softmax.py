@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tensorinfo import TensorInfo
+from ..tensor.info import TensorInfo
 from .env import Env
 from .geometry import Geometry, on_cpu
-from .registry import kernel_model, tensor_arg
+from .model_registry import kernel_model, tensor_arg
 from .results import KernelPrediction, copy_of, none_when_undecided
 
 __all__ = ["predict_softmax"]

@@ -29,11 +29,11 @@ from typing import Any
 
 import torch
 
-from ..tensorinfo import TensorInfo
+from ..tensor.info import TensorInfo
 from .env import Env
 from .geometry import Geometry, on_cpu
+from .model_registry import kernel_model, needs_grad, tensor_arg
 from .probe import OpCall, Operand, runner
-from .registry import kernel_model, needs_grad, tensor_arg
 from .results import KernelPrediction, Unknown, copy_of, none_when_undecided
 
 __all__ = ["POOLS", "UPSAMPLE_MODES", "predict_spatial"]

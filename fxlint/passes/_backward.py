@@ -4,11 +4,11 @@ reshaped through the views above it."""
 
 from __future__ import annotations
 
-from .. import symbolic
 from ..canon import CanonNode
-from ..layout import contiguous_strides
-from ..symbolic import Dim
-from ..viewable import check_view
+from ..tensor import symbolic
+from ..tensor.layout import contiguous_strides
+from ..tensor.symbolic import Dim
+from ..tensor.viewable import check_view
 
 
 def grad_flows(node: CanonNode, src: CanonNode | None = None) -> bool:

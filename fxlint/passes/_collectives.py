@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..canon import CanonNode, GraphView
-from ..tensorinfo import TensorInfo
-from ..viewable import is_contiguous_as
+from ..tensor.info import TensorInfo
+from ..tensor.viewable import is_contiguous_as
 
 #: the ``dist.*`` call a functional collective stands for, by its canonical kind
 DIST_CALL = {
@@ -87,7 +87,7 @@ def copy_of(node: CanonNode) -> CanonNode | None:
 
 def read_after(target: CanonNode, after: CanonNode, view: GraphView) -> bool:
     """Is ``target`` (or a view of it) read after ``after``, or returned?"""
-    from ..alias import view_family
+    from ..canon.alias import view_family
 
     family = view_family(target)
     if family & set(view.outputs):
@@ -122,7 +122,7 @@ def tensors_sent(node: CanonNode) -> Iterator[CanonNode]:
 def tensor_text(node: CanonNode, depth: int = 0) -> str:
     """The tensor as the user wrote it: their variable's name when the graph kept it (``grad``,
     ``xt``), else the calls that made it (``x.t()``, ``x[:, ::2]``, ``x.t().contiguous()``)."""
-    from ..text import call_text, operand_name, spelled_name
+    from ..canon.text import call_text, operand_name, spelled_name
 
     base = re.sub(r"_\d+$", "", node.name)
     named = node.kind != "op" or base not in (spelled_name(node), node.op, node.spelling.rsplit(".", 1)[-1])

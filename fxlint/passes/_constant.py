@@ -15,8 +15,8 @@ on the input's shape.
 
 from __future__ import annotations
 
-from ..alias import view_family
 from ..canon import CanonNode, GraphView
+from ..canon.alias import view_family
 
 #: factories whose values change every call (``args["kind"]`` of a ``factory`` node)
 _RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm", "empty", "empty_strided"})

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from ..canon import CanonNode, GraphView
-from ..tensorinfo import Dim, TensorInfo
-from ..text import call_text, line_of
-from ..viewable import check_view
+from ..canon.text import call_text, line_of
+from ..tensor.info import Dim, TensorInfo
+from ..tensor.viewable import check_view
 from ._util import real_users
 
 #: ops that reduce to a fresh tensor: they read any strides, and their output layout is their own

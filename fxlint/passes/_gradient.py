@@ -1,5 +1,5 @@
 """What the gradient rules (FXL301-304, FXL109) share: turning a cut site of
-``fxlint.gradflow`` into a finding that names the parameters, says how much of
+``fxlint.analysis.gradflow`` into a finding that names the parameters, says how much of
 their gradient is cut, and gives the usual intent and the fix.
 
 ``GradientCut`` is the violation type they share: its fields are the site's
@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
+from ..analysis.gradflow import CutSite, GradFlow, ParamFlow, analyse
+from ..capture.program import Program
 from ..findings import Severity, Violation
-from ..gradflow import CutSite, GradFlow, ParamFlow, analyse
-from ..program import Program
 from ..registry import Hit, RuleContext
-from ..source import Location
+from ..util.source import Location
 
 _MAX_NAMES = 12
 _MAX_MODULES = 8

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..canon import CanonNode
-from ..symbolic import Dim, is_one, known, maybe_eq
+from ..tensor.symbolic import Dim, is_one, known, maybe_eq
 from ._util import real_users
 
 

@@ -8,11 +8,11 @@ import copy
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .. import symbolic
-from ..alias import is_mutated, view_family
 from ..canon import CanonNode, GraphView
+from ..canon.alias import is_mutated, view_family
 from ..registry import Hit
-from ..symbolic import Dim
+from ..tensor import symbolic
+from ..tensor.symbolic import Dim
 
 
 def source_key(node: CanonNode | None) -> tuple:

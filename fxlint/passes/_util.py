@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ..canon import CanonNode
-from ..tensorinfo import TensorInfo
+from ..tensor.info import TensorInfo
 
 
 def real_users(node: CanonNode) -> list[CanonNode]:

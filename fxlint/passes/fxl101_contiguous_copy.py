@@ -81,13 +81,13 @@ from typing import Literal
 import torch
 
 from ..canon import GraphView
+from ..canon.text import bytes_text, bytes_value, call_text, line_of, torch_name
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, bytes_value, call_text, line_of, torch_name
-from ..viewable import contiguous_copy_bytes
+from ..tensor.viewable import contiguous_copy_bytes
 from ._backward import backward_layout_copies
 from ._consumers import AGNOSTIC, NEEDS, consumers_need
-from ._layout import InputLayout
+from ._layout_hits import InputLayout
 from ._sites import count_text, sites, source_key
 
 #: what the copy buys: nothing (``agnostic``), the layout a consumer needs (``needs``), undecided

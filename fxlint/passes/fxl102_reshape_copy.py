@@ -4,7 +4,7 @@
 Finds `reshape`, `flatten`, `reshape_as`, `ravel` and `nn.Flatten` whose input
 layout cannot express the new shape with strides, so PyTorch silently copies
 the whole tensor first (`aten::reshape > aten::clone > aten::copy_`). The test
-is ATen's own (`computeStride`, see `fxlint/viewable.py`): *splitting* a dim
+is ATen's own (`computeStride`, see `fxlint/tensor/viewable.py`): *splitting* a dim
 is always a view, *merging* dims is a view only when they are adjacent in
 memory. So `x.t().reshape(-1)`, or an NHWC batch `.permute(0, 3, 1, 2)` then
 `.reshape(B, -1)`, copy; while `.flatten()` of a contiguous tensor, a reshape
@@ -70,12 +70,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..canon import CanonNode, GraphView
+from ..canon.text import args_text, bytes_text, bytes_value, call_text, shape_value
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
-from ..text import args_text, bytes_text, bytes_value, call_text, shape_value
-from ..viewable import check_view, ravel_copy_bytes
+from ..tensor.viewable import check_view, ravel_copy_bytes
 from ._consumers import REDUCTION_OPS
-from ._layout import InputLayout
+from ._layout_hits import InputLayout
 from ._sites import count_text, sites, source_key
 from ._util import real_users
 

@@ -68,10 +68,10 @@ from typing import Literal
 import torch
 
 from ..canon import CanonNode, GraphView
+from ..canon.text import bytes_text, bytes_value, line_of, torch_name
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
-from ..tensorinfo import Dim
-from ..text import bytes_text, bytes_value, line_of, torch_name
+from ..tensor.info import Dim
 from ._backward import conversion_backward_bytes
 from ._sites import numbered
 from ._util import real_users, same_device

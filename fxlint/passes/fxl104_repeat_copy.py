@@ -63,9 +63,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..canon import GraphView
+from ..canon.text import args_text, bytes_text, bytes_value, line_of, shape_text, shape_value
 from ..findings import Violation
 from ..registry import FixSpec, Hit, RuleContext, rule
-from ..text import args_text, bytes_text, bytes_value, line_of, shape_text, shape_value
 from ._repeat import repeat_like
 from ._sites import numbered
 

@@ -59,11 +59,11 @@ from dataclasses import dataclass
 
 import torch
 
-from ..alias import escapes, mutated_after, view_base, view_family
 from ..canon import CanonNode, GraphView
+from ..canon.alias import escapes, mutated_after, view_base, view_family
+from ..canon.text import bytes_text, bytes_value
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, bytes_value
 from ._sites import numbered
 from ._util import real_users
 

@@ -82,12 +82,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..alias import view_base
+from ..analysis.device import mismatched, pinned
 from ..canon import GraphView
-from ..device import mismatched, pinned
+from ..canon.alias import view_base
+from ..canon.text import bytes_text, bytes_value
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, bytes_value
 from ._backward import conversion_backward_bytes
 from ._factory import from_cpu_factory
 from ._sites import numbered

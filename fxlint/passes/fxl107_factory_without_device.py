@@ -80,11 +80,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..analysis.device import mismatched, pinned
 from ..canon import CanonNode, GraphView
-from ..device import mismatched, pinned
+from ..canon.text import bytes_text, bytes_value, line_of, torch_name
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, bytes_value, line_of, torch_name
 from ._factory import moves
 from ._sites import numbered
 

@@ -55,10 +55,10 @@ from typing import Literal
 import torch
 
 from ..canon import CanonNode, GraphView
+from ..canon.text import torch_name
 from ..findings import Violation
 from ..registry import FixSpec, Hit, RuleContext, rule
-from ..text import torch_name
-from ..viewable import is_contiguous_as
+from ..tensor.viewable import is_contiguous_as
 from ._sites import numbered
 from ._util import same_device
 

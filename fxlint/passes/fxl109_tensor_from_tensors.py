@@ -50,13 +50,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ..analysis.gradflow import analyse, cut_kind, tensor_operands
 from ..canon import CanonNode
+from ..canon.text import bytes_text, bytes_value
+from ..capture.program import Program
 from ..findings import Severity
-from ..gradflow import analyse, cut_kind, tensor_operands
-from ..program import Program
 from ..registry import Hit, RuleContext, rule
-from ..tensorinfo import Dim
-from ..text import bytes_text, bytes_value
+from ..tensor.info import Dim
 from ._gradient import CutText, GradientCut, cut_hit, quote
 
 

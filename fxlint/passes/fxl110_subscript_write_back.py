@@ -71,9 +71,9 @@ import torch
 
 from ..canon import CanonNode, GraphView
 from ..canon._fx import value_of
+from ..canon.text import bytes_text, bytes_value, shape_value
 from ..findings import Severity, Violation
 from ..registry import FixSpec, Hit, RuleContext, rule
-from ..text import bytes_text, bytes_value, shape_value
 from ._sites import numbered
 from ._util import real_users
 

@@ -55,11 +55,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..alias import escapes
 from ..canon import CanonNode, GraphView
+from ..canon.alias import escapes
+from ..canon.text import bytes_text, bytes_value
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, bytes_value
 from ._sites import numbered
 from ._util import real_users
 

@@ -92,10 +92,10 @@ from dataclasses import dataclass
 import sympy
 
 from ..canon import CanonNode, GraphView
+from ..canon.text import bytes_text, bytes_value, line_of, shape_text, shape_value
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
-from ..symbolic import Dim, is_one, known, maybe_eq, simplify
-from ..text import bytes_text, bytes_value, line_of, shape_text, shape_value
+from ..tensor.symbolic import Dim, is_one, known, maybe_eq, simplify
 from ._sites import numbered
 from ._util import real_users
 

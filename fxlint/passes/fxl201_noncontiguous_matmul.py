@@ -69,11 +69,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..canon import CanonNode, GraphView
+from ..canon.text import permute_text
 from ..kernels import KernelCopy, operand_role, ops, predict
 from ..kernels.attention import sdpa_blocker
 from ..registry import Hit, RuleContext, rule
-from ..text import permute_text
-from ._layout import OperandCopy, backward_bytes, copy_sizes, made_by_permute, operand_copy, total
+from ._layout_hits import OperandCopy, backward_bytes, copy_sizes, made_by_permute, operand_copy, total
 
 #: the kernel families this rule checks: their ops and operand roles come from the kernel registry
 FAMILY = ("matmul", "attention")

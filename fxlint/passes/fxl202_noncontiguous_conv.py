@@ -59,12 +59,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..canon import CanonNode, GraphView
+from ..canon.text import bytes_text, dims_value, shape_text
 from ..findings import Severity
 from ..kernels import KernelCopy, KernelPrediction, ops, predict
-from ..layout import CONTIGUOUS
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, dims_value, shape_text
-from ._layout import OperandCopy, backward_bytes, backward_clause, copy_sizes, operand_copy, total
+from ..tensor.layout import CONTIGUOUS
+from ._layout_hits import OperandCopy, backward_bytes, backward_clause, copy_sizes, operand_copy, total
 
 
 @dataclass(frozen=True)

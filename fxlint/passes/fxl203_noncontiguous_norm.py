@@ -49,10 +49,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..canon import CanonNode, GraphView
+from ..canon.text import permute_text
 from ..kernels import ops, predict
 from ..registry import Hit, RuleContext, rule
-from ..text import permute_text
-from ._layout import OperandCopy, backward_bytes, copy_sizes, made_by_permute, operand_copy, origin, total
+from ._layout_hits import OperandCopy, backward_bytes, copy_sizes, made_by_permute, operand_copy, origin, total
 
 #: the kernel families this rule checks (their ops come from the kernel registry)
 FAMILIES = ("norm", "softmax")

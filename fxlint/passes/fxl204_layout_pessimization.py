@@ -44,11 +44,11 @@ from dataclasses import dataclass
 import torch
 
 from ..canon import CanonNode, GraphView
+from ..canon.text import bytes_text, bytes_value
 from ..findings import Violation
 from ..kernels import is_channels_last_dense, predict_conv_node
 from ..registry import FixSpec, Hit, RuleContext, rule
-from ..text import bytes_text, bytes_value
-from ._layout import origin, total
+from ._layout_hits import origin, total
 
 
 @dataclass(frozen=True)

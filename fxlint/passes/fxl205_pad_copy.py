@@ -59,12 +59,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..canon import CanonNode, GraphView
+from ..canon.text import bytes_text, bytes_value, dims_value, shape_text
 from ..findings import Severity, Violation
 from ..kernels import ops, predict
 from ..kernels.pad import CROP, DYNAMIC, NOOP, pad_widths
 from ..registry import FixSpec, Hit, RuleContext, rule
-from ..text import bytes_text, bytes_value, dims_value, shape_text
-from ._layout import backward_bytes, backward_copied, copy_sizes, origin, total
+from ._layout_hits import backward_bytes, backward_copied, copy_sizes, origin, total
 
 _KINDS = {NOOP: "noop", CROP: "crop", DYNAMIC: "dynamic"}
 

@@ -51,10 +51,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..canon import CanonNode, GraphView
+from ..canon.text import bytes_text, bytes_value, shape_text
 from ..kernels import ops, predict
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, bytes_value, shape_text
-from ._layout import OperandCopy, backward_bytes, copy_sizes, operand_copy, total
+from ._layout_hits import OperandCopy, backward_bytes, copy_sizes, operand_copy, total
 
 #: the kernel family this rule checks (its ops come from the kernel registry)
 FAMILY = "spatial"

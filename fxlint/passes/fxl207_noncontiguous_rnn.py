@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from ..canon import CanonNode, GraphView
 from ..kernels import ops, predict
 from ..registry import Hit, RuleContext, rule
-from ._layout import OperandCopy, backward_bytes, copy_sizes, operand_copy, total
+from ._layout_hits import OperandCopy, backward_bytes, copy_sizes, operand_copy, total
 
 #: the kernel family this rule checks (its ops come from the kernel registry)
 FAMILY = "rnn"

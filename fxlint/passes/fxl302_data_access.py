@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..program import Program
+from ..capture.program import Program
 from ..registry import Hit, RuleContext, rule
 from ._gradient import CutText, GradientCut, cut_hits
 

@@ -52,10 +52,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..gradflow import CutSite
-from ..program import Program
+from ..analysis.gradflow import CutSite
+from ..capture.program import Program
 from ..registry import Hit, RuleContext, rule
-from ..source import Location, grad_off_block_lines, source_line
+from ..util.source import Location, grad_off_block_lines, source_line
 from ._gradient import CutText, GradientCut, cut_hits
 
 

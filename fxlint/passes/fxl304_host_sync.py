@@ -81,12 +81,12 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import ClassVar
 
+from ..analysis.gradflow import GradFlow, analyse
 from ..canon import CanonNode, GraphView
+from ..capture.program import GraphBreak, Program
 from ..findings import Severity
-from ..gradflow import GradFlow, analyse
-from ..program import GraphBreak, Program
 from ..registry import Hit, RuleContext, rule
-from ..source import Location
+from ..util.source import Location
 from ._gradient import CutText, GradientCut, cut_hits, names_text, percent, quote
 
 _HOST_SYNC = re.compile(r"Tensor\.(item|tolist|numpy)\(\)|capture_scalar_outputs|generic_jump|data[- ]dependent",

@@ -52,11 +52,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..analysis.indexing import basic_equivalent
 from ..canon import GraphView
+from ..canon.text import bytes_text, bytes_value
 from ..findings import Violation
-from ..indexing import basic_equivalent
 from ..registry import FixSpec, Hit, RuleContext, rule
-from ..text import bytes_text, bytes_value
 
 
 @dataclass(frozen=True)

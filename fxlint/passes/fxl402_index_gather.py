@@ -61,11 +61,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..analysis.indexing import basic_equivalent
 from ..canon import GraphView
+from ..canon.text import operand_name
 from ..findings import Violation
-from ..indexing import basic_equivalent
 from ..registry import Hit, RuleContext, rule
-from ..text import operand_name
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ from typing import Literal
 from ..canon import GraphView
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
-from ..source import parse_line
+from ..util.source import parse_line
 
 _BREAK_OP = re.compile(r"aten\.(nonzero|masked_select|index)\b")
 #: calls whose data-dependent shape is explicit (not mask indexing)

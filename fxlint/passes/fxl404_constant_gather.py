@@ -55,9 +55,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..canon import GraphView
+from ..canon.text import bytes_text, bytes_value, operand_name
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, bytes_value, operand_name
 from ._constant import Fixed
 from ._sites import numbered
 

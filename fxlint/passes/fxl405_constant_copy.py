@@ -84,12 +84,12 @@ from typing import Any
 
 import torch
 
-from ..alias import escapes, view_base
 from ..canon import CanonNode, GraphView
+from ..canon.alias import escapes, view_base
+from ..canon.text import bytes_text, bytes_value, operand_name
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
-from ..tensorinfo import Dim
-from ..text import bytes_text, bytes_value, operand_name
+from ..tensor.info import Dim
 from ._constant import Deps, Fixed, depends_text
 from ._sites import numbered, sites, source_key
 

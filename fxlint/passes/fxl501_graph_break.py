@@ -50,8 +50,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..capture.program import Program
 from ..findings import Violation
-from ..program import Program
 from ..registry import Hit, RuleContext, rule
 from ._gradient import quote
 

@@ -68,9 +68,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..canon import GraphView
+from ..canon.text import bytes_text, bytes_value, layout_text
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, bytes_value, layout_text
 from ._collectives import DIST_CALL, collectives, contiguous_in_its_format, not_contiguous, tensor_text, tensors_sent
 
 #: kinds whose functional collective copies a non-contiguous tensor to a contiguous one first

@@ -45,9 +45,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..canon import CanonNode, GraphView
+from ..canon.text import bytes_text, bytes_value
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
-from ..text import bytes_text, bytes_value
 from ._collectives import results, world_of
 
 

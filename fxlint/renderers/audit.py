@@ -8,9 +8,9 @@ import shutil
 from tabulate import tabulate
 
 from .._present import text_renderer_for
-from ..grouping import location_text
+from ..reporting.grouping import location_text
 from ..runtime import AuditReport
-from ..tensorinfo import human_bytes
+from ..tensor.info import human_bytes
 from .text import ms
 
 

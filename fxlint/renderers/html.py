@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 from .._present import html_renderer_for
 from .._version import __version__
 from ..findings import Report
-from ..grouping import Group, group_findings, library_of, short_path
-from ..tensorinfo import human_bytes
+from ..reporting.grouping import Group, group_findings, library_of, short_path
+from ..tensor.info import human_bytes
 from .text import ms, time_sentence
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -12,7 +12,7 @@ from typing import Any
 
 from .._version import __version__
 from ..findings import Report
-from ..grouping import group_findings, group_key, in_scope
+from ..reporting.grouping import group_findings, group_key, in_scope
 
 FIELDS = ("code", "name", "severity", "message", "file", "line", "module_path", "bytes", "fix")
 

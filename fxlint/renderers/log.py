@@ -13,7 +13,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from ..findings import Report, Severity
-from ..tensorinfo import human_bytes
+from ..tensor.info import human_bytes
 from .rewrites import summary_line
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -8,7 +8,7 @@ from typing import Any
 
 from .._present import text_renderer_for
 from ..rewrite.base import AppliedRewrite, RewriteResult, SkippedRewrite
-from ..tensorinfo import human_bytes
+from ..tensor.info import human_bytes
 
 
 def saved_text(a: AppliedRewrite) -> str:

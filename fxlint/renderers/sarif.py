@@ -18,8 +18,8 @@ from urllib.parse import quote
 
 from .._version import __version__
 from ..findings import Finding, Report, Severity
-from ..grouping import Group, group_findings, in_scope
 from ..registry import all_rules
+from ..reporting.grouping import Group, group_findings, in_scope
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -97,7 +97,7 @@ def _group_message(g: Group) -> str:
 def sarif_dict(reports: Report | Iterable[Report], *, scope: str = "all") -> dict[str, Any]:
     """One SARIF log with one run holding the results of ``reports`` (one report or several):
     one result per rule and location (``scope``: ``all``, or ``user`` for the user's files only)."""
-    from ..baseline import entries
+    from ..project.baseline import entries
 
     reports = [reports] if isinstance(reports, Report) else list(reports)
     rules = all_rules()

@@ -2,7 +2,7 @@
 
 A line that many module instances run (a 24-block model) is one row: how
 many instances, which modules (``blocks.{0..23}.attn.proj_l``), the bytes per
-call summed over them, and the message once (``fxlint.grouping``). The user's
+call summed over them, and the message once (``fxlint.reporting.grouping``). The user's
 own files come first; lines in installed packages (timm, transformers...)
 follow under their own heading. ``group=False`` gives one row per finding.
 """
@@ -18,8 +18,8 @@ from tabulate import tabulate
 
 from .._present import text_renderer_for
 from ..findings import Finding, Report, sort_by_cost
-from ..grouping import Group, group_findings, in_scope, location_text
-from ..tensorinfo import human_bytes
+from ..reporting.grouping import Group, group_findings, in_scope, location_text
+from ..tensor.info import human_bytes
 
 
 def _bytes_cell(f: Finding | Group) -> str:

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx as fx
 
+from ..analysis.engine import ANCHOR, INLINE, PER_FILE
 from ..canon import GraphView, build_view
-from ..engine import ANCHOR, INLINE, PER_FILE
 from ..errors import FxlintWarning, first_line
 from ..findings import Finding
 from ..registry import Registry, Rule, RuleContext, default_registry
@@ -34,16 +34,16 @@ from .graph import copy_graph_module, finish, node_code
 from .verify import Verifier
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..config import Settings
+    from ..project.config import Settings
 
 
 def view_of(gm: fx.GraphModule, origin: str, label: str = "graph") -> GraphView:
     """The canonical view of a graph being rewritten (roles of inputs as the capture gives them)."""
     if origin == "dynamo":
-        from ..capture import view_from_dynamo
+        from ..capture.graphs import view_from_dynamo
 
         return view_from_dynamo(gm, label)
-    from ..capture import fx_roles
+    from ..capture.graphs import fx_roles
 
     return build_view(gm, origin=origin, label=label, grad_enabled=torch.is_grad_enabled(), roles=fx_roles(gm))
 
@@ -56,12 +56,12 @@ def find_sites(view: GraphView, settings: Settings | None = None, training: bool
                registry: Registry | None = None, rules: Sequence[Rule] | None = None) -> list[SiteSpec]:
     """(finding, silenced) for every hit of every rule that has a rewrite, in graph order.
 
-    The rules run through the rule engine (``fxlint.engine.evaluate``) with the project's
+    The rules run through the rule engine (``fxlint.analysis.engine.evaluate``) with the project's
     ``settings``, so a finding silenced in a lint (``# fxlint: ignore`` on its line or an anchor,
     ``per-file-ignores``) is silenced here too and not rewritten. ``rules`` (default: the
     settings' rules, else every rule) narrows the set; only those whose ``fix`` names a
     registered rewrite are run."""
-    from ..engine import evaluate
+    from ..analysis.engine import evaluate
 
     reg = registry or default_registry()
     chosen = list(rules) if rules is not None else (list(settings.rules) if settings is not None else reg.rules())
@@ -204,8 +204,8 @@ def rewrite(
     safe_only: bool = False,
 ) -> RewriteResult:
     """Capture ``model`` as one graph, apply the safe rewrites, verify them (see ``fxlint.rewrite``)."""
-    from ..capture import capture_graph_module, normalise_inputs
-    from ..config import resolve, source_file_of
+    from ..capture.graphs import capture_graph_module, normalise_inputs
+    from ..project.config import resolve, source_file_of
 
     # the project's [tool.fxlint] applies as in fxlint.lint; unknown codes fail before anything runs
     settings = resolve(source_file_of(model), config=config, select=select, registry=registry)

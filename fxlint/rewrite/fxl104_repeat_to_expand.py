@@ -34,7 +34,7 @@ import torch.fx as fx
 
 from ..canon import CanonNode
 from ..canon.values import size_hint
-from ..tensorinfo import known
+from ..tensor.info import known
 from .base import Change, NotApplied, Site, register
 from .graph import bypass, refresh_values, retarget
 from .safety import view_hazard

@@ -64,12 +64,12 @@ from collections.abc import Callable
 
 import torch.fx as fx
 
-from ..alias import Aliasing
+from ..analysis.indexing import BasicIndex, Replacement, basic_equivalent
 from ..canon import CanonNode
+from ..canon.alias import Aliasing
+from ..canon.text import bytes_text, operand_name
 from ..canon.values import size_hint
-from ..indexing import BasicIndex, Replacement, basic_equivalent
-from ..source import Line, parse_line
-from ..text import bytes_text, operand_name
+from ..util.source import Line, parse_line
 from .base import Change, NotApplied, Site, register
 from .graph import refresh_values, retarget_as_basic_index
 from .pushdown import push_before_pointwise

@@ -22,7 +22,7 @@ import torch
 import torch.fx as fx
 
 from ..canon.values import FakeProp, fake_mode_of
-from ..capture import copy_graph_module  # noqa: F401  (re-exported: rewrites copy graphs here)
+from ..capture.graphs import copy_graph_module  # noqa: F401  (re-exported: rewrites copy graphs here)
 from ..errors import first_line
 from .base import NotApplied
 
@@ -46,7 +46,7 @@ def retarget_as_basic_index(gm: fx.GraphModule, old: fx.Node, base: fx.Node,
     """Make ``old`` compute ``base[items]`` with basic indexing, keeping its name and metadata.
 
     ``items`` are ("slice", (start, stop, step)), ("int", i) or ("newaxis", None), one per
-    subscript entry, as ``fxlint.indexing.BasicIndex.items`` gives them. Returns the nodes
+    subscript entry, as ``fxlint.analysis.indexing.BasicIndex.items`` gives them. Returns the nodes
     that now compute the result (the last one is ``old``).
     """
     graph = gm.graph

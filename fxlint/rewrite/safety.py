@@ -17,7 +17,7 @@ invisible to the program only when nobody can tell:
   but a view made under ``no_grad`` still requires grad through its base, so
   later ops (run with autograd back on) would send gradients where none went.
 
-Memory sharing and writes come from the one alias analysis, ``fxlint.alias``
+Memory sharing and writes come from the one alias analysis, ``fxlint.canon.alias``
 (``Aliasing``: every ``CanonNode.aliases`` edge - views, in-place results, ops
 that may hand back their input - closed transitively, conservatively: an op
 that *may* return its input counts).
@@ -25,11 +25,11 @@ that *may* return its input counts).
 
 from __future__ import annotations
 
-from ..alias import GRAPH_INPUTS, Aliasing, may_require_grad, writes_after
 from ..canon import CanonNode, GraphView
-from ..text import line_of, operand_name
+from ..canon.alias import GRAPH_INPUTS, Aliasing, may_require_grad, writes_after
+from ..canon.text import line_of, operand_name
 
-# re-exported: rewrites imported them from here before fxlint.alias held them
+# re-exported: rewrites imported them from here before fxlint.canon.alias held them
 __all__ = ["Aliasing", "may_require_grad", "view_hazard"]
 
 

@@ -158,7 +158,7 @@ def training_loss(out: Any, weights: dict[int, torch.Tensor]) -> torch.Tensor | 
     fixed random tensor of its shape (kept in ``weights`` across calls), summed. The gradient that
     flows back is dense, so the loss adds no copies of its own (``.sum()`` alone would send back
     stride-0 gradients that make kernels copy). None when no output requires grad."""
-    from ..capture import tensors_in
+    from ..capture.graphs import tensors_in
 
     outs = [o for o in tensors_in(out) if o.requires_grad and (o.dtype.is_floating_point or o.dtype.is_complex)]
     loss = None
@@ -179,7 +179,7 @@ def audit(target: Any, example_inputs: Any = None, *, train: bool = False, attri
     location): for compiled callables, where a torch-function mode would make
     Dynamo recompile what it runs.
     """
-    from ..capture import normalise_inputs, preserved_state, require_tensor_output
+    from ..capture.graphs import normalise_inputs, preserved_state, require_tensor_output
 
     fn, module = _as_runnable(target)
     args, kwargs = normalise_inputs(example_inputs)
@@ -213,7 +213,7 @@ def audit(target: Any, example_inputs: Any = None, *, train: bool = False, attri
             except (ModelError, CaptureError):
                 raise
             except Exception as exc:
-                from ..model_errors import model_error
+                from ..capture.model_errors import model_error
 
                 raise model_error(exc) from exc
     finally:

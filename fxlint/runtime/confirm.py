@@ -163,7 +163,7 @@ def confirm(report: Report, audit: AuditReport) -> Report:
 def time_split(audit: AuditReport, explained: set[int]) -> dict[str, int]:
     """Where the copy time goes: copies every program pays, copies a finding explains, copies
     nothing explains; and the same for the user's own files alone (not installed packages)."""
-    from ..grouping import library_of
+    from ..reporting.grouping import library_of
 
     def split(copies: list[CopyEvent], prefix: str) -> dict[str, int]:
         return {

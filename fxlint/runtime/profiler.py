@@ -37,7 +37,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ..source import Location, is_internal_file, user_frame
+from ..util.source import Location, is_internal_file, user_frame
 
 # Kineto prints "USDT: profiler_start/stop" lines on stderr at its default level; it reads the
 # level when the profiler first starts, so setting it here (before any profile) silences them.
@@ -318,7 +318,7 @@ def profile_copies(fn: Callable[..., Any], root: torch.nn.Module | None, *, attr
     and times its phases with it (``RawAudit.phase_ns``)."""
     from torch.profiler import ProfilerActivity, profile
 
-    from ..quiet import quiet_native_stderr
+    from ..util.quiet import quiet_native_stderr
 
     tracker = _ModuleTracker(root)
     mode = _SiteMode(tracker.stack)

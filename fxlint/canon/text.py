@@ -1,0 +1,227 @@
+"""How fxlint shows ops, sizes and operands in messages: the one home for that text.
+
+Every rule and rewrite renders through these functions, so one thing reads the
+same in every message:
+
+* bytes: ``bytes_text`` (``6.3 MB``; a symbolic size as its formula,
+  ``4*s0*s1 bytes``; None as ``an unknown number of bytes``);
+* shapes and strides as Python tuples: ``shape_text`` (``(2, 3)``, ``(5,)``),
+  ``layout_text`` (``float32 (2, 3) with strides (3, 1)``);
+* a permute as the user wrote it where the graph says how (``.t()``, ``.T``,
+  ``.mT``, ``.transpose(-2, -1)``, ``.permute(0, 3, 1, 2)``), and as the
+  shortest call otherwise (a suggested ``.transpose(1, 2)``): ``permute_text``;
+* a layout-making call (``call_text``: ``.permute(0, 3, 1, 2)``, ``[:, ::2]``,
+  ``.expand(4, 8)``) and a step of a view chain (``step_text``);
+* slices (``slice_text``: ``::2``, ``1:6:2``, ``:n``);
+* operands by the user's names (``operand_name``), places (``line_of``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..tensor.info import Dim, TensorInfo, human_bytes, known
+from .nodes import slice_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from . import CanonNode
+
+#: spellings of a permute that swap two dims the user named (``x.transpose(1, 2)``)
+TRANSPOSE_SPELLINGS = frozenset({"transpose", "transpose_", "swapaxes", "swapdims"})
+#: spellings shown as written (they take no dims)
+_AS_WRITTEN = {"t": ".t()", "T": ".T", "mT": ".mT"}
+
+
+# --------------------------------------------------------------------------- sizes
+
+
+def bytes_text(n: Dim | None) -> str:
+    """``6.3 MB`` for a known size, the formula for a symbolic one (``4*s0*s1 bytes``), and
+    ``an unknown number of bytes`` for None."""
+    if n is None:
+        return "an unknown number of bytes"
+    k = known(n)
+    return human_bytes(k) if k is not None else f"{n} bytes"
+
+
+def bytes_value(n: Dim | None) -> int | str | None:
+    """Bytes as a violation field (JSON-friendly): an int, or the formula under dynamic shapes."""
+    if n is None:
+        return None
+    k = known(n)
+    return k if k is not None else str(n)
+
+
+def shape_value(shape: Sequence[Dim]) -> tuple[int | str, ...]:
+    """A shape or strides as a violation field (JSON-friendly): ints, and a formula as its text under
+    dynamic shapes (``shape_text`` shows either the same way)."""
+    return tuple(k if (k := known(d)) is not None else str(d) for d in shape)
+
+
+def torch_name(x: Any) -> str:
+    """A dtype or memory format as people write it after ``torch.``: ``float32``, ``channels_last``."""
+    return str(x).replace("torch.", "")
+
+
+def dims_value(dims: Sequence[Dim] | None) -> tuple[int | str, ...] | None:
+    """A shape or strides as a violation field (JSON-friendly): ints, and a symbolic size as its
+    formula; ``shape_text`` shows it as the tensor's own shape would be shown."""
+    if dims is None:
+        return None
+    return tuple(k if (k := known(d)) is not None else str(d) for d in dims)
+
+
+def shape_text(shape: Sequence[Dim | str] | TensorInfo | None) -> str:
+    """A shape (or a tensor's shape) as a Python tuple: ``(2, 3)``, ``(5,)``, ``()``; ``?`` for None."""
+    if isinstance(shape, TensorInfo):
+        shape = shape.shape
+    if shape is None:
+        return "?"
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def strides_text(t: TensorInfo | None) -> str:
+    """A tensor's strides as a Python tuple; ``?`` for an unknown tensor."""
+    return shape_text(t.stride if t is not None else None)
+
+
+def args_text(shape: Sequence[Dim | str]) -> str:
+    """A shape as call arguments: ``2, 3``."""
+    return ", ".join(str(s) for s in shape)
+
+
+def layout_text(t: TensorInfo) -> str:
+    """``float32 (2, 3) with strides (3, 1)``."""
+    return strided_text(torch_name(t.dtype), t.shape, t.stride)
+
+
+def strided_text(dtype: str, shape: Sequence[Dim | str], stride: Sequence[Dim | str]) -> str:
+    """``layout_text`` from its parts (a violation's fields): ``float32 (2, 3) with strides (3, 1)``."""
+    return f"{dtype} {shape_text(shape)} with strides {shape_text(stride)}"
+
+
+# --------------------------------------------------------------------------- ops
+
+
+def permute_text(dims: Sequence[int] | None, spelling: str | None = None,
+                 written: Sequence[Any] | None = None) -> str:
+    """How a permute is shown: as the user spelled it where ``spelling`` says (``.t()``, ``.T``,
+    ``.mT``; ``.transpose(i, j)`` with the dims as ``written``), and for a suggested or
+    unknown spelling the shortest call (``.transpose(i, j)`` when it swaps two dims, else
+    ``.permute(...)``)."""
+    if dims is None:
+        return ".permute(...)"
+    if spelling in _AS_WRITTEN:
+        return _AS_WRITTEN[spelling]
+    moved = [i for i, d in enumerate(dims) if d != i]
+    if len(moved) == 2 and (spelling is None or spelling in TRANSPOSE_SPELLINGS):
+        i, j = written if written is not None and len(written) == 2 else moved
+        return f".transpose({i}, {j})"
+    return ".permute(" + ", ".join(str(d) for d in dims) + ")"
+
+
+def spelled_name(node: CanonNode) -> str:
+    """The name the op was called by: ``transpose`` for ``Tensor.transpose``, ``torch.transpose``
+    and ``aten.transpose.int`` alike."""
+    s = node.spelling
+    if s.startswith("aten.") and s.count(".") >= 2:
+        return s.split(".")[1]
+    return s.rsplit(".", 1)[-1]
+
+
+def _permute_of(node: CanonNode) -> str:
+    return permute_text(node.args.get("dims"), spelled_name(node), node.args.get("written"))
+
+
+def call_text(node: CanonNode) -> str:
+    """How the user spelled a layout-making call, e.g. ``.permute(0, 3, 1, 2)``, ``[:, ::2]``."""
+    op = node.op
+    if op == "permute":
+        return _permute_of(node)
+    if op == "slice":
+        return node.args["index"].render()
+    if op == "expand":
+        shape = node.args.get("shape")
+        return f".expand({args_text(shape)})" if shape is not None else ".expand(...)"
+    if op in ("view", "reshape"):
+        shape = node.args.get("shape")
+        name = node.spelling.rsplit(".", 1)[-1] if "." in node.spelling else node.spelling
+        name = {"default": "reshape", "using_ints": "flatten", "Tensor": "view"}.get(name, name)
+        return f".{name}({args_text(shape)})" if shape is not None else f".{name}(...)"
+    short = node.spelling.rsplit(".", 1)[-1]
+    return f".{short}(...)"
+
+
+def step_text(node: CanonNode) -> str:
+    """One step of a view chain by its canonical op (``.view(2, 16, 4, 8)``, ``.contiguous()``),
+    a permute or slice as ``call_text`` shows it."""
+    op = node.op
+    if op == "permute":
+        return _permute_of(node)
+    if op == "slice":
+        spec = node.args.get("index")
+        return spec.render() if spec is not None else "[...]"
+    if op in ("expand", "view", "reshape"):
+        shape = node.args.get("shape")
+        return f".{op}(" + ", ".join(str(s) for s in shape) + ")" if shape else f".{op}(...)"
+    if op == "contiguous":
+        return ".contiguous()"
+    return f".{op}(...)"
+
+
+def factory_text(node: CanonNode) -> str:
+    kind = node.args.get("kind", "tensor")
+    return f"torch.{kind}(...)"
+
+
+# --------------------------------------------------------------------------- operands and places
+
+_DYNAMO_INPUT = re.compile(r"L\['(\w+)'\]")
+
+
+def operand_name(node: CanonNode | None) -> str:
+    """A short name for a node in messages: the user's name for an input (Dynamo names inputs by
+    source, ``L['x']``; the user wrote ``x``), the dotted name of a parameter or buffer, else the
+    node name."""
+    if node is None:
+        return "x"
+    if node.kind == "input":
+        m = _DYNAMO_INPUT.fullmatch(node.param_name or "")
+        return m.group(1) if m else (node.name.removeprefix("l_").removesuffix("_") or node.name)
+    name = node.param_name or node.name
+    m = _DYNAMO_INPUT.fullmatch(name)
+    return m.group(1) if m else name
+
+
+def line_of(node: CanonNode | None) -> str:
+    """``line 12`` (``node x`` when the graph has no source lines; ``?`` for no node)."""
+    if node is None:
+        return "?"
+    if node.location is None:
+        return f"node {node.name}"
+    return f"line {node.location.line}"
+
+
+__all__ = [
+    "TRANSPOSE_SPELLINGS",
+    "args_text",
+    "bytes_text",
+    "bytes_value",
+    "call_text",
+    "dims_value",
+    "factory_text",
+    "layout_text",
+    "line_of",
+    "operand_name",
+    "permute_text",
+    "shape_text",
+    "shape_value",
+    "slice_text",
+    "spelled_name",
+    "step_text",
+    "strided_text",
+    "strides_text",
+    "torch_name",
+]

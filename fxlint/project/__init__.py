@@ -1,0 +1,2 @@
+"""Project configuration: the [tool.fxlint] table and baselines.
+"""

@@ -1,0 +1,2 @@
+"""What a report is made of beyond the findings: findings grouped by source line, the JSON schema.
+"""

@@ -1,0 +1,180 @@
+"""The JSON schema of ``fxlint lint --format json`` (and ``Report.to_dict()``).
+
+Generated from the code, so it cannot drift: the finding's typed fields come
+from ``fxlint.findings.Finding``, and each rule's ``details`` from the field
+annotations of the violation type it declares (``@rule(..., violation=...)``).
+``fxlint docs`` writes it to ``docs/report.schema.json``; the tests validate
+real reports against it (JSON Schema draft 2020-12).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+import typing
+from typing import Any, Union
+
+from ..findings import Finding, Severity
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+
+_FIELD_DOCS = {
+    "code": "rule code, e.g. FXL401",
+    "name": "rule name, e.g. index-as-slice",
+    "severity": "error, warning or info (after the project's severity overrides)",
+    "message": "what is wrong and what it costs, in one paragraph",
+    "file": "the user's source file (never a torch or fxlint frame); null for graphs without source",
+    "line": "the line in file",
+    "module_path": "the module that ran the line, e.g. encoder.layers.3.attn",
+    "bytes": "bytes copied per call (null when not a copy, or when dynamic shapes decide: see bytes_expr)",
+    "fix": "how to fix it",
+    "bytes_expr": "the bytes as a formula of Dynamo's size symbols, when dynamic",
+    "source": "the source line, stripped",
+    "node": "the FX node name",
+    "graph": "which captured graph, e.g. 'graph 0'",
+    "status": "runtime cross-check (confirm=True): confirmed, refuted or not-run",
+    "suppressed": "silenced by a comment or per-file-ignores (in 'suppressed' only)",
+    "copy_sizes": "bytes of each copy event the finding stands for, when several (or null)",
+    "backward_bytes": "bytes the backward copies again because of this site (0: none; null: not modelled)",
+    "repeats": "times the line runs per call (a loop); bytes is the total",
+    "tensor_shape": "for a claim that nothing is copied: the tensor it is about",
+    "dedup": "tells two findings of one rule on one line apart",
+    "time_ns": "with the runtime audit: measured time of the copies that back it, per call (profiler)",
+    "ranks": "under torch.distributed, gathered across ranks: the ranks that found it (null: not gathered)",
+    "details": "the rule's own data: the fields of its violation type",
+}
+
+
+def _json_type(tp: Any) -> dict[str, Any]:
+    """A JSON schema for a Python annotation (what ``Violation.to_dict`` produces from it)."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if tp is type(None):
+        return {"type": "null"}
+    if origin in (Union, types.UnionType):
+        return {"anyOf": [_json_type(a) for a in args]}
+    if origin is typing.Literal:
+        return {"enum": list(args)}
+    if tp is bool:
+        return {"type": "boolean"}
+    if tp is int:
+        return {"type": "integer"}
+    if tp is float:
+        return {"type": "number"}
+    if tp is str:
+        return {"type": "string"}
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return {"enum": [m.value for m in tp]}
+    if origin in (tuple, list, typing.Sequence) or tp in (tuple, list):
+        if args and not (len(args) == 2 and args[1] is Ellipsis) and origin is tuple:
+            return {"type": "array", "prefixItems": [_json_type(a) for a in args], "items": False}
+        item = args[0] if args else Any
+        return {"type": "array", "items": _json_type(item)}
+    if origin in (dict, typing.Mapping) or tp is dict:
+        return {"type": "object"}
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _dataclass_schema(tp)
+    return {}  # Any, or a type rendered as text: no constraint
+
+
+def _dataclass_schema(cls: type, docs: dict[str, str] | None = None, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    props: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name in skip or f.name.startswith("_"):
+            continue
+        s = _json_type(hints.get(f.name, Any))
+        if docs and f.name in docs:
+            s = {**s, "description": docs[f.name]}
+        props[f.name] = s
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+def finding_schema(registry: Any = None) -> dict[str, Any]:
+    """One finding: the typed fields, and per rule code the shape of ``details``."""
+    from ..registry import default_registry
+
+    base = _dataclass_schema(Finding, _FIELD_DOCS, skip=("violation",))
+    base["properties"]["severity"] = {"enum": [s.value for s in Severity], "description": _FIELD_DOCS["severity"]}
+    base["properties"]["details"] = {"type": "object", "description": _FIELD_DOCS["details"]}
+    base["required"].append("details")
+    base["properties"]["group"] = {"type": ["string", "null"],
+                                   "description": "the id of its (code, source line) group in 'groups'"}
+    reg = registry or default_registry()
+    per_rule = []
+    for rule in reg.rules():
+        if rule.violation is None:
+            continue
+        per_rule.append({
+            "if": {"properties": {"code": {"const": rule.code}}, "required": ["code"]},
+            "then": {"properties": {"details": _dataclass_schema(rule.violation)}},
+        })
+    if per_rule:
+        base["allOf"] = per_rule
+    return base
+
+
+_NULL_INT = {"type": ["integer", "null"]}
+_NULL_STR = {"type": ["string", "null"]}
+GROUP: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "code", "instances", "bytes", "message"],
+    "additionalProperties": False,
+    "properties": {
+        "id": {"type": "string", "description": "CODE@location"},
+        "code": {"type": "string"}, "name": {"type": "string"},
+        "severity": {"enum": [s.value for s in Severity]},
+        "file": _NULL_STR, "line": _NULL_INT, "node": _NULL_STR, "location": {"type": "string"},
+        "library": {**_NULL_STR, "description": "the installed package the line is in (null: the user's file)"},
+        "instances": {"type": "integer", "description": "findings (module instances) on this line"},
+        "modules": {**_NULL_STR, "description": "the module paths, compressed: blocks.{0..23}.attn"},
+        "module_paths": {"type": "array", "items": {"type": "string"}},
+        "bytes": {**_NULL_INT, "description": "bytes per call, summed over the instances"},
+        "bytes_expr": _NULL_STR, "backward_bytes": _NULL_INT,
+        "time_ns": {**_NULL_INT, "description": "measured time of its copies per call (with the audit)"},
+        "message": {"type": "string"}, "fix": _NULL_STR,
+        "statuses": {"type": "object", "additionalProperties": {"type": "integer"}},
+    },
+}
+
+
+def report_schema(registry: Any = None) -> dict[str, Any]:
+    """The schema of one report (``fxlint lint --format json``)."""
+    finding = {"$ref": "#/$defs/finding"}
+    return {
+        "$schema": DRAFT,
+        "$id": "https://fxlint.dev/schemas/report.schema.json",
+        "title": "fxlint report",
+        "type": "object",
+        "required": ["findings", "suppressed", "baselined", "summary", "errors"],
+        "properties": {
+            "version": {"type": "string", "description": "the fxlint version that wrote it"},
+            "findings": {"type": "array", "items": finding, "description": "active findings, most bytes first"},
+            "suppressed": {"type": "array", "items": finding},
+            "baselined": {"type": "array", "items": finding},
+            "summary": {"type": "object", "required": ["findings", "errors", "warnings", "infos", "bytes_per_call"],
+                        "properties": {k: {"type": "integer"} for k in (
+                            "findings", "errors", "warnings", "infos", "suppressed", "baselined",
+                            "bytes_per_call", "graphs", "graph_breaks", "internal_errors", "confirmed",
+                            "refuted", "not_run")} | {"by_code": {"type": "object",
+                                                                 "additionalProperties": {"type": "integer"}}}},
+            "groups": {"type": "array", "items": GROUP,
+                       "description": "one per (code, source line), in the order the text report shows them"},
+            "errors": {"type": "array", "items": {"type": "string"},
+                       "description": "fxlint internal failures (a rule that raised), one line each"},
+            "runtime": {"type": "object", "description": "present with confirm=True: the audit's summary and the "
+                                                         "runtime copies no finding explains"},
+        },
+        "$defs": {"finding": finding_schema(registry)},
+    }
+
+
+def zoo_schema(registry: Any = None) -> dict[str, Any]:
+    """``fxlint lint --zoo --format json``: one report per model."""
+    one = report_schema(registry)
+    defs = one.pop("$defs")
+    one.pop("$schema"), one.pop("$id")
+    return {"$schema": DRAFT, "title": "fxlint zoo report", "type": "object", "required": ["models"],
+            "properties": {"models": {"type": "object", "additionalProperties": {"$ref": "#/$defs/report"}}},
+            "$defs": {**defs, "report": one}}

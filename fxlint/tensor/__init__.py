@@ -1,0 +1,3 @@
+"""Tensor and layout arithmetic: sizes and strides that may be symbols, ATen's layout rules, view/reshape
+feasibility, a node's tensor facts.
+"""

@@ -1,0 +1,3 @@
+"""Foundation helpers below everything else: perf guards, third-party compatibility, progress, quiet logs, state
+restoring, source lines, output files.
+"""

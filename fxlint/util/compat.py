@@ -1,0 +1,121 @@
+"""Third-party packages that fxlint's census and tests import, made importable on a CPU torch.
+
+torchvision ships a compiled extension (``torchvision/_C.so``) built against one exact torch
+build. Installed next to a torch it was not built for (the registry's CUDA torchvision wheel next
+to the CPU ``torch==2.13.0+cpu`` this project pins), the extension does not load. torchvision has a
+designed mode for that: ``torchvision.extension._has_ops()`` is False and every C op (``nms``,
+``roi_align``, ``deform_conv2d``...) raises torchvision's own ``RuntimeError("Couldn't load custom
+C++ ops...")`` when it is called; models, transforms and ``torchvision.ops.misc`` are plain Python
+and work. Only two modules of torchvision's ``__init__`` do not honour that mode:
+``torchvision._meta_registrations`` and ``torchvision._autograd_registrations`` register fake
+(meta) and autograd kernels for the C ops, and the first registration raises
+``RuntimeError: operator torchvision::nms does not exist``. So without help:
+
+* ``import torchvision`` raises that error;
+* ``import timm`` raises it too (timm imports ``torchvision.ops.misc``);
+* transformers finds torchvision installed, imports it, and its lazy model imports fail
+  (``ModuleNotFoundError: Could not import module 'BertModel'``).
+
+What this module does, and only when torchvision's C extension did not load under this torch
+(decided by torchvision itself, at the point of its own import where it has just tried to load
+``_C``): it supplies empty stand-ins for those two registration modules, so ``import
+torchvision`` completes in its python-only mode. There is nothing to register when the operators
+do not exist. Calling a C op still raises torchvision's own error.
+
+What a user sees:
+
+* matching torch and torchvision (CPU + CPU, or CUDA + CUDA of the same release): the extension
+  loads, the stand-ins are never used, torchvision imports exactly as it would without fxlint
+  (``ensure_torchvision_importable()`` returns ``"native"``);
+* a mismatched pair (the CPU torch with a CUDA torchvision wheel, as in this project's venv):
+  without this module, the import errors above; with it, torchvision, timm and transformers import,
+  torchvision's models build and run, and ``torchvision.ops.nms`` (and the other C ops) raise
+  torchvision's "Couldn't load custom C++ ops" error when called (``"python-only"``);
+* torchvision not installed: nothing happens (``"absent"``).
+
+fxlint itself never imports torchvision. The CLI installs the fallback before it loads a TARGET
+(``fxlint lint model.py:make`` on a file that imports timm works with either wheel); the census in
+``bench/census.py`` and the test suite's ``conftest.py`` call it too. In your own scripts, call
+``fxlint.util.compat.ensure_torchvision_importable()`` before ``import timm`` / ``import torchvision``.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import types
+from collections.abc import Sequence
+
+__all__ = ["ensure_torchvision_importable", "install_torchvision_fallback", "torchvision_mode"]
+
+#: torchvision's modules that register kernels for its C operators at import time
+_REGISTRATION_MODULES = ("torchvision._meta_registrations", "torchvision._autograd_registrations")
+
+
+class _StandInLoader(importlib.abc.Loader):
+    """Creates an empty module in place of a registration module with nothing to register."""
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        mod = types.ModuleType(spec.name)
+        mod.__doc__ = (f"fxlint.util.compat stand-in for {spec.name}: torchvision's C extension did not load under "
+                       "this torch, so there are no C operators to register kernels for.")
+        return mod
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
+class _TorchvisionFallbackFinder(importlib.abc.MetaPathFinder):
+    """Answers the imports of torchvision's registration modules with stand-ins, but only when
+    ``torchvision.extension`` (imported first by torchvision's ``__init__``) reports no C ops;
+    every other import, and every import when the ops loaded, goes to the normal finders."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in _REGISTRATION_MODULES:
+            return None
+        ext = sys.modules.get("torchvision.extension")
+        has_ops = getattr(ext, "_has_ops", None)
+        if has_ops is None or has_ops():
+            return None  # the extension loaded (or torchvision changed its layout): import as usual
+        return importlib.util.spec_from_loader(fullname, _StandInLoader())
+
+
+_FINDER = _TorchvisionFallbackFinder()
+
+
+def install_torchvision_fallback() -> None:
+    """Put the fallback in place for later imports of torchvision (idempotent, imports nothing).
+
+    Cheap enough for a test suite's start-up: torchvision is imported only when something asks
+    for it, and the stand-ins are used only if its C extension then fails to load."""
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)
+
+
+def torchvision_mode() -> str:
+    """``"native"``, ``"python-only"`` or ``"absent"`` for a torchvision that is already imported
+    (``"absent"`` also when it is installed but not imported yet)."""
+    tv = sys.modules.get("torchvision")
+    if tv is None:
+        return "absent"
+    ext = sys.modules.get("torchvision.extension")
+    return "native" if ext is not None and ext._has_ops() else "python-only"
+
+
+def ensure_torchvision_importable() -> str:
+    """Make ``import torchvision`` (and so timm and transformers) work under this torch, import it,
+    and say how it runs: ``"native"`` (its C extension loaded; nothing was changed),
+    ``"python-only"`` (the extension did not load; the stand-ins let the import complete and
+    torchvision's C ops raise its own error when called) or ``"absent"`` (not installed).
+
+    Any other import error of torchvision propagates unchanged.
+    """
+    if "torchvision" not in sys.modules and importlib.util.find_spec("torchvision") is None:
+        return "absent"
+    install_torchvision_fallback()
+    import torchvision  # noqa: F401
+
+    return torchvision_mode()
