@@ -149,3 +149,16 @@ def test_one_accessor_for_a_nodes_value():
     offenders = [f"{p.relative_to(ROOT)}:{i}" for name, p in MODULES.items() if name != "fxlint.canon._fx"
                  for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
     assert not offenders, offenders
+
+
+def test_one_walk_up_a_view_chain():
+    """Analyses walk up chains of views through ``CanonNode.view_chain()`` (views, or views and
+    maybe-views): no module keeps its own loop over ``.input`` or its own table of view ops."""
+    import re
+
+    loop = re.compile(r"while\b.*(\.is_view\b|\.input\b)")
+    table = re.compile(r"^_?VIEW\w*\s*=\s*\(")
+    offenders = [f"{p.relative_to(ROOT)}:{i}" for name, p in MODULES.items() if name != "fxlint.canon.nodes"
+                 for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+                 if loop.search(line) or table.match(line.strip())]
+    assert not offenders, offenders

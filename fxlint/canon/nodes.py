@@ -123,11 +123,19 @@ class CanonNode:
     def is_view(self) -> bool:
         return self.op in _traits.VIEW
 
-    def view_chain(self) -> list[CanonNode]:
+    @property
+    def is_maybe_view(self) -> bool:
+        """``reshape``, ``contiguous``, ``to``: a view of its input or a copy, depending on the layout."""
+        return self.op in _traits.MAYBE_VIEW
+
+    def view_chain(self, *, maybe_views: bool = False) -> list[CanonNode]:
         """This node, then each view's input up to the tensor they all view (the last item, itself
-        when this node is no view): the one walk up a chain of views every analysis uses."""
+        when this node is no view): the one walk up a chain of views every analysis uses.
+
+        ``maybe_views=True`` walks through ``reshape``/``contiguous``/``to`` too: the ops a layout travels
+        through unchanged in meaning (how an operand's layout came about, and its text)."""
         chain = [self]
-        while chain[-1].is_view and chain[-1].input is not None:
+        while (chain[-1].is_view or (maybe_views and chain[-1].is_maybe_view)) and chain[-1].input is not None:
             chain.append(chain[-1].input)
         return chain
 

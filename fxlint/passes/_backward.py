@@ -40,8 +40,9 @@ def backward_layout_copies(node: CanonNode) -> list[tuple[CanonNode, Dim]]:
     out: list[tuple[CanonNode, Dim]] = []
     shape = tuple(src.tensor.shape)
     stride = contiguous_strides(shape)  # the gradient of a copy is contiguous in the copy's shape
-    cur = src
-    while cur is not None and cur.input is not None and cur.input.tensor is not None and cur.is_view:
+    for cur in src.view_chain()[:-1]:  # each view, up to the tensor they view
+        if cur.input is None or cur.input.tensor is None:
+            break
         parent = cur.input.tensor
         if cur.op == "permute" and cur.args.get("dims") is not None:
             dims = cur.args["dims"]
@@ -63,7 +64,6 @@ def backward_layout_copies(node: CanonNode) -> list[tuple[CanonNode, Dim]]:
             return out  # slices, expands...: not modelled
         if not cur.input.tensor.requires_grad:
             return out
-        cur = cur.input
     return out
 
 

@@ -31,10 +31,6 @@ from ..tensor.info import TensorInfo
 from ..tensor.symbolic import Dim, known, sum_of
 from ..util.source import source_line
 
-#: view ops a layout travels through unchanged in meaning (what made the strides)
-_VIEW_CHAIN = ("permute", "slice", "expand", "view", "reshape", "detach", "squeeze", "unsqueeze", "narrow",
-               "select", "unflatten", "as_strided", "contiguous")
-
 
 def total(copies: Iterable[KernelCopy]) -> Dim:
     """Bytes of all ``copies`` together."""
@@ -106,7 +102,7 @@ def origin(node: CanonNode | None, consumer: CanonNode | None = None, max_steps:
         if assigned is not None:
             base = assigned
             break
-        if cur.op in _VIEW_CHAIN and cur.input is not None and len(steps) < max_steps:
+        if (cur.is_view or cur.is_maybe_view) and cur.input is not None and len(steps) < max_steps:
             steps.append(step_text(cur))
             cur = cur.input
             continue
@@ -167,21 +163,19 @@ class InputLayout:
 
 def made_by_permute(node: CanonNode | None) -> CanonNode | None:
     """The permute node (through other views) that gave ``node`` its layout, if any."""
-    cur = node
-    while cur is not None and cur.op in _VIEW_CHAIN:
-        if cur.op == "permute":
-            return cur
-        cur = cur.input
-    return None
+    if node is None:
+        return None
+    return next((cur for cur in node.view_chain(maybe_views=True) if cur.op == "permute"), None)
 
 
 def where(node: CanonNode | None, consumer: CanonNode | None = None) -> str | None:
     """``file:line`` of the user's line that made ``node`` (through views on the consumer's own line,
     e.g. ``k.transpose(-2, -1)`` written inside the matmul)."""
-    while (node is not None and consumer is not None and node.op in _VIEW_CHAIN and node.input is not None
-           and node.location is not None and consumer.location is not None
-           and (node.location.file, node.location.line) == (consumer.location.file, consumer.location.line)):
-        node = node.input
+    if node is not None and consumer is not None and consumer.location is not None:
+        line = (consumer.location.file, consumer.location.line)
+        node = next((cur for cur in node.view_chain(maybe_views=True)
+                     if cur.location is None or (cur.location.file, cur.location.line) != line
+                     or not (cur.is_view or cur.is_maybe_view)), node.view_chain(maybe_views=True)[-1])
     if node is None or node.location is None or node.kind != "op":
         return None
     # as locations are shown everywhere: relative to the working directory, or from the package

@@ -168,9 +168,7 @@ def match(node: CanonNode) -> tuple[str, CanonNode, CanonNode, CanonNode] | None
     if value.op in _INPLACE and value.input is not None and _is_region(value.input, base, index):
         return "self-assign", base, value.input, value
     # a write-back: a fresh tensor (optionally viewed back to the region's shape) whose one user is the write
-    top = value
-    while top.is_view and top.input is not None and len(real_users(top)) == 1:
-        top = top.input
+    top = next(c for c in value.view_chain() if not (c.is_view and c.input is not None and len(real_users(c)) == 1))
     if top.op not in _ARITH or len(real_users(top)) != 1 or len(real_users(value)) != 1:
         return None
     region = _find_region(top, base, index)

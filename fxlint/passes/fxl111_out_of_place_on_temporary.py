@@ -52,6 +52,7 @@ node), `copied` (bytes per call).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -114,16 +115,17 @@ def _private_base(src: CanonNode) -> CanonNode | None:
     """The tensor whose memory ``src`` is: ``src`` itself, or the base of a chain of views each read only
     by the next (``(a + b).view(...)``: writing the view in place writes a temporary nobody else reads).
     None when a view's base is read by something else too."""
-    while src.is_view:
-        t = src.tensor
+    chain = src.view_chain()
+    if chain[-1].is_view:
+        return None  # a view of nothing the graph shows
+    for view, base in itertools.pairwise(chain):
+        t = view.tensor
         if t is None or t.is_contiguous() is not True:
             # out-of-place masked_fill returns a contiguous clone, the in-place one keeps the view's
             # strides: a transposed or expanded view would change what later ops see (or can view)
             return None
-        base = src.input
-        if base is None or [u.node for u in real_users(base)] != [src.node]:
+        if [u.node for u in real_users(base)] != [view.node]:
             return None
         if base.tensor is None or base.tensor.numel != t.numel:
             return None  # a part of the base (a slice): the result would keep the whole base alive
-        src = base
-    return src
+    return chain[-1]

@@ -229,7 +229,7 @@ class _Use:
 
 #: steps a tile may pass through on its way to the matmul: views that keep the repeated dim whole,
 #: and elementwise ops whose other operands are the same for every copy (``q * scale``)
-_VIEWS = ("reshape", "view", "permute")
+_TILE_STEPS = ("reshape", "view", "permute")
 _MAX_STEPS = 6
 
 
@@ -246,7 +246,7 @@ def _ratio(out: Dim, inp: Dim) -> Dim | None:
 
 def _matmul_uses(node: CanonNode, dim: int, via: tuple[str, ...]) -> list[_Use]:
     """Every batched matmul that reads ``node`` (whose dim ``dim`` is the tiled one), directly or through
-    ``_VIEWS`` and elementwise steps; empty when any path ends elsewhere (cat, conv, an in-place write, the
+    ``_TILE_STEPS`` and elementwise steps; empty when any path ends elsewhere (cat, conv, an in-place write, the
     graph's output)."""
     users = real_users(node)
     if not users or node.tensor is None:

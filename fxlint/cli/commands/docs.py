@@ -42,8 +42,8 @@ def generated_pages() -> dict[str, str]:
     from ...registry import all_rules
     from ...renderers.ruledoc import pages
     from ...reporting.schema import report_schema
+    from ..app import build_parser
     from ..clidoc import render_cli
-    from ..main import build_parser
 
     out = {f"{RULES}/{name}": text for name, text in pages(all_rules()).items()}
     out[CLI_PAGE] = render_cli(build_parser())
