@@ -62,7 +62,10 @@ def lint(
 
     ``target`` is an ``nn.Module`` or callable (captured through Dynamo, graph
     breaks allowed, every graph analysed; it runs once and its buffers and the
-    RNG state are restored), a ``torch.fx.GraphModule`` (values propagated
+    RNG state are restored; when that call fills a cache the module keeps, the
+    second call is captured and reported, and ``Report.first_call`` says what
+    only the first did: docs/python-api.md, "The steady state"), a
+    ``torch.fx.GraphModule`` (values propagated
     from ``example_inputs`` with fake tensors) or a
     ``torch.export.ExportedProgram``. ``example_inputs`` is a tensor, a
     tuple/list of positional inputs, or a dict of keyword inputs.
@@ -138,6 +141,12 @@ def lint(
     with probing(settings.probe if probe is None else probe, max_mib=settings.probe_max_mib) as probe_stats:
         report = run_rules(captured.program(), settings.rules,
                            RuleContext(training=training, device=simulation.device if simulation else None), settings)
+        if captured.first_call is not None:  # the first call filled a cache: say what only it does
+            from .findings import first_call_only
+
+            first = run_rules(captured.first_call.program(), settings.rules, RuleContext(training=training),
+                              settings)
+            report.first_call = first_call_only(first, report, captured.caches)
     report.extras["probe"] = probe_stats.describe()
     if simulation is not None:
         report.extras["device"] = simulation.describe()

@@ -295,7 +295,7 @@ def _lint(gm: fx.GraphModule, label: str, opts: BackendOptions, settings: Settin
     from .analysis.engine import run_rules
     from .capture.graphs import ended_by, view_from_dynamo
     from .capture.program import Program
-    from .session import publish
+    from .session import frame_key, publish
 
     view = view_from_dynamo(gm, label)
     # Dynamo hands the backend one graph at a time: the program is this graph and
@@ -309,6 +309,7 @@ def _lint(gm: fx.GraphModule, label: str, opts: BackendOptions, settings: Settin
     if end is not None:
         report.graph_breaks = 1
         report.extras["breaks"] = [end]
+    report.extras["frame"] = frame_key(gm)  # a recompile of this frame on the same inputs replaces it
     _log_report(label, report, opts.ranks)
     publish(report)
     return report

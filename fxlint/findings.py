@@ -195,6 +195,29 @@ def sort_by_cost(findings: Iterable[Finding]) -> list[Finding]:
 
 
 @dataclass
+class FirstCall:
+    """What the first call does that the later ones do not: it filled ``caches`` (module attributes,
+    ``blocks.0.attn.attention_bias_cache``), and ``findings`` are that call's alone (the lint reports
+    the second call, the program that runs on every call)."""
+
+    caches: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"caches": list(self.caches), "findings": [f.to_dict() for f in self.findings]}
+
+
+def first_call_only(first: Report, steady: Report, caches: list[str]) -> FirstCall:
+    """The findings of the first call's report that the steady-state report has not (same rule, same
+    line), with the caches that call filled."""
+    def key(f: Finding) -> tuple:
+        return (f.code, f.file, f.line) if f.file is not None else (f.code, f.node)
+
+    seen = {key(f) for f in [*steady.findings, *steady.suppressed, *steady.baselined]}
+    return FirstCall(list(caches), [f for f in first.findings if key(f) not in seen])
+
+
+@dataclass
 class Report:
     """The result of a lint: active findings, silenced ones, and any internal errors."""
 
@@ -206,6 +229,7 @@ class Report:
     errors: list[str] = field(default_factory=list)  # fxlint internal failures, per rule
     unexplained: list[dict[str, Any]] = field(default_factory=list)  # runtime copies no finding explains
     audit_summary: dict[str, Any] | None = None  # set when the report was confirmed by the audit
+    first_call: FirstCall | None = None  # set when the first call filled a cache (the report is the second's)
     extras: dict[str, Any] = field(default_factory=dict)
 
     def __iter__(self) -> Iterator[Finding]:
@@ -258,6 +282,8 @@ class Report:
         }
         if self.audit_summary is not None:
             d["runtime"] = {"audit": self.audit_summary, "unexplained": self.unexplained}
+        if self.first_call is not None:
+            d["first_call"] = self.first_call.to_dict()
         return d
 
     def __str__(self) -> str:

@@ -10,7 +10,7 @@ import contextlib
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .findings import Finding, Report, dedupe
 
@@ -18,11 +18,52 @@ if TYPE_CHECKING:  # pragma: no cover
     from .rewrite.base import AppliedRewrite, RewriteResult, SkippedRewrite
 
 
+def frame_key(gm: Any) -> tuple[Any, int, tuple] | None:
+    """Which Python frame Dynamo compiled ``gm`` from, which compile of it this is, and the shapes of
+    the frame's own arguments (``L['x']``; not the module state it reads, which a cache fill changes):
+    (frame id, compile number, argument signature); None outside a Dynamo compile."""
+    import re
+
+    from torch._guards import CompileContext
+
+    from .canon._fx import value_of
+    from .capture.roles import dynamo_roles
+
+    cid = CompileContext.current_compile_id()
+    if cid is None or cid.frame_id is None:
+        return None
+    roles = dynamo_roles(gm)
+    sig = []
+    for n in gm.graph.nodes:
+        kind, name = roles.get(n.name, ("input", None))
+        if n.op != "placeholder" or kind != "input" or not re.fullmatch(r"L\['[^']*'\]", name or ""):
+            continue
+        v = value_of(n)
+        tensor = hasattr(v, "shape") and hasattr(v, "dtype")
+        sig.append(f"{name}:{tuple(v.shape)}:{v.dtype}" if tensor else f"{name}:{type(v).__name__}")
+    return (cid.frame_id, cid.frame_compile_id or 0, tuple(sig))
+
+
+def steady_reports(reports: list[Report]) -> list[Report]:
+    """The reports of the program that runs now: a recompile of a frame on inputs of the same shapes
+    (the first call filled a cache, a flag changed: guards on the module's state failed) replaces that
+    frame's earlier compile; a recompile for new shapes keeps both (both programs run)."""
+    latest: dict[tuple, int] = {}
+    for r in reports:
+        key = r.extras.get("frame")
+        if key is not None:
+            frame, n, sig = key
+            latest[(frame, sig)] = max(latest.get((frame, sig), n), n)
+    return [r for r in reports if r.extras.get("frame") is None
+            or r.extras["frame"][1] == latest[(r.extras["frame"][0], r.extras["frame"][2])]]
+
+
 @dataclass
 class Session:
     """Findings of every graph compiled with ``backend="fxlint"`` while the session was open.
 
-    The same finding from a recompile (new shapes, new guards) is kept once.
+    The same finding from a recompile for new shapes is kept once; a recompile of a frame on inputs of
+    the same shapes (after the first call filled a cache) replaces the earlier compile's findings.
     """
 
     reports: list[Report] = field(default_factory=list)
@@ -40,11 +81,11 @@ class Session:
 
     @property
     def findings(self) -> list[Finding]:
-        return dedupe(f for r in self.reports for f in r.findings)
+        return dedupe(f for r in steady_reports(self.reports) for f in r.findings)
 
     @property
     def suppressed(self) -> list[Finding]:
-        return dedupe(f for r in self.reports for f in r.suppressed)
+        return dedupe(f for r in steady_reports(self.reports) for f in r.suppressed)
 
     @property
     def graphs(self) -> int:

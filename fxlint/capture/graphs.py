@@ -44,6 +44,10 @@ class Captured:
     origin: str = "dynamo"
     module: torch.nn.Module | None = None
     reach: AutogradReach | None = None  # what autograd reached from the returned values
+    #: the first call's capture, when that call filled a cache the later calls read (``caches``): the
+    #: views above are then the second call's, the program that runs on every call
+    first_call: Captured | None = None
+    caches: list[str] = field(default_factory=list)  # "blocks.0.attn.attention_bias_cache"
 
     def program(self) -> Program:
         return Program(list(self.views), list(self.breaks), self.reach)
@@ -131,6 +135,56 @@ def view_from_dynamo(gm: fx.GraphModule, label: str) -> GraphView:
 
 
 def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Captured:
+    """The program that runs on every call. The first call is captured; when it changed the module's
+    own Python state in a way the next call does not change again (it filled a cache: a dict of
+    attention biases, a tensor of relative indices built for this input size), the model is captured
+    once more and that second call is what is linted; the first is kept in ``first_call``."""
+    module = target if isinstance(target, torch.nn.Module) else getattr(target, "__self__", None)
+    module = module if isinstance(module, torch.nn.Module) else None
+    before = state_marks(module)
+    first = _capture_dynamo_once(target, args, kwargs)
+    after = state_marks(module)
+    changed = [k for k in after if before.get(k) != after[k]]
+    if not changed or module is None:
+        return first
+    try:  # once more, eagerly: what changes on every call (a step counter) is not a cache
+        with preserved_state(module, (args, kwargs)), quiet_torch_logs():
+            target(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - the capture ran it; the first call's program stands
+        return first
+    again = state_marks(module)
+    caches = [k for k in changed if again.get(k) == after[k]]
+    if not caches:
+        return first
+    steady = _capture_dynamo_once(target, args, kwargs)
+    steady.first_call, steady.caches = first, caches
+    return steady
+
+
+#: what every nn.Module keeps in its __dict__ (hooks, parameter and buffer tables), and what torch.compile
+#: itself marks a module with: not the model's own state
+_MODULE_KEYS = frozenset(vars(torch.nn.Module())) | {"_is_torch_compile"}
+
+
+def state_marks(module: torch.nn.Module | None) -> dict[str, tuple[int, int | None]]:
+    """A mark of each attribute a module (and its submodules) keeps in Python (not its parameters,
+    buffers or submodules, which ``preserved_state`` restores): the object's identity, and the length
+    of a container, so a cache a call fills (a dict that gains an entry, a tensor assigned in place of
+    None) reads as a changed mark."""
+    if module is None:
+        return {}
+    marks: dict[str, tuple[int, int | None]] = {}
+    for path, m in module.named_modules():
+        for key, value in vars(m).items():
+            if key in _MODULE_KEYS or key.startswith(("_dynamo", "_torchdynamo")) \
+                    or isinstance(value, torch.nn.Module):
+                continue
+            size = len(value) if isinstance(value, (dict, list, set)) else None
+            marks[f"{path}.{key}" if path else key] = (id(value), size)
+    return marks
+
+
+def _capture_dynamo_once(target: Callable[..., Any], args: tuple, kwargs: dict) -> Captured:
     import torch._dynamo
     import torch._dynamo.convert_frame as convert_frame
     import torch._dynamo.utils as dynamo_utils

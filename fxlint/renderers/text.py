@@ -75,9 +75,30 @@ def render_text(report: Report, *, width: int | None = None, group: bool = True,
         if len(report.unexplained) > 20:
             lines.append(f"... and {len(report.unexplained) - 20} more lines (--format json lists them all)")
         lines.append("")
+    if report.first_call is not None:
+        lines.extend(first_call_lines(report))
+        lines.append("")
     for err in report.errors:
         lines.append(f"internal error (rule skipped): {err}")
     return "\n".join(lines).rstrip("\n")
+
+
+def first_call_lines(report: Report) -> list[str]:
+    """The steady-state note: which caches the first call filled, and the lines only that call runs."""
+    fc = report.first_call
+    if fc is None:
+        return []
+    more = len(fc.caches) - 4
+    caches = ", ".join(f"`{c}`" for c in fc.caches[:4]) + (f" and {more} more" if more > 0 else "")
+    out = [f"Steady state: the first call fills {caches}; this report is the second call, the program that runs "
+           "on every call."]
+    if fc.findings:
+        where = sorted({location_text(f"{f.file}:{f.line}") if f.file else (f.node or "?") for f in fc.findings})
+        shown = ", ".join(where[:6]) + (f" and {len(where) - 6} more" if len(where) > 6 else "")
+        n = len(fc.findings)
+        out.append(f"  {n} finding{'s' if n != 1 else ''} of the first call only (not reported: the model already "
+                   f"keeps that result for the next calls): {shown}")
+    return out
 
 
 def summary_block(report: Report, groups: list[Group], *, hidden: int = 0, top: int = 5) -> list[str]:
@@ -169,7 +190,9 @@ def _group_blocks(groups: list[Group], width: int, timed: bool) -> str:
         if g.fix:
             out.extend(textwrap.wrap("fix: " + g.fix, wrap, initial_indent="    ", subsequent_indent="      "))
         if g.statuses:
-            out.append("    runtime: " + ", ".join(f"{n} {s}" for s, n in sorted(g.statuses.items())))
+            out.append("    runtime: " + ", ".join(f"{n} {s}" for s, n in sorted(g.statuses.items()))
+                       + (" (the audited call did not run this line: it runs only on some calls, or only "
+                          "while torch.compile traces)" if "not-run" in g.statuses else ""))
         out.append("")
     return "\n".join(out).rstrip("\n")
 

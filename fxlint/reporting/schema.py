@@ -165,6 +165,13 @@ def report_schema(registry: Any = None) -> dict[str, Any]:
                        "description": "fxlint internal failures (a rule that raised), one line each"},
             "runtime": {"type": "object", "description": "present with confirm=True: the audit's summary and the "
                                                          "runtime copies no finding explains"},
+            "first_call": {"type": "object", "required": ["caches", "findings"], "additionalProperties": False,
+                           "description": "present when the first call filled a cache the later calls read: the "
+                                          "report is then the second call's, and these findings are the first "
+                                          "call's alone",
+                           "properties": {"caches": {"type": "array", "items": {"type": "string"},
+                                                     "description": "module attributes the first call filled"},
+                                          "findings": {"type": "array", "items": finding}}},
         },
         "$defs": {"finding": finding_schema(registry)},
     }
