@@ -180,13 +180,14 @@ def dedupe(findings: Iterable[Finding]) -> list[Finding]:
     return out
 
 
-def sort_by_cost(findings: Iterable[Finding]) -> list[Finding]:
-    """Most expensive first, then most severe, then by location."""
+def sort_by_harm(findings: Iterable[Finding]) -> list[Finding]:
+    """Most harmful first: errors (a parameter that never trains, a program that raises on the target
+    device), then warnings, then infos; within each, the most bytes per call first, then by location."""
     return sorted(
         findings,
         key=lambda f: (
-            -(f.bytes or 0),
             -f.severity.rank,
+            -(f.bytes or 0),
             f.file or "",
             f.line or 0,
             f.code,
@@ -274,7 +275,7 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
-            "findings": [f.to_dict() for f in sort_by_cost(self.findings)],
+            "findings": [f.to_dict() for f in sort_by_harm(self.findings)],
             "suppressed": [f.to_dict() for f in self.suppressed],
             "baselined": [f.to_dict() for f in self.baselined],
             "summary": self.summary(),

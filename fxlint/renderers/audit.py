@@ -11,7 +11,7 @@ from .._present import text_renderer_for
 from ..reporting.grouping import location_text
 from ..runtime import AuditReport
 from ..tensor.info import human_bytes
-from .text import ms
+from .text import ms, timing_note
 
 
 @text_renderer_for(AuditReport)
@@ -45,8 +45,8 @@ def render_audit_text(report: AuditReport, *, width: int | None = None) -> str:
                if report.train else "") + "."
         )
         if report.call_ns:
-            lines.append(f"The copies took {ms(report.copy_ns)} of the {ms(report.call_ns)} {what} "
-                         f"({100 * report.copy_ns / report.call_ns:.1f}%), measured under the profiler.")
+            lines.append(f"The copies take about {ms(report.copy_ns)} of the {ms(report.call_ns)} {what} "
+                         f"({100 * report.copy_ns / report.call_ns:.1f}%). {timing_note(report.summary())}")
     return "\n".join(lines)
 
 

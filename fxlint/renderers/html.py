@@ -3,8 +3,12 @@
 One file, no network: the styles and the little script are inline, the
 charts are inline SVG. It shows
 
+* "fix first": the three most valuable actions (errors first, then the costliest
+  warnings, never an info), each with its line, the fix and what it saves;
 * the summary: findings, lines, bytes per call, and with the runtime audit
-  the time the copies take; a bar chart per rule and one of the top lines;
+  the time the copies take (the call timed without the profiler, split by the
+  profiler's shares); a bar chart per rule and one of the top lines (warnings
+  and errors: an info never leads a chart);
 * each file's source around the lines that copy, highlighted by cost (a heat
   scale), with the findings inline under their line (message, fix, runtime
   verdict, the module instances);
@@ -31,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._present import html_renderer_for
 from .._version import __version__
-from ..findings import Report
+from ..findings import Report, Severity
 from ..reporting.grouping import Group, group_findings, library_of, short_path
 from ..tensor.info import human_bytes
 from .text import ms, time_sentence
@@ -69,6 +73,9 @@ padding:6px 12px 10px 56px;background:#fbfcfe;border-top:1px dashed var(--line);
 font-size:11.5px;background:#eef1f8;margin-left:6px}.ok{background:#e3f4e6}.bad{background:#fde7e5}
 pre.diff{background:#f7f8fb;padding:8px;border-radius:6px;overflow:auto}.del{color:#a11}.add{color:#175f1a}
 .legend span{display:inline-block;width:18px;height:12px;margin:0 2px;vertical-align:middle}
+#fix-first{padding-left:0;list-style:none}li.first{border:1px solid var(--line);border-left:4px solid var(--warn);
+border-radius:8px;padding:8px 12px;margin:8px 0}li.first.sev-border-error{border-left-color:var(--err)}
+li.first pre{margin:4px 0;background:#f7f8fb;padding:4px 8px;border-radius:4px}
 button{font:inherit;border:1px solid var(--line);background:#fff;border-radius:6px;padding:2px 8px;cursor:pointer}
 """
 
@@ -148,6 +155,7 @@ def render_html(report: Report, *, title: str = "fxlint report", rewrites: Rewri
                f" · {s['graphs']} graph{'s' if s['graphs'] != 1 else ''} analysed"
                + (f" · {s['graph_breaks']} graph break{'s' if s['graph_breaks'] != 1 else ''}" if s["graph_breaks"]
                   else "") + "</div></header><main>")
+    out.append(_fix_first(groups, timed))
     out.append(_summary(report, groups, lines_hit, timed))
     out.append(_findings_table(groups, timed))
     out.append(_files(groups, timed))
@@ -160,6 +168,32 @@ def render_html(report: Report, *, title: str = "fxlint report", rewrites: Rewri
     out.append(f'<script type="application/json" id="fxlint-data">{_e(json.dumps(data, default=str))}</script>')
     out.append(f"<script>{_JS}</script></main></body></html>")
     return "".join(out)
+
+
+def _fix_first(groups: list[Group], timed: bool, n: int = 3) -> str:
+    """The ``n`` most valuable things to do, above the fold: errors first (a parameter that never trains,
+    a program that raises on the device), then the costliest warnings; never an info. Each: the line,
+    what is wrong, the fix, and what fixing it is expected to save."""
+    picks = [g for g in groups if g.severity is not Severity.INFO][:n]
+    if not picks:
+        return ""
+    cards = []
+    for i, g in enumerate(picks, 1):
+        anchor = f"L-{_file_id(g.file)}-{g.line}" if g.file else ""
+        where = f'<a href="#{anchor}">{_e(g.location)}</a>' if anchor else _e(g.location)
+        if g.severity is Severity.ERROR:
+            saves = "fixes an error"
+        elif g.bytes:
+            saves = f"saves {human_bytes(g.bytes)} copied per call" + (
+                f" (about {ms(g.time_ns)})" if timed and g.time_ns else "")
+        else:
+            saves = ""
+        fix = f'<div class="fix">fix: {_e(g.fix)}</div>' if g.fix else ""
+        src = f"<pre>{_e(g.source)}</pre>" if g.source else ""
+        cards.append(f'<li class="first sev-border-{g.severity.value}"><b>{i}. {where} · {_e(g.code)} {_e(g.name)}</b>'
+                     f' <span class="sev-{g.severity.value}">{_e(g.severity.value)}</span>'
+                     f'{" · " + _e(saves) if saves else ""}{src}<div>{_e(_first_sentence(g.message))}</div>{fix}</li>')
+    return f'<h2>Fix first</h2><ol id="fix-first">{"".join(cards)}</ol>'
 
 
 def _summary(report: Report, groups: list[Group], lines_hit: int, timed: bool) -> str:
@@ -183,14 +217,15 @@ def _summary(report: Report, groups: list[Group], lines_hit: int, timed: bool) -
     per_rule: dict[str, float] = defaultdict(float)
     per_rule_n: dict[str, int] = defaultdict(int)
     names: dict[str, str] = {}
-    for g in groups:
+    charted = [g for g in groups if g.severity is not Severity.INFO]  # an info never leads a chart
+    for g in charted:
         per_rule[g.code] += _cost(g, timed)
         per_rule_n[g.code] += g.count
         names[g.code] = g.name
     rule_items = sorted(((f"{c} {names[c]} ×{per_rule_n[c]}", v, ms(int(v)) if timed else human_bytes(int(v)))
                          for c, v in per_rule.items()), key=lambda t: -t[1])
     top_items = [(f"{g.location} {g.code}", _cost(g, timed), ms(g.time_ns) if timed and g.time_ns
-                  else human_bytes(g.bytes or 0)) for g in sorted(groups, key=lambda g: -_cost(g, timed))[:10]]
+                  else human_bytes(g.bytes or 0)) for g in sorted(charted, key=lambda g: -_cost(g, timed))[:10]]
     what = "measured copy time per call" if timed else "bytes copied per call"
     charts = (f'<div class="charts">{_bar_chart(rule_items, what, f"Per rule ({what})")}'
               f'{_bar_chart(top_items, what, f"Top lines ({what})")}</div>')

@@ -31,9 +31,9 @@ def report_dict(report: Report, *, scope: str = "all") -> dict[str, Any]:
 
 
 def _sorted(report: Report) -> list[Any]:
-    from ..findings import sort_by_cost
+    from ..findings import sort_by_harm
 
-    return sort_by_cost(report.findings)
+    return sort_by_harm(report.findings)
 
 
 def render_json(report: Report, *, scope: str = "all") -> str:

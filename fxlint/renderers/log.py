@@ -1,7 +1,9 @@
 """The compile backend's log lines, on the ``fxlint`` logger.
 
 Per captured graph: one summary line (WARNING when the graph has warnings or
-errors, INFO otherwise), one INFO line per finding, one line per rewrite
+errors, INFO otherwise) whose "first:" is the most harmful finding on the user's
+own lines, one INFO line per rule and source line (with the module paths, in the
+text report's order: errors, warnings, infos, then bytes), one line per rewrite
 (applied: INFO; not applied: INFO, or WARNING when it was rolled back) and a
 rewrite summary. The backend decides what to log and hands it here; nothing
 else prints from inside ``torch.compile``.
@@ -13,6 +15,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from ..findings import Report, Severity
+from ..reporting.grouping import group_findings
 from ..tensor.info import human_bytes
 from .rewrites import summary_line
 
@@ -37,12 +40,15 @@ def log_report(label: str, report: Report, logger: logging.Logger = log) -> None
         parts.append(f"{human_bytes(s['bytes_per_call'])} copied per call")
     if s["suppressed"]:
         parts.append(f"{s['suppressed']} suppressed")
-    first = min(report.findings, key=lambda f: -f.severity.rank)
+    groups = group_findings(report.findings)  # the user's lines first; errors, warnings, infos; then bytes
+    first = groups[0]
     logger.log(level, "fxlint: %s: %s; first: %s %s (log level INFO or fxlint.collect() for all)",
                label, ", ".join(parts), first.location, first.code)
-    for f in report.findings:
-        logger.info("fxlint: %s: %s [%s] %s%s", f.location, f.code, f.severity, f.message,
-                    f" (fix: {f.fix})" if f.fix else "")
+    for g in groups:  # one line per (rule, source line), in the same order
+        where = g.location + (f" ({g.modules})" if g.modules else "")
+        times = f" ×{g.count}" if g.count > 1 else ""
+        logger.info("fxlint: %s: %s [%s]%s %s%s", where, g.code, g.severity, times, g.message,
+                    f" (fix: {g.fix})" if g.fix else "")
 
 
 def log_rewrites(label: str, result: RewriteResult, logger: logging.Logger = log) -> None:

@@ -1,4 +1,5 @@
-"""The text report: a summary block, then one row per (rule, source line), most expensive first.
+"""The text report: a summary block, then one row per (rule, source line),
+most harmful first (errors, then warnings, then infos), then most expensive.
 
 A line that many module instances run (a 24-block model) is one row: how
 many instances, which modules (``blocks.{0..23}.attn.proj_l``), the bytes per
@@ -17,7 +18,7 @@ from typing import Any
 from tabulate import tabulate
 
 from .._present import text_renderer_for
-from ..findings import Finding, Report, sort_by_cost
+from ..findings import Finding, Report, Severity, sort_by_harm
 from ..reporting.grouping import Group, group_findings, in_scope, location_text
 from ..tensor.info import human_bytes
 
@@ -108,11 +109,17 @@ def summary_block(report: Report, groups: list[Group], *, hidden: int = 0, top: 
     out = [summary_line(report, groups=lines_hit, hidden=hidden)]
     if not groups:
         return out
+    errors = [g for g in groups if g.severity is Severity.ERROR]
+    if errors:  # what stops training (or the program) first, before any copy
+        shown = "; ".join(f"{g.location} {g.code} {g.name}" for g in errors[:3])
+        more = f" and {len(errors) - 3} more" if len(errors) > 3 else ""
+        out.append(f"Fix first ({len(errors)} error{'s' if len(errors) != 1 else ''}): {shown}{more}.")
     per_rule: dict[str, list[Group]] = defaultdict(list)
     for g in groups:
         per_rule[g.code].append(g)
     parts = []
-    for code in sorted(per_rule, key=lambda c: -sum(g.bytes or 0 for g in per_rule[c])):
+    for code in sorted(per_rule, key=lambda c: (-max(g.severity.rank for g in per_rule[c]),
+                                                -sum(g.bytes or 0 for g in per_rule[c]))):
         gs = per_rule[code]
         n = sum(g.count for g in gs)
         b = sum(g.bytes or 0 for g in gs)
@@ -163,7 +170,18 @@ def time_sentence(a: dict[str, Any]) -> str:
     split = (f" Of all copies: {ms(a.get('explained_ns', 0))} explained by these findings, "
              f"{ms(a.get('unavoidable_ns', 0))} that every program pays (a Linear's bias written into "
              f"the output, embedding lookups), {ms(a.get('unexplained_ns', 0))} that nothing explains.")
-    return head + split + " Times are measured under the profiler (its overhead included), in one run."
+    if not call:
+        return ("Runtime: the call could not be timed without the profiler, so no time is shown (the profiler's "
+                "own durations are many times too long).")
+    return head.replace("copies take", "copies take about", 1) + split + " " + timing_note(a)
+
+
+def timing_note(a: dict) -> str:
+    """How the times were measured, in one sentence (an audit summary's ``call_*`` keys)."""
+    runs, iqr, call = a.get("call_runs", 0), a.get("call_iqr_ns", 0), a.get("call_ns", 0)
+    spread = f", spread (IQR) ±{100 * iqr / call / 2:.0f}%" if call and iqr else ""
+    return (f"The call was timed without the profiler (median of {runs} runs{spread}); each copy's time is its "
+            "share of the profiled call applied to that time (the profiler itself slows every op down).")
 
 
 def _group_blocks(groups: list[Group], width: int, timed: bool) -> str:
@@ -199,7 +217,8 @@ def _group_blocks(groups: list[Group], width: int, timed: bool) -> str:
 
 def _finding_table(findings: list[Finding], width: int, sort: str) -> str:
     rows = []
-    ordered = sorted(findings, key=lambda f: -(f.time_ns or 0)) if sort == "time" else sort_by_cost(findings)
+    ordered = sorted(findings, key=lambda f: (-f.severity.rank, -(f.time_ns or 0))) if sort == "time" \
+        else sort_by_harm(findings)
     for f in ordered:
         text = f.message + (f"\nfix: {f.fix}" if f.fix else "")
         if f.status:

@@ -242,8 +242,8 @@ def group_key(f: Finding) -> tuple:
 
 def group_findings(findings: Iterable[Finding], *, sort: str = "bytes") -> list[Group]:
     """One ``Group`` per (code, source line); the user's files first, then installed packages;
-    within each, most expensive first (``sort``: ``bytes`` or ``time``; ``none`` keeps the order
-    in which the findings first appear)."""
+    within each, the most harmful first, then the most expensive (``sort``: ``bytes`` or ``time``;
+    ``none`` keeps the order in which the findings first appear)."""
     groups: dict[tuple, Group] = {}
     per_line: Counter = Counter()
     for f in findings:
@@ -258,9 +258,11 @@ def group_findings(findings: Iterable[Finding], *, sort: str = "bytes") -> list[
 
 
 def sort_groups(groups: list[Group], sort: str = "bytes") -> list[Group]:
+    """The user's files first, then installed packages; within each, by harm (errors, warnings, infos),
+    then by cost (``sort``: ``bytes`` or ``time``)."""
     def cost(g: Group) -> tuple:
         primary = (g.time_ns or 0) if sort == "time" else (g.bytes or 0)
-        return (g.library is not None, -primary, -(g.bytes or 0), -g.severity.rank, g.file or "", g.line or 0, g.code)
+        return (g.library is not None, -g.severity.rank, -primary, -(g.bytes or 0), g.file or "", g.line or 0, g.code)
 
     return sorted(groups, key=cost)
 

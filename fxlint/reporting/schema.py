@@ -150,7 +150,9 @@ def report_schema(registry: Any = None) -> dict[str, Any]:
         "required": ["findings", "suppressed", "baselined", "summary", "errors"],
         "properties": {
             "version": {"type": "string", "description": "the fxlint version that wrote it"},
-            "findings": {"type": "array", "items": finding, "description": "active findings, most bytes first"},
+            "findings": {"type": "array", "items": finding,
+                         "description": "active findings, most harmful first (errors, warnings, infos), then "
+                                        "most bytes"},
             "suppressed": {"type": "array", "items": finding},
             "baselined": {"type": "array", "items": finding},
             "summary": {"type": "object", "required": ["findings", "errors", "warnings", "infos", "bytes_per_call"],

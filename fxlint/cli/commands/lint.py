@@ -56,7 +56,7 @@ def add_parser(sub: Any) -> None:
         "lint", help="lint a model and print the findings",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
         description="Capture TARGET with Dynamo (or read its FX/exported graph), run the rules, "
-                    "and print the findings, most expensive first.")
+                    "and print the findings, most harmful first (errors, warnings, infos), then most expensive.")
     add_target_args(p, zoo=True)
     p.add_argument("--format", choices=["text", "json", "sarif"], default="text", help="output format (default text)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")

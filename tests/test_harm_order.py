@@ -1,0 +1,107 @@
+"""Ranked by harm, then cost: an error (a parameter that never trains) comes before any copy in every
+output; times shown are the call timed without the profiler, split by the profiler's shares."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import torch
+import torch.nn as nn
+
+import fxlint
+from fxlint import runtime
+from fxlint.renderers.html import render_html
+from fxlint.renderers.json import render_json
+
+
+class Planted(nn.Module):
+    """A detach that cuts `head` off the loss (an error in training) and a permuted matmul operand that
+    is copied (a warning, 49.2 kB per call)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(16, 16))
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.matmul(x.permute(0, 2, 1, 3), self.w)
+        side = self.head(y.mean((1, 2))).detach()
+        return y.sum((1, 2, 3)) + side.sum(-1)
+
+
+X = torch.randn(4, 32, 6, 16)
+
+
+def _report(**kw):
+    return fxlint.lint(Planted().train(), X, config=False, **kw)
+
+
+def test_the_error_comes_first_in_text_json_and_html():
+    r = _report()
+    sev = {f.code: f.severity.value for f in r.findings}
+    assert "error" in sev.values() and "warning" in sev.values(), sev
+    err = next(f for f in r.findings if f.severity.value == "error")
+    copy = max((f for f in r.findings if f.bytes), key=lambda f: f.bytes)
+    assert copy.bytes > 0 and err.bytes in (None, 0)
+    text = str(r)
+    assert text.index(f"Fix first (1 error): ") < text.index("By rule:")
+    blocks = text.split("\n\n", 1)[1]
+    assert blocks.index(err.code) < blocks.index(copy.code)
+    d = json.loads(render_json(r))
+    assert d["findings"][0]["severity"] == "error"
+    page = render_html(r)
+    first = page[page.index('id="fix-first"'):]
+    first = first[:first.index("</ol>")]
+    assert first.index(err.code) < first.index(copy.code)
+    assert "fixes an error" in first and "saves 49.2 kB copied per call" in first
+    assert page.index('id="fix-first"') < page.index("<h2>Summary</h2>")
+
+
+def test_an_info_is_never_in_fix_first_nor_in_a_chart():
+    class OnlyInfo(nn.Module):
+        def forward(self, x):
+            return x.contiguous() * 2  # already contiguous: FXL108-style no-op at most, never a warning
+
+    r = fxlint.lint(OnlyInfo(), torch.randn(4, 4), config=False)
+    assert all(f.severity.value == "info" for f in r.findings)
+    page = render_html(r)
+    assert 'id="fix-first"' not in page
+    assert "<svg" not in page.split("<h2>Findings")[0] or all(
+        f.code not in page.split("<h2>Findings")[0].split("<svg", 1)[1] for f in r.findings)
+
+
+def test_the_backend_names_the_error_first(caplog):
+    torch._dynamo.reset()
+    m = Planted().train()
+    compiled = torch.compile(m, backend="fxlint", options={"inner": "eager", "config": False})
+    with caplog.at_level(logging.INFO, logger="fxlint"):
+        compiled(X).sum().backward()
+    summary = next(r.getMessage() for r in caplog.records if "first:" in r.getMessage())
+    errs = [r.getMessage() for r in caplog.records if "[error]" in r.getMessage()]
+    assert errs, [r.getMessage() for r in caplog.records]
+    code = errs[0].split("[error]")[0].split()[-1]
+    assert summary.split("first:")[1].split()[1] == code
+    lines = [r.getMessage() for r in caplog.records if "] " in r.getMessage() and "fxlint: " in r.getMessage()]
+    sev = [("error" if "[error]" in m else "warning" if "[warning]" in m else "info") for m in lines]
+    assert sev == sorted(sev, key=["error", "warning", "info"].index)
+    torch._dynamo.reset()
+
+
+def test_audit_times_are_the_unprofiled_call_split_by_profiled_shares():
+    a = fxlint.audit(Planted().eval(), X)
+    s = a.summary()
+    assert s["call_runs"] >= 1 and s["call_ns"] > 0
+    assert s["profiled_call_ns"] >= s["call_ns"] * 0.8  # the profiler slows the call down, never speeds it up much
+    assert s["copy_ns"] <= s["call_ns"]  # the copies are a share of the call
+    text = str(fxlint.lint(Planted().eval(), X, config=False, confirm=True))
+    assert "timed without the profiler (median of" in text
+    assert "measured under the profiler" not in text
+
+
+def test_no_time_at_all_when_the_call_cannot_be_timed_without_the_profiler(monkeypatch):
+    monkeypatch.setattr(runtime, "unprofiled_time", lambda step, **k: None)
+    a = fxlint.audit(Planted().eval(), X)
+    assert a.call_ns == 0 and all(c.time_ns == 0 for c in a.copies) and a.profiled_call_ns > 0
+    text = str(fxlint.lint(Planted().eval(), X, config=False, confirm=True))
+    assert "could not be timed without the profiler" in text
