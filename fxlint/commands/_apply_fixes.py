@@ -108,7 +108,7 @@ def apply_verified(target: str, obj: Any, inputs: Any, plan: FixPlan, findings: 
             if why:
                 written.restore()
                 return Outcome(False, True, reverted=f"the edited model's {why}", before=before, after=after)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any failure of the edited model (its import, lint or run) reverts
         written.restore()
         msg = (str(exc).strip().splitlines() or [""])[0]
         return Outcome(False, verify, reverted=f"the edited model failed: {type(exc).__name__}: {msg}",
