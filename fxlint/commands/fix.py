@@ -116,8 +116,9 @@ def _source_fix(args: argparse.Namespace, obj: Any, inputs: Any, select: list[st
                              verify=not args.no_verify)
     lines = plan_lines(plan)
     if outcome.kept:
-        check = f"verified ({outcome.checked})" if outcome.verified else "not verified (--no-verify)"
-        lines.append(f"{plan_summary(plan, 'made')}; {check}")
+        lines.append(plan_summary(plan, "made"))
+        lines.append(f"verified ({outcome.checked}): the edited model computes what the original did"
+                     if outcome.verified else "not verified (--no-verify)")
         if outcome.after is not None:
             lines.append(f"re-lint: {sum(outcome.after.values())} finding(s), was {sum(outcome.before.values())}")
     else:

@@ -37,7 +37,13 @@ def _edit(finding: Finding, source: SourceFile, p: Proposal) -> SourceEdit:
     return SourceEdit(
         code=finding.code, file=source.path, line=r.start.line, column=r.start.column + 1,
         end_line=r.end.line, end_column=r.end.column + 1, start=start, end=end, before=before,
-        after=p.after, safe=p.safe, why=p.why, description=f"{before} -> {p.after}", grad_changes=p.grad_changes)
+        after=p.after, safe=p.safe, why=p.why, description=f"{_one_line(before)} -> {_one_line(p.after)}",
+        grad_changes=p.grad_changes)
+
+
+def _one_line(code: str) -> str:
+    """``F.pad(x,\n   (0, 0))`` -> ``F.pad(x, (0, 0))``, for messages."""
+    return " ".join(part.strip() for part in code.splitlines())
 
 
 def propose(finding: Finding, sources: dict[str, SourceFile]) -> SourceEdit:
