@@ -148,7 +148,8 @@ def test_unsafe_edits_wait_for_unsafe_fixes(model, capsys):
     assert _fix(model, "Index", "--diff") == 0  # nothing safe to make
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert "FXL401 no source edit: unsafe fix (--unsafe-fixes makes it): x[:, [0, 2, 4, 6]] -> x[:, ::2]" in captured.err
+    assert ("FXL401 no source edit: unsafe fix (--unsafe-fixes makes it): x[:, [0, 2, 4, 6]] -> x[:, ::2]"
+            in captured.err)
     assert "(1 unsafe, not made: --unsafe-fixes)" in captured.err
     assert _fix(model, "Index", "--apply") == 0
     assert model.read_text() == original
@@ -269,5 +270,6 @@ def test_bad_input_is_one_line_and_exit_2(model, capsys, flags, message):
         rc = _fix(model, "Noop", *flags)
     except SystemExit as exc:  # argparse's own usage errors
         rc = exc.code
+    assert rc == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and err.startswith("fxlint: error:")
