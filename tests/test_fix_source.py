@@ -273,3 +273,12 @@ def test_bad_input_is_one_line_and_exit_2(model, capsys, flags, message):
     assert rc == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and err.startswith("fxlint: error:")
+
+
+def test_lint_json_gives_the_located_columns(model, capsys):
+    assert main(["lint", f"{model}:Noop", "-i", "randn(4,8)", "--format", "json", "--select", "FXL108"]) == 0
+    [f] = json.loads(capsys.readouterr().out)["findings"]
+    assert (f["line"], f["column"], f["end_line"], f["end_column"]) == (13, 13, 13, 38)
+    assert main(["lint", f"{model}:Twice", "-i", "randn(4,8)", "--format", "json", "--select", "FXL108"]) == 0
+    [f] = json.loads(capsys.readouterr().out)["findings"]
+    assert f["column"] is None and f["end_column"] is None  # ambiguous on its line: not located

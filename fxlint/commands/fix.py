@@ -15,12 +15,13 @@ ORDER = 15
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        "fix", help="show the safe rewrites: graph code before/after and suggested source edits",
+        "fix", help="show the safe rewrites (graph code before/after, suggested source edits); --diff/--apply "
+                    "the source edits of your files",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=TARGET_HELP,
         description="Capture TARGET as one graph, apply every safe rewrite (fxlint.rewrite), verify "
                     "each against the original on the example inputs, and print what changed: the "
                     "graph code before and after and, where the source line is a simple expression, "
-                    "the edit to make there. No file is written. Sites that cannot be rewritten are "
+                    "the edit to make there; no file is written. Sites that cannot be rewritten are "
                     "listed with the reason.\n\n"
                     "With --diff, lint TARGET and print the source edits of the findings whose fix is "
                     "mechanical as a unified diff of your files (nothing is written; exit 1 when there is "

@@ -20,6 +20,8 @@ from . import (  # noqa: F401  (each module registers its rule's fix)
     fxl103_drop_roundtrip,
     fxl108_drop_noop_conversion,
     fxl109_tensor_to_stack,
+    fxl110_in_place_write,
+    fxl111_in_place_masked_fill,
     fxl205_drop_zero_pad,
     fxl401_index_to_slice,
 )
