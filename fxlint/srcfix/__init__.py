@@ -18,6 +18,8 @@ from ..findings import Finding
 from . import (  # noqa: F401  (each module registers its rule's fix)
     fxl101_drop_contiguous,
     fxl103_drop_roundtrip,
+    fxl104_repeat_to_expand,
+    fxl107_factory_device,
     fxl108_drop_noop_conversion,
     fxl109_tensor_to_stack,
     fxl110_in_place_write,

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from ..source import is_internal_file
 
@@ -60,6 +60,7 @@ class SourceFile:
     module: cst.Module
     positions: dict[cst.CSTNode, CodeRange]
     line_starts: list[int]
+    parents: dict[cst.CSTNode, cst.CSTNode]
 
     @classmethod
     def load(cls, path: str) -> SourceFile:
@@ -75,7 +76,8 @@ class SourceFile:
         starts = [0]
         for ln in text.splitlines(keepends=True):
             starts.append(starts[-1] + len(ln))
-        return cls(path, text, wrapper.module, dict(wrapper.resolve(PositionProvider)), starts)
+        return cls(path, text, wrapper.module, dict(wrapper.resolve(PositionProvider)), starts,
+                   dict(wrapper.resolve(ParentNodeProvider)))
 
     def offset(self, line: int, column: int) -> int:
         return self.line_starts[line - 1] + column
