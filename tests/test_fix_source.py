@@ -67,6 +67,55 @@ class Contig(nn.Module):
         return (h * 2).sum(-1)
 
 
+class Rep(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(1, 1, 8))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        bias = self.bias.repeat(B, T, 1)  # (1, 1, C) -> (B, T, C)
+        return x + bias
+
+
+class ExpandCopy(nn.Module):
+    def forward(self, x, b):
+        return x * b.expand(4, 8).contiguous()
+
+
+class WriteBack(nn.Module):
+    def forward(self, x, y):
+        x = x * 1
+        x[:, 1:] = x[:, 1:] + y  # write back
+        return x
+
+
+class SelfAssign(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 8))
+
+    def forward(self, y):
+        x = self.w * 2
+        x[:, 1:] += y
+        return x
+
+
+class Fill(nn.Module):
+    def forward(self, x, m):
+        s = (x @ x.t()).masked_fill(m, 0.0)
+        return s.sum(-1)
+
+
+class Ranges(nn.Module):
+    def forward(self, output):
+        n = output.size(1)
+        a = output[:, [i for i in range(0, n, 2)]]
+        c = output[:, list(range(1, output.size(1), 3))]
+        d = output[:, torch.arange(0, output.shape[1], 4)]
+        return a * 1, c * 1, d * 1
+
+
 class Twice(nn.Module):
     def forward(self, x):
         y = x * 2
@@ -83,8 +132,8 @@ def _load(path: Path, name: str):
     return getattr(mod, name)()
 
 
-def _outputs(path: Path, name: str, x: torch.Tensor):
-    return _load(path, name)(x.clone())
+def _outputs(path: Path, name: str, xs: list[torch.Tensor]):
+    return _load(path, name)(*[x.clone() for x in xs])
 
 
 @pytest.fixture
@@ -92,41 +141,112 @@ def model(write_module):
     return write_module(MODEL)
 
 
-def _fix(path: Path, cls: str, *flags: str, shape: str = "randn(4,8)") -> int:
-    return main(["fix", f"{path}:{cls}", "-i", shape, *flags])
+def _fix(path: Path, cls: str, *flags: str, inputs: tuple[str, ...] = ("randn(4,8)",)) -> int:
+    return main(["fix", f"{path}:{cls}", *[a for spec in inputs for a in ("-i", spec)], *flags])
+
+
+def _tensors(inputs: tuple[str, ...]) -> list[torch.Tensor]:
+    from fxlint.spec import parse_spec
+
+    torch.manual_seed(1)
+    return [parse_spec(spec) for spec in inputs]
 
 
 # --------------------------------------------------------------------------- each edit kind
 
 
-@pytest.mark.parametrize("cls, before, after, unsafe", [
-    ("Noop", "y = (self.lin(x) + 1).float()  # already float32", "y = (self.lin(x) + 1)  # already float32", False),
-    ("Index", "return x[:, [0, 2, 4, 6]] * 2  # every other column", "return x[:, ::2] * 2  # every other column",
+X = ("randn(4,8)",)
+CASES = [  # (class, inputs, the line before, after, unsafe)
+    ("Noop", X, "y = (self.lin(x) + 1).float()  # already float32", "y = (self.lin(x) + 1)  # already float32", False),
+    ("Index", X, "return x[:, [0, 2, 4, 6]] * 2  # every other column", "return x[:, ::2] * 2  # every other column",
      True),
-    ("Stack", "return torch.tensor([x.sum(), x.amax()]) * 2", "return torch.stack([x.sum(), x.amax()]) * 2", True),
-    ("Trip", "return x.double().float() + 1  # lossless", "return x + 1  # lossless", True),
-    ("Contig", "h = x.t().contiguous()  # a habit", "h = x.t()  # a habit", True),
-])
-def test_diff_then_apply_edits_the_line_and_keeps_the_outputs(model, capsys, cls, before, after, unsafe):
-    x = torch.randn(4, 8)
-    expected = _outputs(model, cls, x)
+    ("Stack", X, "return torch.tensor([x.sum(), x.amax()]) * 2", "return torch.stack([x.sum(), x.amax()]) * 2", True),
+    ("Trip", X, "return x.double().float() + 1  # lossless", "return x + 1  # lossless", True),
+    ("Contig", X, "h = x.t().contiguous()  # a habit", "h = x.t()  # a habit", True),
+    ("Rep", ("randn(2,3,8)",), "bias = self.bias.repeat(B, T, 1)  # (1, 1, C) -> (B, T, C)",
+     "bias = self.bias.expand(B, T, -1)  # (1, 1, C) -> (B, T, C)", True),
+    ("ExpandCopy", ("randn(4,8)", "randn(1,8)"), "return x * b.expand(4, 8).contiguous()",
+     "return x * b.expand(4, 8)", True),
+    ("WriteBack", ("randn(4,8)", "randn(4,7)"), "x[:, 1:] = x[:, 1:] + y  # write back",
+     "x[:, 1:].add_(y)  # write back", True),
+    ("SelfAssign", ("randn(4,7)",), "x[:, 1:] += y", "x[:, 1:].add_(y)", False),
+    ("Fill", ("randn(4,4)", "randint(0,2,(4,4)).bool()"), "s = (x @ x.t()).masked_fill(m, 0.0)",
+     "s = (x @ x.t()).masked_fill_(m, 0.0)", True),
+]
+
+
+@pytest.mark.parametrize("cls, inputs, before, after, unsafe", CASES, ids=[c[0] for c in CASES])
+def test_diff_then_apply_edits_the_line_and_keeps_the_outputs(model, capsys, cls, inputs, before, after, unsafe):
+    xs = _tensors(inputs)
+    expected = _outputs(model, cls, xs)
     original = model.read_text()
     flags = ("--unsafe-fixes",) if unsafe else ()
-    assert _fix(model, cls, "--diff", *flags) == 1  # an edit to make
+    assert _fix(model, cls, "--diff", *flags, inputs=inputs) == 1  # an edit to make
     captured = capsys.readouterr()
     assert f"-        {before}\n+        {after}\n" in captured.out
     assert captured.out.startswith(f"--- {model}\n+++ {model}\n")
     assert "1 edit to make in 1 file" in captured.err
     assert model.read_text() == original  # --diff writes nothing
 
-    assert _fix(model, cls, "--apply", *flags) == 0
+    assert _fix(model, cls, "--apply", *flags, inputs=inputs) == 0
     out = capsys.readouterr().out
     assert "1 edit made in 1 file" in out and "\nverified (outputs" in out
     assert "re-lint:" in out
     text = model.read_text()
     assert text == original.replace(before, after)  # that line and nothing else: comments and layout survive
     assert not Path(str(model) + ".fxlint-orig").exists()
-    torch.testing.assert_close(_outputs(model, cls, x), expected)
+    torch.testing.assert_close(_outputs(model, cls, xs), expected)
+
+
+def test_index_ranges_keep_the_users_bounds(model, capsys):
+    assert _fix(model, "Ranges", "--apply", "--unsafe-fixes", inputs=("randn(4,16)",)) == 0
+    assert "3 edits made in 1 file" in capsys.readouterr().out
+    text = model.read_text()
+    assert "a = output[:, 0:n:2]\n        c = output[:, 1::3]\n        d = output[:, ::4]\n" in text
+
+
+FACTORIES = '''
+import torch
+
+
+def arange_to(x):
+    return x + torch.arange(8, dtype=x.dtype).to(x.device)  # arange moved
+
+
+def index_mix(x):
+    return x[torch.arange(4)]
+
+
+def to_a_name(x):
+    return x * torch.ones(4, 8).to(x)
+
+
+def two_lines(x):
+    pos = torch.linspace(0, 1, 8)  # built here
+    return x * pos.to(x.device)  # moved here
+'''
+
+
+@pytest.mark.parametrize("fn, edit", [
+    ("arange_to", "+    return x + torch.arange(8, dtype=x.dtype, device=x.device)  # arange moved\n"),
+    ("index_mix", "+    return x[torch.arange(4, device=x.device)]\n"),
+])
+def test_factories_get_the_device_they_are_moved_to(write_module, capsys, fn, edit):
+    """The model on `meta` stands for another device (no accelerator here): --diff only, as the
+    outputs of a meta run have no values to compare."""
+    path = write_module(FACTORIES, name="factories.py")
+    assert _fix(path, fn, "--diff", "--select", "FXL107", inputs=("randn(4,8,device=meta)",)) == 1
+    assert edit in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fn, reason", [
+    ("to_a_name", "`.to(x)`: whether x is a device or a tensor is not known from the source"),
+    ("two_lines", "built at line 18 and moved at line 19: add device= where it is built"),
+])
+def test_factories_whose_device_the_source_does_not_name_are_left(write_module, capsys, fn, reason):
+    path = write_module(FACTORIES, name="factories.py")
+    assert _fix(path, fn, "--diff", "--select", "FXL107", inputs=("randn(4,8,device=meta)",)) == 0
+    assert f"FXL107 no source edit: {reason}" in capsys.readouterr().err
 
 
 def test_a_multi_line_pad_collapses_to_its_input_and_the_comment_stays(model, capsys):
