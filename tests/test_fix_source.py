@@ -402,3 +402,16 @@ def test_lint_json_gives_the_located_columns(model, capsys):
     assert main(["lint", f"{model}:Twice", "-i", "randn(4,8)", "--format", "json", "--select", "FXL108"]) == 0
     [f] = json.loads(capsys.readouterr().out)["findings"]
     assert f["column"] is None and f["end_column"] is None  # ambiguous on its line: not located
+
+
+def test_the_sample_in_the_rewriting_page_is_what_fix_diff_prints(capsys, monkeypatch):
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.chdir(root)
+    page = (root / "docs" / "rewriting.md").read_text()
+    command = "$ fxlint fix models/speech_separation.py:make --diff --unsafe-fixes\n"
+    shown = page.split(command, 1)[1].split("```", 1)[0]
+    assert main(command[2:].split()[1:]) == 1
+    captured = capsys.readouterr()
+    assert shown == captured.out + captured.err
+    assert "speaker_a = output[:, [i for i in range(0, output.size(1), 2)]]" in (
+        root / "models" / "speech_separation.py").read_text()  # --diff wrote nothing
