@@ -58,7 +58,8 @@ class Trip(nn.Module):
 
 class Lossy(nn.Module):
     def forward(self, x):
-        return x.half().float() * 3
+        y = x.float()
+        return y.half().float() * 3
 
 
 class Contig(nn.Module):
@@ -352,11 +353,15 @@ def test_a_wrong_edit_is_reverted_and_the_file_restored(model, capsys, monkeypat
     assert not Path(str(model) + ".fxlint-orig").exists()
 
 
-def test_a_lossy_round_trip_changes_the_outputs_and_is_reverted(model, capsys):
+def test_a_lossy_round_trip_changes_the_outputs_and_is_reverted_and_named(model, capsys):
     original = model.read_text()
     assert _fix(model, "Lossy", "--apply", "--unsafe-fixes") == 1
-    assert "the edits were reverted" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "the edits were reverted, every file is as it was: the edited model's output 0 differs" in out
+    # two edits made; the one that changes the outputs is named (the no-op .float() is not)
+    assert "(the edit that does it: FXL103 at " in out and ": y.half().float() -> y)" in out
     assert model.read_text() == original
+    assert not list(model.parent.glob("*.fxlint-orig")) and not list(model.parent.glob(".fxlint-*"))
 
 
 def test_an_edit_that_breaks_the_import_is_reverted(model, capsys, monkeypatch):

@@ -22,7 +22,7 @@ import torch
 
 from ..findings import Finding
 from ..srcfix.apply import write
-from ..srcfix.model import FixPlan
+from ..srcfix.model import FixPlan, SourceEdit
 
 SEED = 0
 
@@ -79,6 +79,43 @@ def _run(obj: Any, inputs: Any, grads: bool | None, values_only: bool) -> tuple[
     return result, g
 
 
+def _copy_weights(obj: Any, new_obj: Any) -> None:
+    if isinstance(obj, torch.nn.Module) and isinstance(new_obj, torch.nn.Module):
+        try:
+            new_obj.load_state_dict(obj.state_dict())
+        except RuntimeError:
+            pass  # the edit changed the parameters' names or shapes: the seeded weights stand
+
+
+def _culprits(target: str, obj: Any, inputs: Any, plan: FixPlan, expected: Any, grads: bool,
+              values_only: bool) -> list[SourceEdit]:
+    """The edits that, made alone, change the outputs or fail (each tried once, then put back)."""
+    from ..rewrite.verify import compare
+
+    found = []
+    for edit in plan.edits:
+        alone = FixPlan(edits=[edit], texts={edit.file: plan.texts[edit.file]})
+        written = write(alone)
+        try:
+            new_obj = load_fresh(target, alone.files()).obj
+            _copy_weights(obj, new_obj)
+            bad = compare(expected, _run(new_obj, inputs, grads, values_only)[0]) is not None
+        except Exception:  # noqa: BLE001 - an edit whose model fails is a culprit like one that differs
+            bad = True
+        finally:
+            written.restore()
+        if bad:
+            found.append(edit)
+    return found
+
+
+def _named(edits: list[SourceEdit]) -> str:
+    if not edits:
+        return ""
+    which = "; ".join(f"{e.code} at {e.location}: {e.description}" for e in edits)
+    return f" (the edit{'s' if len(edits) > 1 else ''} that do{'es' if len(edits) == 1 else ''} it: {which})"
+
+
 def apply_verified(target: str, obj: Any, inputs: Any, plan: FixPlan, findings: list[Finding], *,
                    select: list[str] | None, verify: bool) -> Outcome:
     """Write ``plan`` and check the program still computes the same (see the module doc)."""
@@ -95,11 +132,7 @@ def apply_verified(target: str, obj: Any, inputs: Any, plan: FixPlan, findings: 
     try:
         fresh = load_fresh(target, plan.files())
         new_obj = fresh.obj
-        if isinstance(obj, torch.nn.Module) and isinstance(new_obj, torch.nn.Module):
-            try:
-                new_obj.load_state_dict(obj.state_dict())
-            except RuntimeError:
-                pass  # the edit changed the parameters' names or shapes: the seeded weights stand
+        _copy_weights(obj, new_obj)
         report = fxlint.lint(new_obj, inputs, select=select)
         after = Counter(f.code for f in report.findings)
         if expected is not None:
@@ -107,11 +140,15 @@ def apply_verified(target: str, obj: Any, inputs: Any, plan: FixPlan, findings: 
             why = compare(expected, actual)
             if why:
                 written.restore()
-                return Outcome(False, True, reverted=f"the edited model's {why}", before=before, after=after)
+                blame = _named(_culprits(target, obj, inputs, plan, expected, grads, values_only)
+                               if len(plan.edits) > 1 else [])
+                return Outcome(False, True, reverted=f"the edited model's {why}{blame}", before=before, after=after)
     except Exception as exc:  # noqa: BLE001 - any failure of the edited model (its import, lint or run) reverts
         written.restore()
         msg = (str(exc).strip().splitlines() or [""])[0]
-        return Outcome(False, verify, reverted=f"the edited model failed: {type(exc).__name__}: {msg}",
+        blame = _named(_culprits(target, obj, inputs, plan, expected, grads, values_only)
+                       if len(plan.edits) > 1 and expected is not None else [])
+        return Outcome(False, verify, reverted=f"the edited model failed: {type(exc).__name__}: {msg}{blame}",
                        before=before)
     except BaseException:
         written.restore()
