@@ -420,3 +420,27 @@ def test_the_sample_in_the_rewriting_page_is_what_fix_diff_prints(capsys, monkey
     assert shown == captured.out + captured.err
     assert "speaker_a = output[:, [i for i in range(0, output.size(1), 2)]]" in (
         root / "models" / "speech_separation.py").read_text()  # --diff wrote nothing
+
+
+def test_a_file_changed_since_the_plan_is_not_written(tmp_path):
+    from fxlint.errors import FxlintError
+    from fxlint.srcfix.apply import write
+
+    p = tmp_path / "m.py"
+    p.write_text("y = x.float()\n")
+    plan = srcfix.plan([_finding(str(p), 1, call=".float()")])
+    assert plan.edited_text(str(p)) == "y = x\n"
+    p.write_text("y = x.float()  # edited meanwhile\n")
+    with pytest.raises(FxlintError, match="changed while fxlint was running"):
+        write(plan)
+    assert p.read_text() == "y = x.float()  # edited meanwhile\n"
+    assert not list(tmp_path.glob("*.fxlint-orig"))
+
+
+def test_a_package_module_target_is_imported_again_after_the_edit(model, capsys, monkeypatch):
+    monkeypatch.syspath_prepend(str(model.parent))
+    monkeypatch.chdir(model.parent)
+    assert main(["fix", "user_model:Noop", "-i", "randn(4,8)", "--apply"]) == 0
+    out = capsys.readouterr().out
+    assert "verified (outputs and gradients)" in out and "re-lint: 0 finding(s), was 1" in out
+    assert "y = (self.lin(x) + 1)  # already float32" in model.read_text()
