@@ -444,3 +444,10 @@ def test_a_package_module_target_is_imported_again_after_the_edit(model, capsys,
     out = capsys.readouterr().out
     assert "verified (outputs and gradients)" in out and "re-lint: 0 finding(s), was 1" in out
     assert "y = (self.lin(x) + 1)  # already float32" in model.read_text()
+
+
+def test_a_silenced_finding_is_not_edited(write_module, capsys):
+    path = write_module(MODEL.replace("# already float32", "# fxlint: ignore[FXL108]"), name="silenced.py")
+    assert _fix(path, "Noop", "--diff") == 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and "0 edits to make in 0 files; 0 findings without one" in captured.err

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import site
-import sys
 import sysconfig
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,7 +31,6 @@ def _library_dirs() -> list[str]:
     dirs = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
     dirs.update(site.getsitepackages() if hasattr(site, "getsitepackages") else [])
     dirs.add(site.getusersitepackages())
-    dirs.add(sys.base_prefix)
     return [os.path.abspath(d) + os.sep for d in dirs if d]
 
 
