@@ -117,6 +117,14 @@ class Ranges(nn.Module):
         return a * 1, c * 1, d * 1
 
 
+class Select(nn.Module):
+    def forward(self, feats):
+        frames = torch.relu(feats)
+        kept = torch.index_select(frames, 1, torch.arange(0, frames.size(1), 3))  # every third
+        other = (frames * 2).index_select(2, torch.tensor([1, 2, 3]))
+        return kept * 1, other * 1
+
+
 class Twice(nn.Module):
     def forward(self, x):
         y = x * 2
@@ -199,11 +207,17 @@ def test_diff_then_apply_edits_the_line_and_keeps_the_outputs(model, capsys, cls
     torch.testing.assert_close(_outputs(model, cls, xs), expected)
 
 
-def test_index_ranges_keep_the_users_bounds(model, capsys):
-    assert _fix(model, "Ranges", "--apply", "--unsafe-fixes", inputs=("randn(4,16)",)) == 0
-    assert "3 edits made in 1 file" in capsys.readouterr().out
-    text = model.read_text()
-    assert "a = output[:, 0:n:2]\n        c = output[:, 1::3]\n        d = output[:, ::4]\n" in text
+@pytest.mark.parametrize("cls, shape, n, lines", [
+    ("Ranges", "randn(4,16)", 3, "a = output[:, 0:n:2]\n        c = output[:, 1::3]\n        d = output[:, ::4]\n"),
+    ("Select", "randn(2,12,6)", 2, "kept = frames[:, ::3]  # every third\n        other = (frames * 2)[:, :, 1:4]\n"),
+])
+def test_index_ranges_and_index_select_keep_the_users_bounds(model, capsys, cls, shape, n, lines):
+    xs = _tensors((shape,))
+    expected = _outputs(model, cls, xs)
+    assert _fix(model, cls, "--apply", "--unsafe-fixes", inputs=(shape,)) == 0
+    assert f"{n} edits made in 1 file" in capsys.readouterr().out
+    assert lines in model.read_text()
+    torch.testing.assert_close(_outputs(model, cls, xs), expected)
 
 
 FACTORIES = '''

@@ -6,8 +6,10 @@ integer literals equal to the progression the rule derived (``start``/``stop``/`
 ``[i for i in range(a, b, c)]``, ``list(range(...))``, ``range(...)`` or ``torch.arange(...)`` whose
 literal start and step are the rule's: the slice then keeps the user's own stop
 (``[i for i in range(0, n, 2)]`` -> ``0:n:2``; ``x.size(1)`` as the stop of dim 1 -> ``::2``), so it
-keeps working when ``n`` changes; a computed start or step takes the graph's numbers. Exactly one
-such subscript on the line, or no edit. Unsafe, as the rule declares: the result becomes a strided
+keeps working when ``n`` changes; a computed start or step takes the graph's numbers.
+``torch.index_select(x, d, i)`` and ``x.index_select(d, i)`` with such an ``i`` (or ``torch.tensor([...])``
+of literals) become the subscript (``x[:, ::3]``). Exactly one such subscript or call on the line, or
+no edit. Unsafe, as the rule declares: the result becomes a strided
 view of the indexed tensor.
 """
 
@@ -102,6 +104,50 @@ def _range_text(source: SourceFile, e: cst.BaseExpression, d: Mapping[str, Any],
     return f"{start_text}:{stop_text}" + (f":{source.code(step)}" if step is not None and lit_step != 1 else "")
 
 
+def _index_select_args(n: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression, cst.BaseExpression] | None:
+    """(tensor, dim, index) of ``torch.index_select(x, d, i)`` or ``x.index_select(d, i)``."""
+    if any(a.keyword is not None or a.star for a in n.args):
+        return None
+    args = [a.value for a in n.args]
+    if dotted(n.func) == "torch.index_select" and len(args) == 3:
+        return args[0], args[1], args[2]
+    if isinstance(n.func, cst.Attribute) and n.func.attr.value == "index_select" and len(args) == 2:
+        if dotted(n.func.value) == "torch":
+            return None
+        return n.func.value, args[0], args[1]
+    return None
+
+
+def _is_index_select(n: cst.CSTNode, dim: Any) -> bool:
+    if not isinstance(n, cst.Call):
+        return False
+    parts = _index_select_args(n)
+    return parts is not None and _literal(parts[1]) == dim
+
+
+def _index_select(source: SourceFile, call: cst.Call, d: Mapping[str, Any], entries: list[str],
+                  wanted: list[int]) -> Proposal:
+    parts = _index_select_args(call)
+    assert parts is not None
+    value, _, index = parts
+    base = source.code(value)
+    dim = int(d["dim"])
+    if len(entries) != dim + 1:
+        raise NoEdit(f"the rule's slice {d.get('slice')} does not end at dim {dim}")
+    if isinstance(index, cst.Call) and dotted(index.func) == "torch.tensor" and len(index.args) == 1:
+        literal = _ints(index.args[0].value)
+        if literal != wanted:
+            raise NoEdit("the index tensor is not the literal progression the rule derived")
+        own: str | None = ""
+    else:
+        own = _range_text(source, index, d, base, wanted)
+    if own is None:
+        raise NoEdit("the index is not a literal list or a range selecting the rule's progression")
+    texts = [*entries[:-1], own or entries[-1]]
+    operand = base if isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({base})"
+    return Proposal(call, f"{operand}[{', '.join(texts)}]", safe=False, why=default_registry().get("FXL401").fix.why)
+
+
 def _entries(slice_text: str) -> list[str]:
     inner = slice_text.strip()
     if not (inner.startswith("[") and inner.endswith("]")):
@@ -135,8 +181,14 @@ def fix(finding: Finding, source: SourceFile) -> Proposal:
         return [i for i, e in enumerate(n.slice) if text_for(n, e.slice) is not None]
 
     assert finding.line is not None
-    node = source.unique(finding.line, lambda n: bool(positions(n)),
-                         f"subscript indexed by {wanted} (a literal list or a range)")
+    shown = str(wanted) if len(wanted) <= 6 else f"[{wanted[0]}, {wanted[1]}, ..., {wanted[-1]}]"
+    found = source.on_line(finding.line, lambda n: bool(positions(n)) or _is_index_select(n, d.get("dim")))
+    if len(found) != 1:
+        what = f"subscript or index_select indexed by {shown} (a literal list or a range)"
+        source.unique(finding.line, lambda n: any(n is f for f in found), what)  # raises with the count
+    node = found[0]
+    if isinstance(node, cst.Call):
+        return _index_select(source, node, d, entries, wanted)
     assert isinstance(node, cst.Subscript)
     pos = positions(node)
     if len(pos) != 1:
