@@ -465,3 +465,17 @@ def test_a_silenced_finding_is_not_edited(write_module, capsys):
     assert _fix(path, "Noop", "--diff") == 0
     captured = capsys.readouterr()
     assert captured.out == "" and "0 edits to make in 0 files; 0 findings without one" in captured.err
+
+
+def test_a_broken_source_fix_costs_its_edit_and_nothing_else(tmp_path, monkeypatch):
+    p = tmp_path / "m.py"
+    p.write_text("y = x.float()\n")
+
+    def broken(finding, source):
+        raise KeyError("start")
+
+    monkeypatch.setitem(FIXES, "FXL108", broken)
+    f = _finding(str(p), 1, call=".float()")
+    plan = srcfix.plan([f])
+    assert plan.edits == [] and plan.skipped[0].reason == "the FXL108 source fix failed: KeyError: 'start'"
+    assert srcfix.columns(f) is None

@@ -63,7 +63,12 @@ def propose(finding: Finding, sources: dict[str, SourceFile]) -> SourceEdit:
     if finding.file not in sources:
         sources[finding.file] = SourceFile.load(finding.file)
     source = sources[finding.file]
-    return _edit(finding, source, fn(finding, source))
+    try:
+        return _edit(finding, source, fn(finding, source))
+    except NoEdit:
+        raise
+    except Exception as exc:  # a broken source fix costs its own edit, never the lint's output
+        raise NoEdit(f"the {finding.code} source fix failed: {type(exc).__name__}: {exc}") from exc
 
 
 def plan(findings: Iterable[Finding], *, unsafe: bool = False) -> FixPlan:
