@@ -14,9 +14,9 @@ import torch
 from fxlint import srcfix
 from fxlint.cli import main
 from fxlint.findings import Finding, Severity, Violation
-from fxlint.srcfix import FIXES
 from fxlint.srcfix.base import Proposal
 from fxlint.srcfix.locate import SourceFile, not_editable
+from fxlint.srcfix.planning import FIXES
 
 MODEL = '''
 import torch
@@ -479,3 +479,14 @@ def test_a_broken_source_fix_costs_its_edit_and_nothing_else(tmp_path, monkeypat
     plan = srcfix.plan([f])
     assert plan.edits == [] and plan.skipped[0].reason == "the FXL108 source fix failed: KeyError: 'start'"
     assert srcfix.columns(f) is None
+
+
+def test_the_codes_with_a_source_fix_are_the_registered_ones_and_load_lazily():
+    import subprocess
+    import sys
+
+    assert set(FIXES) == srcfix.CODES
+    probe = ("import sys, fxlint, fxlint.renderers.json, fxlint.renderers.sarif, fxlint.srcfix; "
+             "print('libcst' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert proc.stdout.strip() == "False", proc.stderr

@@ -25,8 +25,7 @@ from .._version import __version__
 from ..findings import Finding, Report, Severity
 from ..grouping import Group, group_findings, in_scope
 from ..registry import all_rules
-from ..srcfix import NoEdit, SourceEdit, propose
-from ..srcfix.locate import SourceFile
+from ..srcfix import CODES, NoEdit, SourceEdit, propose
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/fxlint/fxlint"
@@ -57,7 +56,9 @@ def _message(f: Finding) -> str:
     return text
 
 
-def _edit(f: Finding, sources: dict[str, SourceFile]) -> SourceEdit | None:
+def _edit(f: Finding, sources: dict[str, Any]) -> SourceEdit | None:
+    if f.code not in CODES:
+        return None
     try:
         return propose(f, sources)
     except NoEdit:
@@ -80,7 +81,7 @@ def _fix(e: SourceEdit, art: dict[str, Any]) -> dict[str, Any]:
 
 
 def _result(g: Group, fingerprint: str, index: dict[str, int], baseline: bool,
-            sources: dict[str, SourceFile]) -> dict[str, Any]:
+            sources: dict[str, Any]) -> dict[str, Any]:
     """One result per (rule, location): the module instances that hit it are counted in the
     properties (a 24-block model is one alert, not 24)."""
     f = g.first
@@ -155,7 +156,7 @@ def sarif_dict(reports: Report | Iterable[Report], *, scope: str = "all") -> dic
     grouped = [(g, r) for r in reports
                for g in group_findings([f for f in r.findings if in_scope(f, scope)], sort="none")]
     prints = entries([g.first for g, _ in grouped], os.getcwd())
-    sources: dict[str, SourceFile] = {}
+    sources: dict[str, Any] = {}
     results = [_result(g, e.fingerprint, index, "baseline" in r.extras, sources)
                for (g, r), e in zip(grouped, prints)]
     notes = [{"level": "error", "message": {"text": f"rule skipped: {err}"}} for r in reports for err in r.errors]

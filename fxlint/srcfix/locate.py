@@ -17,14 +17,9 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from ..source import is_internal_file
+from .model import NoEdit
 
-
-class NoEdit(Exception):
-    """No source edit for this finding: the reason, in the user's terms."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+__all__ = ["NoEdit", "SourceFile", "as_operand", "dotted", "method_call", "not_editable"]
 
 
 def _library_dirs() -> list[str]:

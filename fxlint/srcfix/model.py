@@ -1,8 +1,17 @@
-"""The data of a source fix: one edit of the user's file, a site left alone and why, and a plan of both."""
+"""The data of a source fix: one edit of the user's file, a site left alone and why, a plan of both, and the
+exception a source fix raises when it makes no edit."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+
+class NoEdit(Exception):
+    """No source edit for this finding: the reason, in the user's terms."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass(frozen=True)
