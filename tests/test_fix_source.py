@@ -254,6 +254,15 @@ def test_factories_get_the_device_they_are_moved_to(write_module, capsys, fn, ed
     assert edit in capsys.readouterr().out
 
 
+def test_apply_without_verification_on_another_device(write_module, capsys):
+    path = write_module(FACTORIES, name="factories.py")
+    assert _fix(path, "arange_to", "--apply", "--no-verify", "--select", "FXL107",
+                inputs=("randn(4,8,device=meta)",)) == 0
+    out = capsys.readouterr().out
+    assert "not verified (--no-verify)" in out and "re-lint: 0 finding(s), was 1" in out
+    assert "return x + torch.arange(8, dtype=x.dtype, device=x.device)  # arange moved\n" in path.read_text()
+
+
 @pytest.mark.parametrize("fn, reason", [
     ("to_a_name", "`.to(x)`: whether x is a device or a tensor is not known from the source"),
     ("two_lines", "built at line 18 and moved at line 19: add device= where it is built"),
@@ -265,9 +274,12 @@ def test_factories_whose_device_the_source_does_not_name_are_left(write_module, 
 
 
 def test_a_multi_line_pad_collapses_to_its_input_and_the_comment_stays(model, capsys):
+    xs = _tensors(X)
+    expected = _outputs(model, "Pad", xs)
     assert _fix(model, "Pad", "--apply", "--unsafe-fixes") == 0
     capsys.readouterr()
     assert "        z = (x * 3)  # nothing to pad\n        return z + 1\n" in model.read_text()
+    torch.testing.assert_close(_outputs(model, "Pad", xs), expected)
 
 
 def test_relint_shows_the_finding_gone(model, capsys):
