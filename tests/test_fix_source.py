@@ -502,3 +502,12 @@ def test_the_codes_with_a_source_fix_are_the_registered_ones_and_load_lazily():
              "print('libcst' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
     assert proc.stdout.strip() == "False", proc.stderr
+
+
+def test_crlf_line_ends_and_form_feeds_keep_their_place(tmp_path):
+    p = tmp_path / "m.py"
+    p.write_bytes(b"# a form feed \x0c in a comment\r\ny = x.float()  # keep\r\nz = 1\r\n")
+    plan = srcfix.plan([_finding(str(p), 2, call=".float()")])
+    [e] = plan.edits
+    assert (e.line, e.column, e.end_column) == (2, 5, 14)
+    assert plan.edited_text(str(p)) == "# a form feed \x0c in a comment\r\ny = x  # keep\r\nz = 1\r\n"

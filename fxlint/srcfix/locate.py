@@ -8,6 +8,7 @@ for on that line (a call of ``.float()``, a ``torch.tensor([...])``); exactly on
 from __future__ import annotations
 
 import os
+import re
 import site
 import sysconfig
 from collections.abc import Callable
@@ -66,9 +67,10 @@ class SourceFile:
             wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
         except (OSError, UnicodeDecodeError, cst.ParserSyntaxError) as exc:
             raise NoEdit(f"{path} cannot be read as Python: {str(exc).splitlines()[0]}") from exc
-        starts = [0]
-        for ln in text.splitlines(keepends=True):
-            starts.append(starts[-1] + len(ln))
+        starts = [0]  # Python's own line ends (str.splitlines would also split at \f, \x1c, \u2028...)
+        starts.extend(m.end() for m in re.finditer(r"\r\n|\r|\n", text))
+        if starts[-1] != len(text):
+            starts.append(len(text))
         return cls(path, text, wrapper.module, dict(wrapper.resolve(PositionProvider)), starts,
                    dict(wrapper.resolve(ParentNodeProvider)))
 
