@@ -511,3 +511,26 @@ def test_crlf_line_ends_and_form_feeds_keep_their_place(tmp_path):
     [e] = plan.edits
     assert (e.line, e.column, e.end_column) == (2, 5, 14)
     assert plan.edited_text(str(p)) == "# a form feed \x0c in a comment\r\ny = x  # keep\r\nz = 1\r\n"
+
+
+def test_an_edit_in_a_module_the_target_imports_is_verified_on_the_edited_module(write_module, capsys):
+    write_module("""
+        import torch.nn as nn
+
+
+        class Block(nn.Module):
+            def forward(self, x):
+                return (x * 2).float() + 1  # in the imported module
+    """, name="blocks_fix_sibling.py")
+    target = write_module("""
+        import torch
+        from blocks_fix_sibling import Block
+
+
+        def make():
+            return Block(), (torch.randn(3, 4),)
+    """, name="net_fix_sibling.py")
+    assert main(["fix", f"{target}:make", "--apply"]) == 0
+    out = capsys.readouterr().out
+    assert "re-lint: 0 finding(s), was 1" in out  # the re-lint saw the edited module, not the cached one
+    assert "return (x * 2) + 1  # in the imported module" in (target.parent / "blocks_fix_sibling.py").read_text()
