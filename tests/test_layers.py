@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("runtime", ("fxlint.runtime",)),
     ("kernels", ("fxlint.kernels",)),
     ("passes", ("fxlint.passes",)),
-    ("rewrites", ("fxlint.rewrite",)),
+    ("rewrites", ("fxlint.rewrite", "fxlint.srcfix")),
     ("presentation", ("fxlint.renderers", "fxlint.session")),
     ("public API", ("fxlint", "fxlint.backend")),
     ("entry points", ("fxlint.runtime.oracle", "fxlint.testing", "fxlint.benchmarks", "fxlint.cli",

@@ -10,7 +10,7 @@ import torch
 from jsonschema import Draft7Validator
 
 import fxlint
-from fxlint.cli.app import main
+from fxlint.cli.app.app import main
 from fxlint.findings import Finding, Report, Severity
 from fxlint.renderers.sarif import sarif_dict
 from tests.conftest import ROOT
@@ -115,3 +115,33 @@ def test_graph_module_findings_validate(validator):
     log = sarif_dict(fxlint.lint(gm, (torch.randn(2, 6),), config=False))
     assert log["runs"][0]["results"][0]["locations"][0]["logicalLocations"]
     assert errors(validator, log) == []
+
+
+def test_source_fixes_columns_and_help_uris_validate(validator, write_module, monkeypatch):
+    """A finding whose rule's source fix locates it gets its columns and a `fixes` entry (the edit of
+    `fxlint fix --diff`); every rule descriptor links its page."""
+    path = write_module("""
+        import torch
+
+
+        def f(x):
+            y = x * 2
+            return y.float() + 1  # a no-op conversion
+    """)
+    monkeypatch.chdir(path.parent)
+    from fxlint.capture.target import load_target
+
+    log = sarif_dict(fxlint.lint(load_target(f"{path}:f").obj, (torch.randn(3),), select="FXL108"))
+    assert errors(validator, log) == []
+    [res] = log["runs"][0]["results"]
+    assert res["locations"][0]["physicalLocation"]["region"] == {
+        "startLine": 7, "startColumn": 12, "endLine": 7, "endColumn": 21}
+    [fix] = res["fixes"]
+    [change] = fix["artifactChanges"]
+    assert change["artifactLocation"] == {"uri": "user_model.py", "uriBaseId": "%SRCROOT%"}
+    assert change["replacements"] == [{"deletedRegion": {"startLine": 7, "startColumn": 12, "endLine": 7,
+                                                         "endColumn": 21}, "insertedContent": {"text": "y"}}]
+    assert fix["description"]["text"].startswith("y.float() -> y: safe;")
+    rules = log["runs"][0]["tool"]["driver"]["rules"]
+    assert all(r["helpUri"].endswith(f"/docs/rules/{r['id']}.md") for r in rules)
+    assert all((ROOT / "docs" / "rules" / f"{r['id']}.md").exists() for r in rules)

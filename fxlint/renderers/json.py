@@ -1,6 +1,8 @@
 """Machine-readable report: ``{"findings": [...], "groups": [...], "summary": {...}}``.
 
-Each finding carries ``group``, the id of its (code, source line) group; ``groups`` lists the
+Each finding carries ``group``, the id of its (code, source line) group, and ``column``,
+``end_line``, ``end_column`` (1-based, end exclusive: the expression its rule's source fix locates on
+the line, ``fxlint.srcfix.columns``; null where none is located); ``groups`` lists the
 groups as the text report shows them (instances, modules, bytes summed, library), in that order.
 ``fxlint schema`` prints the JSON schema.
 """
@@ -13,6 +15,7 @@ from typing import Any
 from .._version import __version__
 from ..findings import Report
 from ..reporting.grouping import group_findings, group_key, in_scope
+from ..srcfix import columns
 
 FIELDS = ("code", "name", "severity", "message", "file", "line", "module_path", "bytes", "fix")
 
@@ -23,8 +26,11 @@ def report_dict(report: Report, *, scope: str = "all") -> dict[str, Any]:
         d["findings"] = [f for f, raw in zip(d["findings"], _sorted(report)) if in_scope(raw, scope)]
     groups = group_findings([f for f in report.findings if in_scope(f, scope)])
     ids = {group_key(f): g.key for g in groups for f in g.findings}
+    sources: dict[str, Any] = {}
     for fd, f in zip(d["findings"], [f for f in _sorted(report) if in_scope(f, scope)]):
         fd["group"] = ids.get(group_key(f))
+        span = columns(f, sources)
+        fd["column"], fd["end_line"], fd["end_column"] = (span[1], span[2], span[3]) if span else (None, None, None)
     d["groups"] = [g.to_dict() for g in groups]
     d["version"] = __version__
     return d

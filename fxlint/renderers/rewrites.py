@@ -66,8 +66,8 @@ def render_fix_text(result: RewriteResult) -> str:
         out.append("")
     n, k = len(result.applied), len(result.skipped)
     out.append(f"{n} rewrite{'s' if n != 1 else ''} applied, {check_text(result, '--no-verify')}; {k} not applied. "
-               "No file was changed: apply the source edits, or use the rewritten graph "
-               "(fxlint.rewrite / torch.compile(..., options={'rewrite': True})).")
+               "No file was changed: `fxlint fix --diff` shows the source edits, `--apply` makes them; "
+               "or use the rewritten graph (fxlint.rewrite / torch.compile(..., options={'rewrite': True})).")
     return "\n".join(out)
 
 

@@ -5,6 +5,11 @@ Validated against the official OASIS schema in tests/test_sarif_schema.py
 same line-shift-proof fingerprint as baselines, computed relative to the
 working directory (``%SRCROOT%``), so an alert keeps its identity across
 checkouts and edits above it.
+
+Where a rule's source fix (``fxlint.srcfix``) locates the expression on the line, the region has its
+``startColumn``/``endLine``/``endColumn`` and the result a ``fixes`` entry (one artifact change, one
+replacement: the edit ``fxlint fix --diff`` shows; its description says whether it is safe). Each rule
+descriptor's ``helpUri`` is its page, ``docs/rules/FXLNNN.md``, under ``RULE_DOCS``.
 """
 
 from __future__ import annotations
@@ -20,8 +25,12 @@ from .._version import __version__
 from ..findings import Finding, Report, Severity
 from ..registry import all_rules
 from ..reporting.grouping import Group, group_findings, in_scope
+from ..srcfix import CODES, NoEdit, SourceEdit, propose
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = "https://github.com/fxlint/fxlint"
+#: where a rule's page is (the repository's docs/rules/FXLNNN.md; mkdocs.yml sets no site_url)
+RULE_DOCS = INFORMATION_URI + "/blob/main/docs/rules/{code}.md"
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
@@ -47,7 +56,32 @@ def _message(f: Finding) -> str:
     return text
 
 
-def _result(g: Group, fingerprint: str, index: dict[str, int], baseline: bool) -> dict[str, Any]:
+def _edit(f: Finding, sources: dict[str, Any]) -> SourceEdit | None:
+    if f.code not in CODES:
+        return None
+    try:
+        return propose(f, sources)
+    except NoEdit:
+        return None
+
+
+def _fix(e: SourceEdit, art: dict[str, Any]) -> dict[str, Any]:
+    safety = "safe" if e.safe else "unsafe (fxlint fix --apply --unsafe-fixes)"
+    return {
+        "description": {"text": f"{e.description}: {safety}; {e.why}"},
+        "artifactChanges": [{
+            "artifactLocation": art,
+            "replacements": [{
+                "deletedRegion": {"startLine": e.line, "startColumn": e.column,
+                                  "endLine": e.end_line, "endColumn": e.end_column},
+                "insertedContent": {"text": e.after},
+            }],
+        }],
+    }
+
+
+def _result(g: Group, fingerprint: str, index: dict[str, int], baseline: bool,
+            sources: dict[str, Any]) -> dict[str, Any]:
     """One result per (rule, location): the module instances that hit it are counted in the
     properties (a 24-block model is one alert, not 24)."""
     f = g.first
@@ -77,7 +111,12 @@ def _result(g: Group, fingerprint: str, index: dict[str, int], baseline: bool) -
         if rel:
             art["uriBaseId"] = "%SRCROOT%"
         phys: dict[str, Any] = {"artifactLocation": art}
-        if f.line and f.line >= 1:
+        edit = _edit(f, sources) if f.line and f.line >= 1 else None
+        if edit is not None:
+            phys["region"] = {"startLine": edit.line, "startColumn": edit.column,
+                              "endLine": edit.end_line, "endColumn": edit.end_column}
+            res["fixes"] = [_fix(edit, dict(art))]
+        elif f.line and f.line >= 1:
             phys["region"] = {"startLine": f.line}
         res["locations"] = [{"physicalLocation": phys}]
     elif f.node:
@@ -109,6 +148,7 @@ def sarif_dict(reports: Report | Iterable[Report], *, scope: str = "all") -> dic
             "shortDescription": {"text": r.summary},
             "fullDescription": {"text": r.summary},
             "help": {"text": r.doc, "markdown": r.doc},
+            "helpUri": RULE_DOCS.format(code=r.code),
             "defaultConfiguration": {"level": _LEVEL[r.severity]},
         }
         for r in rules
@@ -116,7 +156,9 @@ def sarif_dict(reports: Report | Iterable[Report], *, scope: str = "all") -> dic
     grouped = [(g, r) for r in reports
                for g in group_findings([f for f in r.findings if in_scope(f, scope)], sort="none")]
     prints = entries([g.first for g, _ in grouped], os.getcwd())
-    results = [_result(g, e.fingerprint, index, "baseline" in r.extras) for (g, r), e in zip(grouped, prints)]
+    sources: dict[str, Any] = {}
+    results = [_result(g, e.fingerprint, index, "baseline" in r.extras, sources)
+               for (g, r), e in zip(grouped, prints)]
     notes = [{"level": "error", "message": {"text": f"rule skipped: {err}"}} for r in reports for err in r.errors]
     invocation: dict[str, Any] = {"executionSuccessful": True}
     if notes:
@@ -130,7 +172,7 @@ def sarif_dict(reports: Report | Iterable[Report], *, scope: str = "all") -> dic
                     "driver": {
                         "name": "fxlint",
                         "version": __version__,
-                        "informationUri": "https://github.com/fxlint/fxlint",
+                        "informationUri": INFORMATION_URI,
                         "rules": descriptors,
                     }
                 },

@@ -101,6 +101,10 @@ def finding_schema(registry: Any = None) -> dict[str, Any]:
     base["required"].append("details")
     base["properties"]["group"] = {"type": ["string", "null"],
                                    "description": "the id of its (code, source line) group in 'groups'"}
+    for key, what in (("column", "first column"), ("end_line", "last line"), ("end_column", "column after the end")):
+        base["properties"][key] = {"type": ["integer", "null"], "minimum": 1,
+                                   "description": f"the {what} (1-based) of the expression on the line, where "
+                                                  "its rule's source fix locates it (fxlint fix --diff)"}
     reg = registry or default_registry()
     per_rule = []
     for rule in reg.rules():
