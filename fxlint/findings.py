@@ -101,6 +101,10 @@ class Finding:
       (forward, and backward with ``train=True``), from the profiler;
     * ``ranks``: under ``torch.distributed``, after ``Session.gather()``, the ranks that found it
       (None: one process, or not gathered);
+    * ``compiled``: for a copy finding, what Inductor's lowering of the graph does with the copy
+      (``fxlint.compiled``): ``"survives"`` (``compiled_bytes`` per call in the compiled program),
+      ``"fused"`` (no memory traffic of its own: ``compiled_bytes`` 0) or ``"unknown"``; None when
+      not asked (an eager inner backend) or not a copy finding;
     * ``violation``: the rule's typed record (``details`` is its data plus the fields above).
     """
 
@@ -126,6 +130,8 @@ class Finding:
     dedup: str = ""
     time_ns: int | None = None
     ranks: tuple[int, ...] | None = None
+    compiled: str | None = None  # under Inductor (fxlint.compiled): survives / fused / unknown
+    compiled_bytes: int | None = None
     violation: Violation | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property
@@ -241,6 +247,9 @@ class Report:
             "graphs": self.graphs,
             "graph_breaks": self.graph_breaks,
             "internal_errors": len(self.errors),
+            **({"compiled": {v: sum(f.compiled == v for f in self.findings) for v in ("survives", "fused", "unknown")}
+                | {"bytes_per_call": sum(f.compiled_bytes or 0 for f in self.findings if f.compiled == "survives")}}
+               if any(f.compiled is not None for f in self.findings) else {}),
             **({"confirmed": sum(f.status == "confirmed" for f in self.findings),
                 "refuted": sum(f.status == "refuted" for f in self.findings),
                 "not_run": sum(f.status == "not-run" for f in self.findings)}
