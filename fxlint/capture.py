@@ -44,6 +44,9 @@ class Captured:
     origin: str = "dynamo"
     module: torch.nn.Module | None = None
     reach: AutogradReach | None = None  # what autograd reached from the returned values
+    #: with ``capture(..., keep_inputs=True)``: the inputs Dynamo handed the backend, per graph label
+    #: (what ``fxlint.compiled`` compiles each graph on)
+    example_inputs: dict[str, list[Any]] = field(default_factory=dict)
 
     def program(self) -> Program:
         return Program(list(self.views), list(self.breaks), self.reach)
@@ -60,8 +63,9 @@ def normalise_inputs(example_inputs: Any) -> tuple[tuple[Any, ...], dict[str, An
     return (example_inputs,), {}
 
 
-def capture(target: Any, example_inputs: Any = None) -> Captured:
-    """Capture ``target`` into canonical views (see module docstring)."""
+def capture(target: Any, example_inputs: Any = None, *, keep_inputs: bool = False) -> Captured:
+    """Capture ``target`` into canonical views (see module docstring); ``keep_inputs``: keep the
+    inputs Dynamo hands each graph (``Captured.example_inputs``)."""
     # Dynamo formats the stack traces it records on nodes from linecache: drop entries of files
     # edited since they were cached (a notebook, a test that rewrites a model file), or findings
     # would quote the old text of a line.
@@ -73,7 +77,7 @@ def capture(target: Any, example_inputs: Any = None) -> Captured:
     if isinstance(target, fx.GraphModule):
         return _capture_fx(target, args, kwargs)
     if isinstance(target, torch.nn.Module) or callable(target):
-        return _capture_dynamo(target, args, kwargs)
+        return _capture_dynamo(target, args, kwargs, keep_inputs)
     raise CaptureError(
         f"cannot lint {type(target).__name__}: expected an nn.Module, a callable, "
         "a torch.fx.GraphModule or a torch.export.ExportedProgram"
@@ -130,7 +134,7 @@ def view_from_dynamo(gm: fx.GraphModule, label: str) -> GraphView:
     return view
 
 
-def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Captured:
+def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict, keep_inputs: bool = False) -> Captured:
     import torch._dynamo
     import torch._dynamo.convert_frame as convert_frame
     import torch._dynamo.utils as dynamo_utils
@@ -145,6 +149,8 @@ def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Ca
         label = f"graph {len(result.views)}"
         view = view_from_dynamo(gm, label)
         result.views.append(view)
+        if keep_inputs:
+            result.example_inputs[label] = list(example_inputs)
         end = ended_by(gm, label)
         if end is not None:
             ends.append(end)

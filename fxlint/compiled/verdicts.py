@@ -71,7 +71,8 @@ def apply_verdicts(findings: list[Finding], lowering: Lowering, *, demote: bool 
     for f in findings:
         g = verdict(f, lowering, credited)
         if demote and g.compiled == FUSED:
-            g = g.with_(severity=Severity.INFO, message=f"{g.message} {FUSED_NOTE}")
+            sep = " " if g.message.rstrip().endswith(".") else ". "
+            g = g.with_(severity=Severity.INFO, message=f"{g.message.rstrip()}{sep}{FUSED_NOTE}")
         out.append(g)
     return out
 

@@ -33,7 +33,14 @@ def log_report(label: str, report: Report, logger: logging.Logger = log) -> None
     level = logging.WARNING if worst >= Severity.WARNING.rank else logging.INFO
     codes = ", ".join(f"{c}x{n}" if n > 1 else c for c, n in s["by_code"].items())
     parts = [f"{s['findings']} finding{'s' if s['findings'] != 1 else ''} ({codes})"]
-    if s["bytes_per_call"]:
+    compiled = s.get("compiled")
+    if compiled:
+        # what the compiled program copies: the surviving findings' bytes, eager's total beside it
+        parts.append(f"{human_bytes(compiled['bytes_per_call'])} copied per call by the compiled program "
+                     f"({compiled['survives']} survive{'s' if compiled['survives'] == 1 else ''}, "
+                     f"{compiled['fused']} fused, {compiled['unknown']} unknown; eager copies "
+                     f"{human_bytes(s['bytes_per_call'])})")
+    elif s["bytes_per_call"]:
         parts.append(f"{human_bytes(s['bytes_per_call'])} copied per call")
     if s["suppressed"]:
         parts.append(f"{s['suppressed']} suppressed")
@@ -41,8 +48,11 @@ def log_report(label: str, report: Report, logger: logging.Logger = log) -> None
     logger.log(level, "fxlint: %s: %s; first: %s %s (log level INFO or fxlint.collect() for all)",
                label, ", ".join(parts), first.location, first.code)
     for f in report.findings:
-        logger.info("fxlint: %s: %s [%s] %s%s", f.location, f.code, f.severity, f.message,
-                    f" (fix: {f.fix})" if f.fix else "")
+        logger.info("fxlint: %s: %s [%s] %s%s%s", f.location, f.code, f.severity, f.message,
+                    f" (fix: {f.fix})" if f.fix else "",
+                    f" [compiled: {f.compiled}" + (f", {human_bytes(f.compiled_bytes)} per call]"
+                                                   if f.compiled == "survives" and f.compiled_bytes else "]")
+                    if f.compiled else "")
 
 
 def log_rewrites(label: str, result: RewriteResult, logger: logging.Logger = log) -> None:

@@ -170,8 +170,28 @@ def _group_blocks(groups: list[Group], width: int, timed: bool) -> str:
             out.extend(textwrap.wrap("fix: " + g.fix, wrap, initial_indent="    ", subsequent_indent="      "))
         if g.statuses:
             out.append("    runtime: " + ", ".join(f"{n} {s}" for s, n in sorted(g.statuses.items())))
+        verdict = compiled_text(g.findings)
+        if verdict:
+            out.append("    under Inductor: " + verdict)
         out.append("")
     return "\n".join(out).rstrip("\n")
+
+
+def compiled_text(findings: list[Finding]) -> str:
+    """The verdicts of the compiled program (``Finding.compiled``): ``survives, 49.2 kB per call``,
+    ``fused (no copy of its own)``, ``unknown``; counted when the findings differ."""
+    verdicts = [f.compiled for f in findings if f.compiled]
+    if not verdicts:
+        return ""
+    kinds = list(dict.fromkeys(verdicts))
+    words = {"survives": "survives", "fused": "fused (no copy of its own)", "unknown": "not known"}
+    if len(kinds) == 1:
+        text = words.get(kinds[0], kinds[0])
+        if kinds[0] == "survives":
+            known = [f.compiled_bytes for f in findings if f.compiled == "survives" and f.compiled_bytes is not None]
+            text += f", {human_bytes(sum(known))} per call" if known else ""
+        return text
+    return ", ".join(f"{verdicts.count(k)} {words.get(k, k)}" for k in kinds)
 
 
 def _finding_table(findings: list[Finding], width: int, sort: str) -> str:
@@ -181,6 +201,8 @@ def _finding_table(findings: list[Finding], width: int, sort: str) -> str:
         text = f.message + (f"\nfix: {f.fix}" if f.fix else "")
         if f.status:
             text += f"\nruntime: {f.status}"
+        if f.compiled:
+            text += f"\nunder Inductor: {compiled_text([f])}"
         rows.append([f.code, str(f.severity), f.location, f.module_path or "-", _bytes_cell(f), text])
     msg_width = max(40, width - 70)
     return tabulate(rows, headers=["Code", "Severity", "Location", "Module", "Bytes/call", "Message"],
@@ -208,6 +230,11 @@ def summary_line(report: Report, *, groups: int | None = None, hidden: int = 0) 
     if s.get("baselined"):
         parts.append(f"{s['baselined']} in the baseline")
     parts.append(f"{s['graphs']} graph{'s' if s['graphs'] != 1 else ''} analysed")
+    if "compiled" in s:
+        c = s["compiled"]
+        parts.append(f"under Inductor: {c['survives']} survive{'s' if c['survives'] == 1 else ''}"
+                     + (f" ({human_bytes(c['bytes_per_call'])} per call)" if c["bytes_per_call"] else "")
+                     + f", {c['fused']} fused, {c['unknown']} unknown")
     if "confirmed" in s:
         parts.append(f"runtime: {s['confirmed']} confirmed, {s['refuted']} refuted, {s['not_run']} not run")
     if s["graph_breaks"]:
