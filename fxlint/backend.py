@@ -236,9 +236,13 @@ def fxlint_backend(
         from .session import publish
 
         for label, report in deferred:
-            watch.judge(report)
-            _log_report(label, report, opts.ranks)
-            publish(report)
+            try:
+                watch.judge(report)
+                _log_report(label, report, opts.ranks)
+                publish(report)
+            except Exception as exc:  # noqa: BLE001 - reporting must not cost the user the compile
+                warnings.warn(FxlintWarning(f"fxlint failed reporting the findings of {label} "
+                                            f"({type(exc).__name__}: {exc}); the compile goes on"), stacklevel=2)
 
 
 class _Watch:
