@@ -211,7 +211,7 @@ def fxlint_backend(
     # a view can cost more than the copy it replaces where the inner backend fuses ops
     fusing = not (isinstance(inner_choice, str) and inner_choice in _EAGER_INNER)
     to_compile = gm
-    deferred: list[tuple[str, Report]] = []  # linted, logged once the compile says what survives
+    deferred: list[tuple[str, Report, Any]] = []  # linted, logged once the compile says what survives
     try:
         to_compile = _lint_and_rewrite(gm, example_inputs, opts, settings, fusing, deferred)
     except Exception as exc:  # noqa: BLE001 - never break the user's compile
@@ -235,9 +235,9 @@ def fxlint_backend(
     finally:
         from .session import publish
 
-        for label, report in deferred:
+        for label, report, view in deferred:
             try:
-                watch.judge(report)
+                watch.judge(report, view)
                 _log_report(label, report, opts.ranks)
                 publish(report)
             except Exception as exc:  # noqa: BLE001 - reporting must not cost the user the compile
@@ -268,16 +268,17 @@ class _Watch:
                 self.error = f"could not watch Inductor ({type(exc).__name__}: {exc})"
             return _call_inner(inner, opts, gm, example_inputs, mode, extra)
 
-    def judge(self, report: Report) -> None:
+    def judge(self, report: Report, view: Any) -> None:
         if not self.active:
             return
         try:
             from .compiled.lowering import Lowering
-            from .compiled.verdicts import apply_verdicts, describe
+            from .compiled.verdicts import Sites, apply_verdicts, describe
 
             lowering = self.lowering if self.lowering is not None else Lowering(error=self.error or "not compiled")
-            report.findings = apply_verdicts(report.findings, lowering, demote=True)
-            report.extras["compiled"] = describe(report.findings, lowering)
+            sites = Sites(view)
+            report.findings = apply_verdicts(report.findings, lowering, demote=True, sites=sites)
+            report.extras["compiled"] = describe(report.findings, lowering, sites)
         except Exception as exc:  # noqa: BLE001 - the eager findings stand; say why there are no verdicts
             report.extras["compiled"] = {"why_unknown": f"{type(exc).__name__}: {exc}"}
 
@@ -314,7 +315,7 @@ def _user_file(gm: fx.GraphModule) -> str | None:
 
 def _lint_and_rewrite(
     gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, settings: Settings, fusing: bool,
-    deferred: list[tuple[str, Report]] | None = None,
+    deferred: list[tuple[str, Report, Any]] | None = None,
 ) -> fx.GraphModule:
     """Lint (and rewrite) ``gm``; the report of a whole graph goes to ``deferred``, to be logged after
     its compile (a DDP bucket's piece logs the graph it split at once)."""
@@ -354,7 +355,7 @@ def _lint_and_rewrite(
 
 
 def _lint(gm: fx.GraphModule, label: str, opts: BackendOptions, settings: Settings, ctx: Any,
-          deferred: list[tuple[str, Report]] | None = None) -> Report:
+          deferred: list[tuple[str, Report, Any]] | None = None) -> Report:
     """Lint one captured graph, log what this rank reports and hand the report to the sessions (or,
     with ``deferred``, leave both to the caller)."""
     from .capture import ended_by, view_from_dynamo
@@ -375,7 +376,7 @@ def _lint(gm: fx.GraphModule, label: str, opts: BackendOptions, settings: Settin
         report.graph_breaks = 1
         report.extras["breaks"] = [end]
     if deferred is not None:
-        deferred.append((label, report))
+        deferred.append((label, report, view))
         return report
     _log_report(label, report, opts.ranks)
     publish(report)

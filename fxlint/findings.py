@@ -94,6 +94,7 @@ class Finding:
     * ``backward_bytes``: what the training step's backward copies again because of this site
       (0: nothing; None: not modelled for this site, or not a copy finding);
     * ``repeats``: how many times the line runs per call (an unrolled loop), ``bytes`` the total;
+      ``nodes`` the FX node of each instance (None when one);
     * ``tensor_shape``: the tensor the finding is about, for a claim that something is *not*
       copied (FXL108): the cross-check looks for a copy of that shape on the line;
     * ``dedup``: told apart from other findings of the same code, line and module by this key;
@@ -130,6 +131,7 @@ class Finding:
     dedup: str = ""
     time_ns: int | None = None
     ranks: tuple[int, ...] | None = None
+    nodes: tuple[str, ...] | None = None  # with repeats > 1: the FX node of each instance
     compiled: str | None = None  # under Inductor (fxlint.compiled): survives / fused / unknown
     compiled_bytes: int | None = None
     violation: Violation | None = field(default=None, compare=False, hash=False, repr=False)

@@ -41,6 +41,7 @@ _FIELD_DOCS = {
     "tensor_shape": "for a claim that nothing is copied: the tensor it is about",
     "dedup": "tells two findings of one rule on one line apart",
     "time_ns": "with the runtime audit: measured time of the copies that back it, per call (profiler)",
+    "nodes": "with repeats > 1: the FX node of each instance (null: one instance)",
     "compiled": "what Inductor's lowering does with a copy finding's copy: survives, fused (no memory traffic of "
                 "its own) or unknown; null when not compiled with Inductor or not a copy",
     "compiled_bytes": "with compiled='survives': bytes the compiled program copies per call for it (fused: 0)",

@@ -20,7 +20,7 @@ program").
 from __future__ import annotations
 
 from .lowering import CompiledBuffer, Lowering, compile_and_read, observe
-from .verdicts import FUSED, SURVIVES, UNKNOWN, apply_verdicts, unknown_verdicts
+from .verdicts import FUSED, SURVIVES, UNKNOWN, Sites, apply_verdicts, unknown_verdicts
 
-__all__ = ["FUSED", "SURVIVES", "UNKNOWN", "CompiledBuffer", "Lowering", "apply_verdicts", "compile_and_read",
+__all__ = ["FUSED", "SURVIVES", "UNKNOWN", "CompiledBuffer", "Lowering", "Sites", "apply_verdicts", "compile_and_read",
            "observe", "unknown_verdicts"]

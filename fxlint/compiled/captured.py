@@ -14,7 +14,7 @@ from typing import Any
 
 from ..findings import Finding
 from .lowering import Lowering, compile_and_read
-from .verdicts import apply_verdicts, describe, unknown_verdicts
+from .verdicts import Sites, apply_verdicts, describe, unknown_verdicts
 
 
 def judge_capture(findings: list[Finding], views: list[Any], inputs: dict[str, list[Any]],
@@ -34,9 +34,10 @@ def judge_capture(findings: list[Finding], views: list[Any], inputs: dict[str, l
             lowering = Lowering(error=reason)
         else:
             lowering = compile_and_read(view.gm, inputs[view.label])
-        out = apply_verdicts(mine, lowering)
+        sites = Sites(view)
+        out = apply_verdicts(mine, lowering, sites=sites)
         for f, g in zip(mine, out):
             judged[id(f)] = g
-        per_graph[view.label] = describe(out, lowering)
+        per_graph[view.label] = describe(out, lowering, sites)
     result = [judged.get(id(f)) or unknown_verdicts([f])[0] for f in findings]
     return result, per_graph

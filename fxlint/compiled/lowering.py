@@ -15,7 +15,8 @@ only reads; the kernels Inductor generates are the same with and without it. For
 * its **bytes**: the buffer's layout ``storage_size()`` (size hints for symbols) times the item size;
 * its **sources**: the Dynamo graph's nodes its origins come from, read from the provenance chain
   ``node.meta["from_node"]`` (``torch.fx.traceback.NodeSource``), keeping the sources that live in the
-  observed graph (``graph_id == id(graph)``), in the graph's order.
+  observed graph (``graph_id == id(graph)``), in the graph's order; its **producer**: the source of
+  ``get_origin_node()`` (the FX node whose lowering realised it), else the latest source.
 
 An extern kernel (an ATen kernel the compiled program calls: ``bmm``, a fallback) records the Dynamo
 node of the op it runs (``get_origin_node()``): whether ATen copies inside it depends on the layouts
@@ -59,6 +60,9 @@ class CompiledBuffer:
     bytes: int | None  # None when the size does not have a hint
     sources: tuple[str, ...]  # the Dynamo nodes its origins come from, in graph order
     ops: tuple[str, ...]  # the aten ops of its origins, sorted (what Inductor names the kernel after)
+    #: the Dynamo node whose op made Inductor realise it: the node of ``get_origin_node()`` (the FX node
+    #: being lowered), else the latest of ``sources``
+    producer: str | None = None
 
 
 @dataclass
@@ -249,10 +253,12 @@ def _read_scheduler(scheduler: Any, watch: _Watch) -> None:
             for o in origins:
                 sources |= _roots(o, watch)
             extern = isinstance(node, ir.ExternKernel)
+            origin = node.get_origin_node() if hasattr(node, "get_origin_node") else None
+            made_by = sorted(_roots(origin, watch), key=order.__getitem__) if origin is not None else []
             if extern:
-                origin = node.get_origin_node()
-                if origin is not None:
-                    out.extern_sources |= _roots(origin, watch)
+                out.extern_sources |= set(made_by)
+            ordered = sorted(sources, key=order.__getitem__)
+            producer = made_by[-1] if made_by else (ordered[-1] if ordered else None)
             copy = (bool(ops) and ops <= COPY_OPS) or (not extern and _moves_only(snode))
             for buf in snode.get_outputs():
                 name = buf.get_name()
@@ -260,4 +266,4 @@ def _read_scheduler(scheduler: Any, watch: _Watch) -> None:
                     continue
                 out.buffers.append(CompiledBuffer(
                     name=name, kernel="extern" if extern else "generated", copy=copy, bytes=_bytes(buf.node),
-                    sources=tuple(sorted(sources, key=order.__getitem__)), ops=tuple(sorted(ops))))
+                    sources=tuple(ordered), ops=tuple(sorted(ops)), producer=producer))
