@@ -237,7 +237,7 @@ def fxlint_backend(
 
         for label, report, view in deferred:
             try:
-                watch.judge(report, view)
+                watch.judge(label, report, view)
                 _log_report(label, report, opts.ranks)
                 publish(report)
             except Exception as exc:  # noqa: BLE001 - reporting must not cost the user the compile
@@ -268,7 +268,7 @@ class _Watch:
                 self.error = f"could not watch Inductor ({type(exc).__name__}: {exc})"
             return _call_inner(inner, opts, gm, example_inputs, mode, extra)
 
-    def judge(self, report: Report, view: Any) -> None:
+    def judge(self, label: str, report: Report, view: Any) -> None:
         if not self.active:
             return
         try:
@@ -278,9 +278,9 @@ class _Watch:
             lowering = self.lowering if self.lowering is not None else Lowering(error=self.error or "not compiled")
             sites = Sites(view)
             report.findings = apply_verdicts(report.findings, lowering, demote=True, sites=sites)
-            report.extras["compiled"] = describe(report.findings, lowering, sites)
+            report.extras["compiled"] = {label: describe(report.findings, lowering, sites)}
         except Exception as exc:  # noqa: BLE001 - the eager findings stand; say why there are no verdicts
-            report.extras["compiled"] = {"why_unknown": f"{type(exc).__name__}: {exc}"}
+            report.extras["compiled"] = {label: {"why_unknown": f"{type(exc).__name__}: {exc}"}}
 
 
 def _warn_untouched(exc: BaseException) -> None:

@@ -107,6 +107,24 @@ def test_an_unreadable_lowering_leaves_every_copy_finding_unknown():
         assert [f.compiled for f in apply_verdicts([_finding("a")], low)] == [UNKNOWN]
 
 
+def test_the_text_report_shows_verdicts_and_the_compiled_programs_own_copies():
+    from fxlint.findings import Report
+
+    copy = _buf("buf0", True, 4096, ("a",))
+    own = [_buf("buf1", True, 2048, ("z",), producer="z"), _buf("buf2", True, 512, (), producer=None)]
+    low = _lowering(copy, *own, lowered=("a", "b", "z"))
+    findings = apply_verdicts([_finding("a"), _finding("b")], low)
+    from fxlint.compiled.verdicts import describe
+
+    report = Report(findings=findings, graphs=1, extras={"compiled": {"graph 0": describe(findings, low)}})
+    text = str(report)
+    assert "under Inductor: 1 survives (4.1 kB per call), 1 fused, 0 unknown" in text
+    assert "under Inductor: survives, 4.1 kB per call" in text and "under Inductor: fused (no copy of its own)" in text
+    assert "Copies the compiled program makes that no finding explains" in text
+    assert "<graph>:z" in text and "<inductor>:buf2" in text and "no provenance" in text
+    assert "under Inductor" not in str(Report(findings=[_finding("a")], graphs=1))  # not asked: eager only
+
+
 def test_the_backend_option_is_checked():
     from fxlint.backend import BackendOptions
     from fxlint.errors import ConfigError

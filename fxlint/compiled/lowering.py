@@ -63,6 +63,9 @@ class CompiledBuffer:
     #: the Dynamo node whose op made Inductor realise it: the node of ``get_origin_node()`` (the FX node
     #: being lowered), else the latest of ``sources``
     producer: str | None = None
+    #: why it is a copy: ``"copy ops"`` (its origins are layout/copy ops only) or ``"load/store"`` (a
+    #: generated kernel that only moves data); None when it is not a copy
+    why: str | None = None
 
 
 @dataclass
@@ -259,11 +262,12 @@ def _read_scheduler(scheduler: Any, watch: _Watch) -> None:
                 out.extern_sources |= set(made_by)
             ordered = sorted(sources, key=order.__getitem__)
             producer = made_by[-1] if made_by else (ordered[-1] if ordered else None)
-            copy = (bool(ops) and ops <= COPY_OPS) or (not extern and _moves_only(snode))
+            why = "copy ops" if ops and ops <= COPY_OPS else "load/store" if not extern and _moves_only(snode) else None
+            copy = why is not None
             for buf in snode.get_outputs():
                 name = buf.get_name()
                 if name in removed or isinstance(buf.node.get_output_spec(), (ir.NoneLayout, ir.MultiOutputLayout)):
                     continue
                 out.buffers.append(CompiledBuffer(
                     name=name, kernel="extern" if extern else "generated", copy=copy, bytes=_bytes(buf.node),
-                    sources=tuple(ordered), ops=tuple(sorted(ops)), producer=producer))
+                    sources=tuple(ordered), ops=tuple(sorted(ops)), producer=producer, why=why))

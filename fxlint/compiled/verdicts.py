@@ -59,6 +59,13 @@ class Sites:
                      and n.location is not None and (n.location.file, n.location.line) == where)
         return same if f.node in same else (f.node,)
 
+    def where(self, node: str | None) -> dict[str, Any]:
+        """The user's line and module of ``node`` (``file``, ``line``, ``module_path``; None when unknown)."""
+        at = self.view.by_name.get(node) if self.view is not None and node is not None else None
+        loc = at.location if at is not None else None
+        return {"file": loc.file if loc is not None else None, "line": loc.line if loc is not None else None,
+                "module_path": at.module_path if at is not None else None, "op": at.op if at is not None else None}
+
     def operand(self, f: Finding, node: str) -> str | None:
         """The node of the operand ``f``'s violation names (``operand``: ``"a"``, ``"input"``...) at
         ``node`` (None: not about an operand, or no view)."""
@@ -149,7 +156,8 @@ def describe(findings: Iterable[Finding], lowering: Lowering | None, sites: Site
     if lowering is not None:
         _, _, unexplained = credit(fs, lowering, sites)
         out["unexplained"] = [{"buffer": b.name, "bytes": b.bytes, "ops": list(b.ops), "nodes": list(b.sources),
-                               "producer": b.producer} for b in unexplained]
+                               "producer": b.producer, "why": b.why, **(sites or Sites()).where(b.producer)}
+                              for b in unexplained]
         if not lowering.readable:
             out["why_unknown"] = lowering.why_unreadable
     return out

@@ -75,6 +75,17 @@ def render_text(report: Report, *, width: int | None = None, group: bool = True,
         if len(report.unexplained) > 20:
             lines.append(f"... and {len(report.unexplained) - 20} more lines (--format json lists them all)")
         lines.append("")
+    made = [u for graph in (report.extras.get("compiled") or {}).values() if isinstance(graph, dict)
+            for u in graph.get("unexplained", ())]
+    if made:
+        lines.append("Copies the compiled program makes that no finding explains (Inductor's lowering):")
+        rows = [[location_text(_place(u)), u.get("module_path") or "-", human_bytes(u["bytes"]) if u["bytes"] else "?",
+                 _made_by(u)] for u in made[:20]]
+        lines.append(tabulate(rows, headers=["Location", "Module", "Bytes/call", "Made by"], tablefmt="simple",
+                              maxcolwidths=[None, 24, None, 70]))
+        if len(made) > 20:
+            lines.append(f"... and {len(made) - 20} more (Report.extras['compiled'] lists them all)")
+        lines.append("")
     for err in report.errors:
         lines.append(f"internal error (rule skipped): {err}")
     return "\n".join(lines).rstrip("\n")
@@ -175,6 +186,21 @@ def _group_blocks(groups: list[Group], width: int, timed: bool) -> str:
             out.append("    under Inductor: " + verdict)
         out.append("")
     return "\n".join(out).rstrip("\n")
+
+
+def _place(u: dict[str, Any]) -> str:
+    """A compiled copy's place: its user line, else its graph node, else Inductor's buffer."""
+    if u.get("file") is not None:
+        return f"{u['file']}:{u.get('line')}"
+    return f"<graph>:{u['producer']}" if u.get("producer") else f"<inductor>:{u['buffer']}"
+
+
+def _made_by(u: dict[str, Any]) -> str:
+    """``the op's lowering (repeat): a load/store kernel``, or why nothing more is known."""
+    kernel = "a kernel of copy ops" if u.get("why") == "copy ops" else "a load/store kernel"
+    if not u.get("producer"):
+        return f"{kernel} with no provenance (Inductor's own, e.g. an input or weight it lays out)"
+    return f"`{u.get('op') or u['producer']}` ({u['producer']}): {kernel}"
 
 
 def compiled_text(findings: list[Finding]) -> str:
