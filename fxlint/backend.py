@@ -279,7 +279,10 @@ class _Watch:
             sites = Sites(view)
             report.findings = apply_verdicts(report.findings, lowering, demote=True, sites=sites)
             report.extras["compiled"] = {label: describe(report.findings, lowering, sites)}
-        except Exception as exc:  # noqa: BLE001 - the eager findings stand; say why there are no verdicts
+        except Exception as exc:  # noqa: BLE001 - the eager findings stand, marked unknown; say why
+            from .compiled.verdicts import unknown_verdicts
+
+            report.findings = unknown_verdicts(report.findings)
             report.extras["compiled"] = {label: {"why_unknown": f"{type(exc).__name__}: {exc}"}}
 
 

@@ -125,6 +125,29 @@ def test_the_text_report_shows_verdicts_and_the_compiled_programs_own_copies():
     assert "under Inductor" not in str(Report(findings=[_finding("a")], graphs=1))  # not asked: eager only
 
 
+def test_the_backends_judge_marks_findings_unknown_when_it_cannot_judge(monkeypatch):
+    from fxlint.backend import _Watch
+    from fxlint.compiled import verdicts
+    from fxlint.findings import Report
+
+    report = Report(findings=[_finding("a")])
+    _Watch(True).judge("graph 0", report, None)  # the compile was never watched (another torch)
+    assert [f.compiled for f in report] == [UNKNOWN]
+    assert report.extras["compiled"]["graph 0"]["why_unknown"] == "not compiled"
+
+    def boom(*a, **k):
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(verdicts, "apply_verdicts", boom)
+    report = Report(findings=[_finding("a")])
+    _Watch(True).judge("graph 0", report, None)
+    assert [f.compiled for f in report] == [UNKNOWN]
+    assert "injected" in report.extras["compiled"]["graph 0"]["why_unknown"]
+    report = Report(findings=[_finding("a")])
+    _Watch(False).judge("graph 0", report, None)  # an eager inner backend: nothing changes
+    assert [f.compiled for f in report] == [None] and "compiled" not in report.extras
+
+
 def test_the_backend_option_is_checked():
     from fxlint.backend import BackendOptions
     from fxlint.errors import ConfigError
