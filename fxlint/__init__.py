@@ -57,6 +57,7 @@ def lint(
     registry: Registry | None = None,
     probe: bool | None = None,
     device: str | Any | None = None,
+    compiled: bool = False,
 ) -> Report:
     """Lint ``target`` and return a ``Report``.
 
@@ -104,6 +105,14 @@ def lint(
     simulation did (parameters kept on the host, mixed-device ops). With ``confirm=True`` the
     audit still runs on this machine: findings about the simulated device stay ``not-run``.
 
+    ``compiled=True``: also compile each captured graph with Inductor (nothing runs) and give each
+    copy finding the verdict of the program ``torch.compile`` really runs (``Finding.compiled``:
+    ``"survives"`` with ``Finding.compiled_bytes`` per call, ``"fused"`` when Inductor fuses the
+    copy away, ``"unknown"`` when its lowering does not say; ``fxlint.compiled``).
+    ``Report.extras["compiled"]`` says, per graph, what survives and the copies no finding explains.
+    Graphs not captured by Dynamo (a GraphModule, an ExportedProgram) and ``device=`` simulations
+    get ``"unknown"``.
+
     The gradient rules (FXL301-304, FXL109's cut) speak about training: a
     module in ``eval()`` mode, or a lint under ``torch.no_grad()``, gets none
     of their warnings.
@@ -121,7 +130,7 @@ def lint(
     settings = resolve(source_file_of(target), config=config, select=select, ignore=ignore,
                        extend_select=extend_select, severity=severity, probe=probe, registry=registry)
     device = device if device is not None else parse_device(settings.device, "device (config)")
-    captured = capture(target, example_inputs)
+    captured = capture(target, example_inputs, keep_inputs=compiled)
     simulation = None
     if device is not None:
         from .analysis.device import simulate
@@ -154,6 +163,13 @@ def lint(
     report.extras["breaks"] = captured.breaks
     report.extras["config_file"] = settings.config_file
     report.extras["fail_on"] = settings.fail_on
+    if compiled:
+        from .compiled.captured import judge_capture
+
+        why_not = f"linted for {simulation.device}, simulated on this machine" if simulation is not None else None
+        report.findings, report.extras["compiled"] = judge_capture(
+            report.findings, captured.views, captured.example_inputs, why_not=why_not)
+        captured.example_inputs.clear()
     if confirm:
         from .runtime.confirm import confirm as _confirm
 

@@ -25,6 +25,13 @@ Options (``torch.compile(..., options={...})``):
 ``probe``   measure the kernel copies that depend on this CPU by running each such op
             once on random tensors (``fxlint.kernels.probe``; default False here: a
             compile does not run ops behind the user's back unless asked)
+``compiled`` with Inductor as the inner backend: read Inductor's lowering of the graph as it
+            compiles (``fxlint.compiled``) and give each copy finding the verdict of the
+            compiled program (default True): ``survives`` (bytes per call), ``fused``
+            (demoted to info: eager makes the copy, the compiled program does not) or
+            ``unknown``; the summary line and ``fxlint.collect()`` count what survives.
+            Inductor's FX-graph and AOTAutograd caches are off for that compile (a cache
+            hit lowers nothing); ``False`` leaves them on and the findings eager-only
 ``ranks``   under ``torch.distributed``, which ranks log their findings:
             ``"first"`` (default: each finding once in the job, by the first rank
             that finds it, named in the log line), ``"all"``, or a rank number;
@@ -51,6 +58,7 @@ fxlint never breaks a compile: any exception inside it becomes one
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -92,6 +100,7 @@ class BackendOptions:
     registry: Registry | None = None
     safe_only: bool = False
     probe: bool = False
+    compiled: bool = True
     ranks: str | int = "first"
     passthrough: dict[str, Any] = field(default_factory=dict)
 
@@ -104,7 +113,7 @@ class BackendOptions:
             if not (isinstance(inner, str) or callable(inner)):
                 raise ConfigError(f"options['inner'] must be a backend name or a callable, not {type(inner).__name__}")
             out.inner = inner
-        for key in ("rewrite", "verify", "safe_only", "probe"):
+        for key in ("rewrite", "verify", "safe_only", "probe", "compiled"):
             if key in opts:
                 val = opts.pop(key)
                 if not isinstance(val, bool):
@@ -164,7 +173,7 @@ class BackendOptions:
 
 #: the keys fxlint's backend reads itself (the rest is the inner backend's)
 OPTION_KEYS = ("inner", "rewrite", "verify", "select", "ignore", "extend_select", "severity", "config", "registry",
-               "safe_only", "probe", "ranks")
+               "safe_only", "probe", "compiled", "ranks")
 
 
 def _inductor_config_key(key: str) -> bool:
@@ -202,24 +211,79 @@ def fxlint_backend(
     # a view can cost more than the copy it replaces where the inner backend fuses ops
     fusing = not (isinstance(inner_choice, str) and inner_choice in _EAGER_INNER)
     to_compile = gm
+    deferred: list[tuple[str, Report, Any]] = []  # linted, logged once the compile says what survives
     try:
-        to_compile = _lint_and_rewrite(gm, example_inputs, opts, settings, fusing)
+        to_compile = _lint_and_rewrite(gm, example_inputs, opts, settings, fusing, deferred)
     except Exception as exc:  # noqa: BLE001 - never break the user's compile
         _warn_untouched(exc)
         to_compile = gm
-    if to_compile is gm:
-        return _call_inner(inner, opts, gm, example_inputs, mode, kwargs)
+    watch = _Watch(bool(deferred) and inner == "inductor" and opts.compiled)
     try:
-        return _call_inner(inner, opts, to_compile, example_inputs, mode, kwargs)
-    except Exception as exc:  # noqa: BLE001 - the rewritten graph must not cost the user the compile
-        warnings.warn(
-            FxlintWarning(
-                f"the inner backend failed on fxlint's rewritten graph ({type(exc).__name__}: "
-                f"{first_line(exc)}); compiling the original graph instead"
-            ),
-            stacklevel=2,
-        )
-        return _call_inner(inner, opts, gm, example_inputs, mode, kwargs)
+        if to_compile is gm:
+            return watch.call(inner, opts, gm, example_inputs, mode, kwargs)
+        try:
+            return watch.call(inner, opts, to_compile, example_inputs, mode, kwargs)
+        except Exception as exc:  # noqa: BLE001 - the rewritten graph must not cost the user the compile
+            warnings.warn(
+                FxlintWarning(
+                    f"the inner backend failed on fxlint's rewritten graph ({type(exc).__name__}: "
+                    f"{first_line(exc)}); compiling the original graph instead"
+                ),
+                stacklevel=2,
+            )
+            return watch.call(inner, opts, gm, example_inputs, mode, kwargs)
+    finally:
+        from .session import publish
+
+        for label, report, view in deferred:
+            try:
+                watch.judge(label, report, view)
+                _log_report(label, report, opts.ranks)
+                publish(report)
+            except Exception as exc:  # noqa: BLE001 - reporting must not cost the user the compile
+                warnings.warn(FxlintWarning(f"fxlint failed reporting the findings of {label} "
+                                            f"({type(exc).__name__}: {exc}); the compile goes on"), stacklevel=2)
+
+
+class _Watch:
+    """The inner compile, with Inductor's lowering read when ``active`` (``fxlint.compiled``); reading
+    it never breaks the compile, and a lowering that cannot be read leaves the verdicts unknown."""
+
+    def __init__(self, active: bool) -> None:
+        self.active = active
+        self.lowering: Any = None
+        self.error: str | None = None
+
+    def call(self, inner: str | Callable[..., Any], opts: BackendOptions, gm: fx.GraphModule,
+             example_inputs: list[Any], mode: str | None, extra: dict[str, Any]) -> Callable[..., Any]:
+        if not self.active:
+            return _call_inner(inner, opts, gm, example_inputs, mode, extra)
+        with contextlib.ExitStack() as stack:
+            try:
+                from .compiled.lowering import observe, uncached
+
+                self.lowering = stack.enter_context(observe(gm.graph))
+                stack.enter_context(uncached())
+            except Exception as exc:  # noqa: BLE001 - another torch: compile as if fxlint were not watching
+                self.error = f"could not watch Inductor ({type(exc).__name__}: {exc})"
+            return _call_inner(inner, opts, gm, example_inputs, mode, extra)
+
+    def judge(self, label: str, report: Report, view: Any) -> None:
+        if not self.active:
+            return
+        try:
+            from .compiled.lowering import Lowering
+            from .compiled.verdicts import Sites, apply_verdicts, describe
+
+            lowering = self.lowering if self.lowering is not None else Lowering(error=self.error or "not compiled")
+            sites = Sites(view)
+            report.findings = apply_verdicts(report.findings, lowering, demote=True, sites=sites)
+            report.extras["compiled"] = {label: describe(report.findings, lowering, sites)}
+        except Exception as exc:  # noqa: BLE001 - the eager findings stand, marked unknown; say why
+            from .compiled.verdicts import unknown_verdicts
+
+            report.findings = unknown_verdicts(report.findings)
+            report.extras["compiled"] = {label: {"why_unknown": f"{type(exc).__name__}: {exc}"}}
 
 
 def _warn_untouched(exc: BaseException) -> None:
@@ -253,8 +317,11 @@ def _user_file(gm: fx.GraphModule) -> str | None:
 
 
 def _lint_and_rewrite(
-    gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, settings: Settings, fusing: bool
+    gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, settings: Settings, fusing: bool,
+    deferred: list[tuple[str, Report, Any]] | None = None,
 ) -> fx.GraphModule:
+    """Lint (and rewrite) ``gm``; the report of a whole graph goes to ``deferred``, to be logged after
+    its compile (a DDP bucket's piece logs the graph it split at once)."""
     from .capture.distributed import ddp_original, is_ddp_split
     from .registry import RuleContext
 
@@ -281,7 +348,7 @@ def _lint_and_rewrite(
         label = f"{label} (a DDP bucket's piece)"
     else:
         label = _graph_label(gm)
-        report = _lint(gm, label, opts, settings, ctx)
+        report = _lint(gm, label, opts, settings, ctx, deferred)
     if settings.rewrite:
         # a rule that failed was reported once (one FxlintWarning); it finds no rewrite sites
         failed = set(report.extras.get("failed_rules", ())) if report is not None else set()
@@ -290,8 +357,10 @@ def _lint_and_rewrite(
     return gm
 
 
-def _lint(gm: fx.GraphModule, label: str, opts: BackendOptions, settings: Settings, ctx: Any) -> Report:
-    """Lint one captured graph, log what this rank reports and hand the report to the sessions."""
+def _lint(gm: fx.GraphModule, label: str, opts: BackendOptions, settings: Settings, ctx: Any,
+          deferred: list[tuple[str, Report, Any]] | None = None) -> Report:
+    """Lint one captured graph, log what this rank reports and hand the report to the sessions (or,
+    with ``deferred``, leave both to the caller)."""
     from .analysis.engine import run_rules
     from .capture.graphs import ended_by, view_from_dynamo
     from .capture.program import Program
@@ -310,6 +379,9 @@ def _lint(gm: fx.GraphModule, label: str, opts: BackendOptions, settings: Settin
         report.graph_breaks = 1
         report.extras["breaks"] = [end]
     report.extras["frame"] = frame_key(gm)  # a recompile of this frame on the same inputs replaces it
+    if deferred is not None:
+        deferred.append((label, report, view))
+        return report
     _log_report(label, report, opts.ranks)
     publish(report)
     return report

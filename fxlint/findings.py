@@ -94,6 +94,7 @@ class Finding:
     * ``backward_bytes``: what the training step's backward copies again because of this site
       (0: nothing; None: not modelled for this site, or not a copy finding);
     * ``repeats``: how many times the line runs per call (an unrolled loop), ``bytes`` the total;
+      ``nodes`` the FX node of each instance (None when one);
     * ``tensor_shape``: the tensor the finding is about, for a claim that something is *not*
       copied (FXL108): the cross-check looks for a copy of that shape on the line;
     * ``dedup``: told apart from other findings of the same code, line and module by this key;
@@ -101,6 +102,10 @@ class Finding:
       (forward, and backward with ``train=True``), from the profiler;
     * ``ranks``: under ``torch.distributed``, after ``Session.gather()``, the ranks that found it
       (None: one process, or not gathered);
+    * ``compiled``: for a copy finding, what Inductor's lowering of the graph does with the copy
+      (``fxlint.compiled``): ``"survives"`` (``compiled_bytes`` per call in the compiled program),
+      ``"fused"`` (no memory traffic of its own: ``compiled_bytes`` 0) or ``"unknown"``; None when
+      not asked (an eager inner backend) or not a copy finding;
     * ``violation``: the rule's typed record (``details`` is its data plus the fields above).
     """
 
@@ -126,6 +131,9 @@ class Finding:
     dedup: str = ""
     time_ns: int | None = None
     ranks: tuple[int, ...] | None = None
+    nodes: tuple[str, ...] | None = None  # with repeats > 1: the FX node of each instance
+    compiled: str | None = None  # under Inductor (fxlint.compiled): survives / fused / unknown
+    compiled_bytes: int | None = None
     violation: Violation | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property
@@ -266,6 +274,9 @@ class Report:
             "graphs": self.graphs,
             "graph_breaks": self.graph_breaks,
             "internal_errors": len(self.errors),
+            **({"compiled": {v: sum(f.compiled == v for f in self.findings) for v in ("survives", "fused", "unknown")}
+                | {"bytes_per_call": sum(f.compiled_bytes or 0 for f in self.findings if f.compiled == "survives")}}
+               if any(f.compiled is not None for f in self.findings) else {}),
             **({"confirmed": sum(f.status == "confirmed" for f in self.findings),
                 "refuted": sum(f.status == "refuted" for f in self.findings),
                 "not_run": sum(f.status == "not-run" for f in self.findings)}

@@ -7,7 +7,7 @@ dependency a reader follows). Two properties:
 * the module graph has no cycle;
 * every import goes to the importing module's own layer or a lower one, in the order ``LAYERS``
   declares (the data flow: foundation, data model, capture and the canonical view with its
-  analyses, the runtime, kernels, passes, rewrites, presentation, the public API, entry points).
+  analyses, the runtime, the compiled program's verdicts, kernels, passes, rewrites, presentation, the public API, entry points).
 
 A new module must be given its layer here (the most specific prefix wins). The registry finds the
 rule and rewrite modules by name (``importlib``), as it finds a plugin's: they sit above it.
@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "fxlint.canon", "fxlint.tensor.viewable", "fxlint.capture", "fxlint.analysis", "fxlint.registry",
         "fxlint.project", "fxlint.reporting", "fxlint.renderers.ruledoc")),
     ("runtime", ("fxlint.runtime",)),
+    ("compiled program", ("fxlint.compiled",)),
     ("kernels", ("fxlint.kernels",)),
     ("passes", ("fxlint.passes",)),
     ("rewrites", ("fxlint.rewrite", "fxlint.srcfix")),

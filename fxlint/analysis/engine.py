@@ -236,5 +236,7 @@ def merge_repeats(findings: list[Finding]) -> list[Finding]:
         stop = "" if first.message.rstrip().endswith((".", "!", "?")) else "."
         message = (first.message.rstrip() + stop
                    + f" This line runs {len(fs)} times per call (a loop); the bytes are the total.")
-        out.append(first.with_(bytes=total, message=message, repeats=len(fs), copy_sizes=tuple(sizes)))
+        nodes = tuple(f.node for f in fs if f.node is not None)
+        out.append(first.with_(bytes=total, message=message, repeats=len(fs), copy_sizes=tuple(sizes),
+                               nodes=nodes if len(nodes) == len(fs) else None))
     return out

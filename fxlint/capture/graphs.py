@@ -48,6 +48,9 @@ class Captured:
     #: views above are then the second call's, the program that runs on every call
     first_call: Captured | None = None
     caches: list[str] = field(default_factory=list)  # "blocks.0.attn.attention_bias_cache"
+    #: with ``capture(..., keep_inputs=True)``: the inputs Dynamo handed the backend, per graph label
+    #: (what ``fxlint.compiled`` compiles each graph on)
+    example_inputs: dict[str, list[Any]] = field(default_factory=dict)
 
     def program(self) -> Program:
         return Program(list(self.views), list(self.breaks), self.reach)
@@ -64,8 +67,9 @@ def normalise_inputs(example_inputs: Any) -> tuple[tuple[Any, ...], dict[str, An
     return (example_inputs,), {}
 
 
-def capture(target: Any, example_inputs: Any = None) -> Captured:
-    """Capture ``target`` into canonical views (see module docstring)."""
+def capture(target: Any, example_inputs: Any = None, *, keep_inputs: bool = False) -> Captured:
+    """Capture ``target`` into canonical views (see module docstring); ``keep_inputs``: keep the
+    inputs Dynamo hands each graph (``Captured.example_inputs``)."""
     # Dynamo formats the stack traces it records on nodes from linecache: drop entries of files
     # edited since they were cached (a notebook, a test that rewrites a model file), or findings
     # would quote the old text of a line.
@@ -77,7 +81,7 @@ def capture(target: Any, example_inputs: Any = None) -> Captured:
     if isinstance(target, fx.GraphModule):
         return _capture_fx(target, args, kwargs)
     if isinstance(target, torch.nn.Module) or callable(target):
-        return _capture_dynamo(target, args, kwargs)
+        return _capture_dynamo(target, args, kwargs, keep_inputs)
     raise CaptureError(
         f"cannot lint {type(target).__name__}: expected an nn.Module, a callable, "
         "a torch.fx.GraphModule or a torch.export.ExportedProgram"
@@ -134,7 +138,7 @@ def view_from_dynamo(gm: fx.GraphModule, label: str) -> GraphView:
     return view
 
 
-def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Captured:
+def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict, keep_inputs: bool = False) -> Captured:
     """The program that runs on every call. The first call is captured; when it changed the module's
     own Python state in a way the next call does not change again (it filled a cache: a dict of
     attention biases, a tensor of relative indices built for this input size), the model is captured
@@ -142,7 +146,7 @@ def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Ca
     module = target if isinstance(target, torch.nn.Module) else getattr(target, "__self__", None)
     module = module if isinstance(module, torch.nn.Module) else None
     before = state_marks(module)
-    first = _capture_dynamo_once(target, args, kwargs)
+    first = _capture_dynamo_once(target, args, kwargs, keep_inputs)
     after = state_marks(module)
     changed = [k for k in after if before.get(k) != after[k]]
     if not changed or module is None:
@@ -156,7 +160,7 @@ def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Ca
     caches = [k for k in changed if again.get(k) == after[k]]
     if not caches:
         return first
-    steady = _capture_dynamo_once(target, args, kwargs)
+    steady = _capture_dynamo_once(target, args, kwargs, keep_inputs)
     steady.first_call, steady.caches = first, caches
     return steady
 
@@ -184,7 +188,8 @@ def state_marks(module: torch.nn.Module | None) -> dict[str, tuple[int, int | No
     return marks
 
 
-def _capture_dynamo_once(target: Callable[..., Any], args: tuple, kwargs: dict) -> Captured:
+def _capture_dynamo_once(target: Callable[..., Any], args: tuple, kwargs: dict,
+                         keep_inputs: bool = False) -> Captured:
     import torch._dynamo
     import torch._dynamo.convert_frame as convert_frame
     import torch._dynamo.utils as dynamo_utils
@@ -199,6 +204,8 @@ def _capture_dynamo_once(target: Callable[..., Any], args: tuple, kwargs: dict) 
         label = f"graph {len(result.views)}"
         view = view_from_dynamo(gm, label)
         result.views.append(view)
+        if keep_inputs:
+            result.example_inputs[label] = list(example_inputs)
         end = ended_by(gm, label)
         if end is not None:
             ends.append(end)

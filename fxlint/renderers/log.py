@@ -18,6 +18,7 @@ from ..findings import Report, Severity
 from ..reporting.grouping import group_findings
 from ..tensor.info import human_bytes
 from .rewrites import summary_line
+from .text import compiled_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..rewrite.base import RewriteResult
@@ -36,7 +37,14 @@ def log_report(label: str, report: Report, logger: logging.Logger = log) -> None
     level = logging.WARNING if worst >= Severity.WARNING.rank else logging.INFO
     codes = ", ".join(f"{c}x{n}" if n > 1 else c for c, n in s["by_code"].items())
     parts = [f"{s['findings']} finding{'s' if s['findings'] != 1 else ''} ({codes})"]
-    if s["bytes_per_call"]:
+    compiled = s.get("compiled")
+    if compiled:
+        # what the compiled program copies: the surviving findings' bytes, eager's total beside it
+        parts.append(f"{human_bytes(compiled['bytes_per_call'])} copied per call by the compiled program "
+                     f"({compiled['survives']} survive{'s' if compiled['survives'] == 1 else ''}, "
+                     f"{compiled['fused']} fused, {compiled['unknown']} unknown; eager copies "
+                     f"{human_bytes(s['bytes_per_call'])})")
+    elif s["bytes_per_call"]:
         parts.append(f"{human_bytes(s['bytes_per_call'])} copied per call")
     if s["suppressed"]:
         parts.append(f"{s['suppressed']} suppressed")
@@ -47,8 +55,10 @@ def log_report(label: str, report: Report, logger: logging.Logger = log) -> None
     for g in groups:  # one line per (rule, source line), in the same order
         where = g.location + (f" ({g.modules})" if g.modules else "")
         times = f" ×{g.count}" if g.count > 1 else ""
-        logger.info("fxlint: %s: %s [%s]%s %s%s", where, g.code, g.severity, times, g.message,
-                    f" (fix: {g.fix})" if g.fix else "")
+        logger.info("fxlint: %s: %s [%s]%s %s%s%s", where, g.code, g.severity, times, g.message,
+                    f" (fix: {g.fix})" if g.fix else "",
+                    f" [compiled: {verdict}]" if (verdict := compiled_text(g.findings)) else "")
+
 
 
 def log_rewrites(label: str, result: RewriteResult, logger: logging.Logger = log) -> None:

@@ -79,6 +79,17 @@ def render_text(report: Report, *, width: int | None = None, group: bool = True,
     if report.first_call is not None:
         lines.extend(first_call_lines(report))
         lines.append("")
+    made = [u for graph in (report.extras.get("compiled") or {}).values() if isinstance(graph, dict)
+            for u in graph.get("unexplained", ())]
+    if made:
+        lines.append("Copies the compiled program makes that no finding explains (Inductor's lowering):")
+        rows = [[location_text(_place(u)), u.get("module_path") or "-", human_bytes(u["bytes"]) if u["bytes"] else "?",
+                 _made_by(u)] for u in made[:20]]
+        lines.append(tabulate(rows, headers=["Location", "Module", "Bytes/call", "Made by"], tablefmt="simple",
+                              maxcolwidths=[None, 24, None, 70]))
+        if len(made) > 20:
+            lines.append(f"... and {len(made) - 20} more (Report.extras['compiled'] lists them all)")
+        lines.append("")
     for err in report.errors:
         lines.append(f"internal error (rule skipped): {err}")
     return "\n".join(lines).rstrip("\n")
@@ -211,8 +222,43 @@ def _group_blocks(groups: list[Group], width: int, timed: bool) -> str:
             out.append("    runtime: " + ", ".join(f"{n} {s}" for s, n in sorted(g.statuses.items()))
                        + (" (the audited call did not run this line: it runs only on some calls, or only "
                           "while torch.compile traces)" if "not-run" in g.statuses else ""))
+        verdict = compiled_text(g.findings)
+        if verdict:
+            out.append("    under Inductor: " + verdict)
         out.append("")
     return "\n".join(out).rstrip("\n")
+
+
+def _place(u: dict[str, Any]) -> str:
+    """A compiled copy's place: its user line, else its graph node, else Inductor's buffer."""
+    if u.get("file") is not None:
+        return f"{u['file']}:{u.get('line')}"
+    return f"<graph>:{u['producer']}" if u.get("producer") else f"<inductor>:{u['buffer']}"
+
+
+def _made_by(u: dict[str, Any]) -> str:
+    """``the op's lowering (repeat): a load/store kernel``, or why nothing more is known."""
+    kernel = "a kernel of copy ops" if u.get("why") == "copy ops" else "a load/store kernel"
+    if not u.get("producer"):
+        return f"{kernel} with no provenance (Inductor's own, e.g. an input or weight it lays out)"
+    return f"`{u.get('op') or u['producer']}` ({u['producer']}): {kernel}"
+
+
+def compiled_text(findings: list[Finding]) -> str:
+    """The verdicts of the compiled program (``Finding.compiled``): ``survives, 49.2 kB per call``,
+    ``fused (no copy of its own)``, ``unknown``; counted when the findings differ."""
+    verdicts = [f.compiled for f in findings if f.compiled]
+    if not verdicts:
+        return ""
+    kinds = list(dict.fromkeys(verdicts))
+    words = {"survives": "survives", "fused": "fused (no copy of its own)", "unknown": "not known"}
+    if len(kinds) == 1:
+        text = words.get(kinds[0], kinds[0])
+        if kinds[0] == "survives":
+            known = [f.compiled_bytes for f in findings if f.compiled == "survives" and f.compiled_bytes is not None]
+            text += f", {human_bytes(sum(known))} per call" if known else ""
+        return text
+    return ", ".join(f"{verdicts.count(k)} {words.get(k, k)}" for k in kinds)
 
 
 def _finding_table(findings: list[Finding], width: int, sort: str) -> str:
@@ -223,6 +269,8 @@ def _finding_table(findings: list[Finding], width: int, sort: str) -> str:
         text = f.message + (f"\nfix: {f.fix}" if f.fix else "")
         if f.status:
             text += f"\nruntime: {f.status}"
+        if f.compiled:
+            text += f"\nunder Inductor: {compiled_text([f])}"
         rows.append([f.code, str(f.severity), f.location, f.module_path or "-", _bytes_cell(f), text])
     msg_width = max(40, width - 70)
     return tabulate(rows, headers=["Code", "Severity", "Location", "Module", "Bytes/call", "Message"],
@@ -250,6 +298,11 @@ def summary_line(report: Report, *, groups: int | None = None, hidden: int = 0) 
     if s.get("baselined"):
         parts.append(f"{s['baselined']} in the baseline")
     parts.append(f"{s['graphs']} graph{'s' if s['graphs'] != 1 else ''} analysed")
+    if "compiled" in s:
+        c = s["compiled"]
+        parts.append(f"under Inductor: {c['survives']} survive{'s' if c['survives'] == 1 else ''}"
+                     + (f" ({human_bytes(c['bytes_per_call'])} per call)" if c["bytes_per_call"] else "")
+                     + f", {c['fused']} fused, {c['unknown']} unknown")
     if "confirmed" in s:
         parts.append(f"runtime: {s['confirmed']} confirmed, {s['refuted']} refuted, {s['not_run']} not run")
     if s["graph_breaks"]:

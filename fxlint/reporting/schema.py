@@ -41,6 +41,10 @@ _FIELD_DOCS = {
     "tensor_shape": "for a claim that nothing is copied: the tensor it is about",
     "dedup": "tells two findings of one rule on one line apart",
     "time_ns": "with the runtime audit: measured time of the copies that back it, per call (profiler)",
+    "nodes": "with repeats > 1: the FX node of each instance (null: one instance)",
+    "compiled": "what Inductor's lowering does with a copy finding's copy: survives, fused (no memory traffic of "
+                "its own) or unknown; null when not compiled with Inductor or not a copy",
+    "compiled_bytes": "with compiled='survives': bytes the compiled program copies per call for it (fused: 0)",
     "ranks": "under torch.distributed, gathered across ranks: the ranks that found it (null: not gathered)",
     "details": "the rule's own data: the fields of its violation type",
 }
@@ -164,7 +168,14 @@ def report_schema(registry: Any = None) -> dict[str, Any]:
                             "findings", "errors", "warnings", "infos", "suppressed", "baselined",
                             "bytes_per_call", "graphs", "graph_breaks", "internal_errors", "confirmed",
                             "refuted", "not_run")} | {"by_code": {"type": "object",
-                                                                 "additionalProperties": {"type": "integer"}}}},
+                                                                 "additionalProperties": {"type": "integer"}},
+                                                      "compiled": {
+                                                          "type": "object",
+                                                          "description": "with Inductor's verdicts: findings that "
+                                                                         "survive, are fused, are unknown, and the "
+                                                                         "bytes per call that survive",
+                                                          "properties": {k: {"type": "integer"} for k in (
+                                                              "survives", "fused", "unknown", "bytes_per_call")}}}},
             "groups": {"type": "array", "items": GROUP,
                        "description": "one per (code, source line), in the order the text report shows them"},
             "errors": {"type": "array", "items": {"type": "string"},

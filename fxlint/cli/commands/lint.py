@@ -80,6 +80,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--train", action="store_true",
                    help="confirm against a training step (forward, then backward of a scalar made from the "
                         "outputs), as `fxlint audit --train` and `fxlint report --train` do; implies --confirm")
+    p.add_argument("--compiled", action="store_true",
+                   help="also compile each captured graph with Inductor (nothing runs) and give each copy finding "
+                        "the verdict of the compiled program: survives (with its bytes per call), fused or unknown")
     p.add_argument("--no-probe", action="store_true",
                    help="do not run ops to measure the kernel copies that depend on this CPU (oneDNN's "
                         "reorders); they are then reported as unknown (config key: probe = false)")
@@ -168,7 +171,7 @@ def _lint_one(args: argparse.Namespace, target: str, select: Any, ignore: Any, e
                        device=device)
     inputs = load_inputs(args.input, loaded.inputs, target)
     return fxlint.lint(loaded.obj, inputs, config=settings, confirm=args.confirm or args.train,
-                       train=args.train), settings
+                       train=args.train, compiled=args.compiled), settings
 
 
 def render_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -1,0 +1,163 @@
+"""A verdict on each copy finding of a graph, from Inductor's lowering of that graph.
+
+A copy finding (one with bytes, or a bytes formula) points at a node of the captured graph
+(``Finding.node``; ``Finding.nodes`` for a line a loop runs several times). Each copy buffer of the
+lowering is credited to the finding on its producer - the op whose lowering made Inductor realise it
+(the ``matmul`` that flattens a permuted operand, the ``reshape``), not the view that fed it; where
+several findings share that node (a matmul's two operands), to the one whose operand node is among
+the buffer's sources. Then:
+
+* ``survives``: a copy buffer is credited to it; ``compiled_bytes`` is what those buffers write per
+  call in the compiled program;
+* ``fused``: its node was lowered (a node of Inductor's graph comes from it), no copy is credited to it,
+  and its op does not run as an ATen kernel: no memory traffic of its own (``compiled_bytes`` 0);
+* ``unknown``: the lowering could not be read, the finding names no node, its node was not lowered,
+  its op runs as an ATen (extern) kernel, where ATen may still copy inside it, or the copies of its
+  node cannot be told apart between its findings.
+
+Other findings (gradient breaks, graph breaks) keep ``compiled=None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..findings import Finding, Severity
+from .lowering import CompiledBuffer, Lowering
+
+SURVIVES, FUSED, UNKNOWN = "survives", "fused", "unknown"
+
+#: what a fused finding's message gains when the backend demotes it
+FUSED_NOTE = "Eager makes this copy; the compiled program does not (Inductor fuses it into the kernel that reads it)."
+
+
+def is_copy_finding(f: Finding) -> bool:
+    return bool(f.bytes) or f.bytes_expr is not None
+
+
+class Sites:
+    """What a graph's canonical view says about the nodes a finding stands for (without a view: its
+    ``node``, or ``nodes`` for a loop's instances)."""
+
+    def __init__(self, view: Any = None) -> None:
+        self.view = view
+
+    def instances(self, f: Finding) -> tuple[str, ...]:
+        """The nodes of every copy ``f`` counts: ``nodes``; else, when its ``copy_sizes`` count several
+        copies (a rule that sums the nodes of one line, as FXL101/FXL102 do for an unrolled loop), the
+        nodes of the same op on the same line in the same module; else its node."""
+        if f.nodes:
+            return f.nodes
+        if f.node is None:
+            return ()
+        at = self.view.by_name.get(f.node) if self.view is not None else None
+        if at is None or at.location is None or not f.copy_sizes or len(f.copy_sizes) < 2:
+            return (f.node,)
+        where = (at.location.file, at.location.line)
+        same = tuple(n.name for n in self.view.nodes if n.op == at.op and n.module_path == at.module_path
+                     and n.location is not None and (n.location.file, n.location.line) == where)
+        return same if f.node in same else (f.node,)
+
+    def where(self, node: str | None) -> dict[str, Any]:
+        """The user's line and module of ``node`` (``file``, ``line``, ``module_path``; None when unknown)."""
+        at = self.view.by_name.get(node) if self.view is not None and node is not None else None
+        loc = at.location if at is not None else None
+        return {"file": loc.file if loc is not None else None, "line": loc.line if loc is not None else None,
+                "module_path": at.module_path if at is not None else None, "op": at.op if at is not None else None}
+
+    def operand(self, f: Finding, node: str) -> str | None:
+        """The node of the operand ``f``'s violation names (``operand``: ``"a"``, ``"input"``...) at
+        ``node`` (None: not about an operand, or no view)."""
+        operand = getattr(f.violation, "operand", None)
+        at = self.view.by_name.get(node) if self.view is not None and isinstance(operand, str) else None
+        x = at.args.get(operand) if at is not None else None
+        return getattr(x, "name", None)
+
+
+def credit(findings: Sequence[Finding], lowering: Lowering, sites: Sites | None = None
+           ) -> tuple[dict[int, list[CompiledBuffer]], set[int], list[CompiledBuffer]]:
+    """Each copy buffer credited to one finding (by index in ``findings``); the findings whose node has
+    copies that cannot be told apart between them; and the copies no finding explains.
+
+    A buffer goes to the finding on its producer (the node whose op made Inductor realise it). Where
+    several copy findings share that node (a matmul's two operands), the one whose operand node
+    (``Sites.operand``) is among the buffer's sources takes it; if none or several do, those findings
+    are ambiguous (their verdict is unknown)."""
+    sites = sites or Sites()
+    owners: dict[str, list[int]] = {}
+    for i, f in enumerate(findings):
+        if is_copy_finding(f):
+            for n in sites.instances(f):
+                owners.setdefault(n, []).append(i)
+    credited: dict[int, list[CompiledBuffer]] = {}
+    ambiguous: set[int] = set()
+    unexplained: list[CompiledBuffer] = []
+    for buf in lowering.copies():
+        mine = owners.get(buf.producer or "", [])
+        if len(mine) > 1:
+            srcs = set(buf.sources)
+            picked = [i for i in mine if sites.operand(findings[i], buf.producer or "") in srcs]
+            if len(picked) == 1:
+                mine = picked
+        if len(mine) == 1:
+            credited.setdefault(mine[0], []).append(buf)
+        elif mine:
+            ambiguous.update(mine)
+        else:
+            unexplained.append(buf)
+    return credited, ambiguous, unexplained
+
+
+def verdict(f: Finding, lowering: Lowering, bufs: list[CompiledBuffer] | None, ambiguous: bool,
+            nodes: tuple[str, ...]) -> Finding:
+    """One finding's verdict (``nodes``: the nodes it stands for)."""
+    if not is_copy_finding(f):
+        return f
+    if not lowering.readable or not nodes or ambiguous:
+        return f.with_(compiled=UNKNOWN, compiled_bytes=None)
+    if bufs:
+        sizes = [b.bytes for b in bufs]
+        total = sum(s for s in sizes if s is not None) if all(s is not None for s in sizes) else None
+        return f.with_(compiled=SURVIVES, compiled_bytes=total)
+    if all(n in lowering.lowered and n not in lowering.extern_sources for n in nodes):
+        return f.with_(compiled=FUSED, compiled_bytes=0)
+    return f.with_(compiled=UNKNOWN, compiled_bytes=None)
+
+
+def apply_verdicts(findings: list[Finding], lowering: Lowering, *, demote: bool = False,
+                   sites: Sites | None = None) -> list[Finding]:
+    """``findings`` (of the one graph ``lowering`` read) with their verdicts; ``demote``: a fused
+    finding becomes info, its message saying the compiled program does not make the copy;
+    ``sites``: the graph's view, which tells a loop's instances and a node's operands apart."""
+    sites = sites or Sites()
+    credited, ambiguous, _ = credit(findings, lowering, sites)
+    out = []
+    for i, f in enumerate(findings):
+        g = verdict(f, lowering, credited.get(i), i in ambiguous, sites.instances(f))
+        if demote and g.compiled == FUSED:
+            sep = " " if g.message.rstrip().endswith(".") else ". "
+            g = g.with_(severity=Severity.INFO, message=f"{g.message.rstrip()}{sep}{FUSED_NOTE}")
+        out.append(g)
+    return out
+
+
+def unknown_verdicts(findings: list[Finding]) -> list[Finding]:
+    """Every copy finding ``unknown``: the lowering was not read."""
+    return [f.with_(compiled=UNKNOWN, compiled_bytes=None) if is_copy_finding(f) else f for f in findings]
+
+
+def describe(findings: Iterable[Finding], lowering: Lowering | None, sites: Sites | None = None) -> dict[str, Any]:
+    """What the verdicts say, for ``Report.extras["compiled"]``: counts, the surviving bytes, the copies
+    no finding explains and, when the lowering could not be read, why."""
+    fs = list(findings)
+    out: dict[str, Any] = {v: sum(f.compiled == v for f in fs) for v in (SURVIVES, FUSED, UNKNOWN)}
+    out["bytes_per_call"] = sum(f.compiled_bytes or 0 for f in fs if f.compiled == SURVIVES)
+    if lowering is not None:
+        _, _, unexplained = credit(fs, lowering, sites)
+        out["unexplained"] = [{"buffer": b.name, "bytes": b.bytes, "ops": list(b.ops), "nodes": list(b.sources),
+                               "producer": b.producer, "why": b.why, **(sites or Sites()).where(b.producer)}
+                              for b in unexplained]
+        if not lowering.readable:
+            out["why_unknown"] = lowering.why_unreadable
+    return out
