@@ -80,12 +80,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
-
-import torch
 
 from ..alias import escapes, view_base
-from ..canon import CanonNode, GraphView
+from ..canon import CanonNode, GraphView, IndexSpec
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
 from ..tensorinfo import Dim
@@ -186,22 +183,11 @@ def _written_bytes(node: CanonNode) -> Dim | None:
         return None
     if node.op != "setitem":
         return t.nbytes
-    raw = node.node.args
-    if len(raw) < 2 or not all(isinstance(d, int) for d in t.shape) or _dynamic(raw[1]):
-        return None
-    index: Any = raw[1]  # ints, slices, None and Ellipsis only (checked above)
-    try:
-        region = torch.empty(tuple(int(d) for d in t.shape), dtype=t.dtype, device="meta")[index]
-    except (IndexError, TypeError, RuntimeError, ValueError):
-        return None
-    return region.numel() * region.element_size()
-
-
-def _dynamic(index: Any) -> bool:
-    """An index with an fx node in it (a tensor index or a SymInt bound): its region is not known here."""
-    items = index if isinstance(index, tuple) else (index,)
-    for i in items:
-        parts = (i.start, i.stop, i.step) if isinstance(i, slice) else (i,)
-        if any(isinstance(p, (torch.fx.Node, list, torch.Tensor)) for p in parts):
-            return True
-    return False
+    index = node.args.get("index")
+    region = index.region_shape(t.shape) if isinstance(index, IndexSpec) else None
+    if region is None:
+        return None  # an advanced index or a dynamic bound: the region is not known here
+    n = 1
+    for d in region:
+        n *= d
+    return n * t.dtype.itemsize
