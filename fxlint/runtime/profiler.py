@@ -67,6 +67,8 @@ COPY_ENTRY_OPS = {
 #: conversions the user calls whose copy sits under ``aten::_to_copy``: a one-element tensor converted
 #: by the user (``x.half().float()`` on a scalar loss) is the user's copy, not a wrapped Python scalar
 _USER_CONVERSIONS = {"aten::to", "aten::type_as"}
+#: scatters whose values broadcast to the indexed elements: with one value, a masked fill
+_FILL_SCATTERS = {"aten::index_put_", "aten::_index_put_impl_", "aten::index_put"}
 #: a copy directly under one of these parents is paid by every program (BLAS beta=1 bias copy)
 _BIAS_INTO_OUTPUT = {"aten::addmm", "aten::addmv", "aten::baddbmm", "aten::addbmm", "aten::addr"}
 #: the native (non-oneDNN) CPU conv kernels write the bias into the output before accumulating
@@ -506,6 +508,8 @@ def _classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...
         return True, None
     if _numel(shape) <= 1 and chain[0] not in COPY_ENTRY_OPS and chain[0] not in _USER_CONVERSIONS:
         return False, "a Python scalar wrapped into a one-element tensor for the op"
+    if chain[-1] in _FILL_SCATTERS and _numel(shape) == 1:
+        return False, "one value broadcast into the indexed elements (``t[mask] = v``): a fill, nothing copied"
     if chain[-1] == "aten::copy_" and parent in _BIAS_INTO_OUTPUT:
         return False, "bias copied into the output buffer before the BLAS call (every addmm pays it)"
     if chain[-1] == "aten::copy_" and (parent in _CONV_BIAS_INTO_OUTPUT or (
