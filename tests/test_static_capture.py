@@ -109,3 +109,16 @@ def test_inputs_marked_dynamic_stay_dynamic():
         cap = capture(Encoder().eval(), (x,))
     [first, *_] = [n.input.tensor.shape for v in cap.views for n in v.ops("contiguous")]
     assert not isinstance(first[0], int) and first[1:] == (16, 16, 16), first
+
+
+def test_each_stage_of_a_frame_run_at_several_sizes_is_reported_and_confirmed():
+    """The four graphs of `Stage.forward` report the same line with four sizes: four copies made in the
+    one call the lint runs, four findings (one survived before, the other copies were unexplained)."""
+    with torch.no_grad():
+        rep = fxlint.lint(StagedEncoder().eval(), (torch.randn(2, 3, 64, 64),), select="FXL101", confirm=True,
+                          config=False)
+    line = line_with(Stage.forward, "# every stage")
+    got = [(f.line, f.bytes, f.status) for f in rep.findings]
+    assert sorted(got) == sorted((line, 2 * c * s * s * 4, "confirmed") for c, s in ((16, 16), (32, 8), (64, 4),
+                                                                                   (128, 2))), got
+    assert [u for u in rep.unexplained if u["line"] == line] == []  # (the LayerNorm's copies are FXL203's)
