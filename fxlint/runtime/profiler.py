@@ -119,6 +119,7 @@ class CopyEvent:
     avoidable: bool = True
     reason: str | None = None  # why it is unavoidable
     time_ns: int = 0  # how long the op that asked for the copy ran (``op``'s profiler event), per call
+    func: str | None = None  # the torch function the user's line called: "contiguous", "float", "to"
 
     @property
     def location(self) -> str:
@@ -541,5 +542,6 @@ def _record(raw: RawAudit, ev: dict[str, Any], site: CallSite | None, grad_fn: s
             function=loc.function if loc else (grad_fn or None), code=loc.code if loc else None,
             module_path=site.module_path if site is not None else None, grad_fn=grad_fn,
             avoidable=avoidable, reason=reason, time_ns=_duration(ev["events"][at]) if ev.get("events") else 0,
+            func=site.func if site is not None and phase == "forward" else None,
         )
     )
