@@ -119,7 +119,10 @@ def lint(
     settings = resolve(source_file_of(target), config=config, select=select, ignore=ignore,
                        extend_select=extend_select, severity=severity, probe=probe, registry=registry)
     device = device if device is not None else parse_device(settings.device, "device (config)")
-    captured = capture(target, example_inputs)
+    from .source import passthrough_libraries
+
+    with passthrough_libraries(settings.passthrough):  # the lines findings are reported at
+        captured = capture(target, example_inputs)
     simulation = None
     if device is not None:
         from .device import simulate
@@ -149,7 +152,9 @@ def lint(
     if confirm:
         from .runtime.confirm import confirm as _confirm
 
-        report = _confirm(report, audit(target, example_inputs, train=train))
+        with passthrough_libraries(settings.passthrough):  # the audit attributes copies alike
+            audited = audit(target, example_inputs, train=train)
+        report = _confirm(report, audited)
         if simulation is not None:
             from .device import unmeasured
 

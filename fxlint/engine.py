@@ -67,6 +67,7 @@ def finding_from_hit(rule: Rule, hit: Hit, label: str | None) -> Finding:
         backward_bytes=known(backward) if backward is not None else None,
         tensor_shape=_known_ints(shape),
         dedup=hit.dedup,
+        via=loc.via or None if loc else None,
         violation=violation,
     )
 
@@ -239,11 +240,21 @@ def merge_repeats(findings: list[Finding]) -> list[Finding]:
     """
     groups: dict[tuple, list[Finding]] = {}
     order: list[tuple] = []
-    runs: dict[tuple, int] = {}  # findings per (code, line, module): how often the line ran, all copies
+    # how often each (code, line, module) ran: per graph, the most findings one message has there (q and
+    # k of one matmul in a loop are two findings per run), summed over the graphs (a helper's frame
+    # recompiled per argument runs once per graph)
+    per_graph: dict[tuple, dict[tuple, int]] = {}
     for f in findings:
         if f.file is not None:
-            where = (f.code, f.file, f.line, f.module_path)
-            runs[where] = runs.get(where, 0) + 1
+            counts = per_graph.setdefault((f.code, f.file, f.line, f.module_path), {})
+            counts[(f.graph, f.message)] = counts.get((f.graph, f.message), 0) + 1
+    runs: dict[tuple, int] = {}
+    for where, counts in per_graph.items():
+        best: dict[str | None, int] = {}
+        for (graph, _), n in counts.items():
+            best[graph] = max(best.get(graph, 0), n)
+        runs[where] = sum(best.values())
+    for f in findings:
         key = (f.code, f.file, f.line, f.module_path, f.message) if f.file is not None else (id(f),)
         if key not in groups:
             groups[key] = []

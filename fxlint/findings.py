@@ -101,6 +101,8 @@ class Finding:
       (forward, and backward with ``train=True``), from the profiler;
     * ``ranks``: under ``torch.distributed``, after ``Session.gather()``, the ranks that found it
       (None: one process, or not gathered);
+    * ``via``: the frames inside the reported line, outermost first (``einops/einops.py:600 in
+      rearrange``...): the line is the innermost one outside torch and the pass-through libraries;
     * ``violation``: the rule's typed record (``details`` is its data plus the fields above).
     """
 
@@ -126,6 +128,7 @@ class Finding:
     dedup: str = ""
     time_ns: int | None = None
     ranks: tuple[int, ...] | None = None
+    via: tuple[str, ...] | None = None  # the frames inside the line (a pass-through library's, torch's)
     violation: Violation | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property

@@ -42,6 +42,8 @@ _FIELD_DOCS = {
     "dedup": "tells two findings of one rule on one line apart",
     "time_ns": "with the runtime audit: measured time of the copies that back it, per call (profiler)",
     "ranks": "under torch.distributed, gathered across ranks: the ranks that found it (null: not gathered)",
+    "via": "the frames inside the reported line, outermost first: pass-through library code (einops, "
+           "[tool.fxlint] passthrough) and torch's own functions between the user's call and the op (null: none)",
     "details": "the rule's own data: the fields of its violation type",
 }
 

@@ -200,11 +200,14 @@ def _unexplained(copies: Iterable[CopyEvent]) -> list[dict]:
             continue
         key = (c.file, c.line, c.function if c.file == "<graph>" else None)
         row = rows.setdefault(key, {"file": c.file, "line": c.line, "location": c.location, "code": c.code,
-                                    "module_path": c.module_path, "bytes": 0, "count": 0, "ops": [], "time_ns": 0})
+                                    "module_path": c.module_path, "bytes": 0, "count": 0, "ops": [], "time_ns": 0,
+                                    "via": []})
         row["bytes"] += c.bytes
         row["count"] += 1
         row["time_ns"] += c.time_ns
         label = f"{c.top_op}>{c.op}" if c.top_op != c.op else c.op
         if label not in row["ops"]:
             row["ops"].append(label)
+        if c.via and not row["via"]:
+            row["via"] = list(c.via)  # where inside the line's call (F.multi_head_attention_forward...)
     return sorted(rows.values(), key=lambda r: -r["bytes"])

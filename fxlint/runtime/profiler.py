@@ -37,7 +37,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ..source import Location, is_internal_file, user_frame
+from ..source import Location, frame_text, is_internal_file, is_passthrough_file, user_frame, via_chain
 
 # Kineto prints "USDT: profiler_start/stop" lines on stderr at its default level; it reads the
 # level when the profiler first starts, so setting it here (before any profile) silences them.
@@ -120,6 +120,7 @@ class CopyEvent:
     reason: str | None = None  # why it is unavoidable
     time_ns: int = 0  # how long the op that asked for the copy ran (``op``'s profiler event), per call
     func: str | None = None  # the torch function the user's line called: "contiguous", "float", "to"
+    via: tuple[str, ...] = ()  # the frames between the user's line and that call (torch's, einops'...)
 
     @property
     def location(self) -> str:
@@ -230,8 +231,12 @@ def _writes_itself(args: tuple) -> bool:
 
 
 def _call_site(frame: Any) -> tuple[Location | None, bool]:
-    """(user location, is fxlint-internal) of the innermost frame outside torch and fxlint."""
+    """(user location, is fxlint-internal) of the innermost frame outside torch, fxlint and the
+    pass-through libraries (``fxlint.source.is_passthrough_file``: the ``rearrange(...)`` line, not
+    einops' own); the innermost pass-through frame when no other is found."""
     f = frame
+    passed: Any = None  # the innermost pass-through library frame seen
+    inside: list[str] = []  # the torch / pass-through frames walked out of, innermost first
     while f is not None:
         path = f.f_code.co_filename
         if path.startswith(_EVAL_WITH_KEY):
@@ -241,15 +246,34 @@ def _call_site(frame: Any) -> tuple[Location | None, bool]:
             f = f.f_back
             continue
         if not is_internal_file(path):
+            if is_passthrough_file(path):
+                passed = passed or f
+                inside.append(_frame_text(f))
+                f = f.f_back
+                continue
             code = linecache.getline(path, f.f_lineno).strip() or None
-            return Location(path, f.f_lineno, f.f_code.co_name, code), False
+            return Location(path, f.f_lineno, f.f_code.co_name, code, via=_via(inside)), False
         if os.path.abspath(path).startswith(_FXLINT_DIR):
-            return None, True  # fxlint's own code (the training loss, the audit itself)
+            break  # fxlint's own code (the training loss, the audit itself)
+        inside.append(_frame_text(f))
         f = f.f_back
+    if passed is not None:
+        path = passed.f_code.co_filename
+        code = linecache.getline(path, passed.f_lineno).strip() or None
+        return Location(path, passed.f_lineno, passed.f_code.co_name, code), False
     return None, True
 
 
 _FXLINT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # fxlint/
+
+
+def _frame_text(f: Any) -> str:
+    return frame_text(Location(f.f_code.co_filename, f.f_lineno, f.f_code.co_name))
+
+
+def _via(inside: list[str]) -> tuple[str, ...]:
+    """The frames inside the user's line, outermost first, less the audit's own wrapper frames."""
+    return via_chain(list(reversed(inside)))
 
 
 def _graph_module_location(frame: Any) -> Location | None:
@@ -543,5 +567,6 @@ def _record(raw: RawAudit, ev: dict[str, Any], site: CallSite | None, grad_fn: s
             module_path=site.module_path if site is not None else None, grad_fn=grad_fn,
             avoidable=avoidable, reason=reason, time_ns=_duration(ev["events"][at]) if ev.get("events") else 0,
             func=site.func if site is not None and phase == "forward" else None,
+            via=loc.via if loc is not None else (),
         )
     )
