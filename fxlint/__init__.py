@@ -130,7 +130,10 @@ def lint(
     settings = resolve(source_file_of(target), config=config, select=select, ignore=ignore,
                        extend_select=extend_select, severity=severity, probe=probe, registry=registry)
     device = device if device is not None else parse_device(settings.device, "device (config)")
-    captured = capture(target, example_inputs, keep_inputs=compiled)
+    from .util.source import passthrough_libraries
+
+    with passthrough_libraries(settings.passthrough):  # the lines findings are reported at
+        captured = capture(target, example_inputs, keep_inputs=compiled)
     simulation = None
     if device is not None:
         from .analysis.device import simulate
@@ -173,7 +176,9 @@ def lint(
     if confirm:
         from .runtime.confirm import confirm as _confirm
 
-        report = _confirm(report, audit(target, example_inputs, train=train))
+        with passthrough_libraries(settings.passthrough):  # the audit attributes copies alike
+            audited = audit(target, example_inputs, train=train)
+        report = _confirm(report, audited)
         if simulation is not None:
             from .analysis.device import unmeasured
 

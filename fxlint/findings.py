@@ -106,6 +106,8 @@ class Finding:
       (``fxlint.compiled``): ``"survives"`` (``compiled_bytes`` per call in the compiled program),
       ``"fused"`` (no memory traffic of its own: ``compiled_bytes`` 0) or ``"unknown"``; None when
       not asked (an eager inner backend) or not a copy finding;
+    * ``via``: the frames inside the reported line, outermost first (``einops/einops.py:600 in
+      rearrange``...): the line is the innermost one outside torch and the pass-through libraries;
     * ``violation``: the rule's typed record (``details`` is its data plus the fields above).
     """
 
@@ -134,6 +136,7 @@ class Finding:
     nodes: tuple[str, ...] | None = None  # with repeats > 1: the FX node of each instance
     compiled: str | None = None  # under Inductor (fxlint.compiled): survives / fused / unknown
     compiled_bytes: int | None = None
+    via: tuple[str, ...] | None = None  # the frames inside the line (a pass-through library's, torch's)
     violation: Violation | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property

@@ -450,6 +450,35 @@ _EINSUMS = [
 ]
 
 
+#: einsum equations off the bmm path, with each operand's shape (a label may be 1 in one operand: it
+#: broadcasts): no summed index (``a.mul(b)``), a contracted dim of size 1 in both (squeezed, then a
+#: mul), a broadcast batch dim, every index summed (``flatten().dot()``)
+EINSUM_SHAPED = [
+    ("blq,bhlk->bhlqk", (2, 7, 4), (2, 3, 7, 8)),
+    ("bhi,bhj->bhij", (2, 3, 5), (2, 3, 4)),
+    ("bij,bjk->bik", (3, 4, 1), (3, 1, 6)),
+    ("bij,bjk->bik", (3, 4, 5), (1, 5, 6)),
+    ("bhid,bjd->bhij", (2, 3, 5, 4), (2, 6, 4)),
+    ("ij,ij->", (4, 5), (4, 5)),
+    ("bij,bji->", (2, 4, 5), (2, 5, 4)),
+]
+
+
+def einsum_case(eqn, sa, sb, oa=None, ob=None, na="c", nb="c", train=False, dt=torch.float32) -> Case:
+    def build():
+        a, b = leaf(sa, strides_for(sa, order=oa), dt, train), leaf(sb, strides_for(sb, order=ob), dt, train)
+        return (lambda a, b: torch.einsum(eqn, a, b)), (a, b), train, \
+            (lambda a, b: K.predict_einsum(eqn, TI(a), TI(b), grad=train, env=env()))
+
+    return Case(f"einsum {eqn!r} {sa}x{sb} {dt} a={na} b={nb} train={train}", build)
+
+
+def einsum_shaped_cases(train: tuple[bool, ...] = (False, True)) -> Iterator[Case]:
+    for eqn, sa, sb in EINSUM_SHAPED:
+        for (na, oa), (nb, ob), tr in itertools.product(_einsum_layouts(len(sa)), _einsum_layouts(len(sb)), train):
+            yield einsum_case(eqn, sa, sb, oa, ob, na, nb, tr)
+
+
 def _einsum_layouts(n):
     yield "c", None
     yield "rev", list(reversed(range(n)))
@@ -471,6 +500,7 @@ def _einsum_cases() -> Iterator[Case]:
                     (lambda a, b: K.predict_einsum(eqn, TI(a), TI(b), grad=train, env=env()))
 
             yield Case(f"einsum {eqn!r} {dt} a={na} b={nb} train={train}", build)
+    yield from einsum_shaped_cases()
 
 
 def _spatial_layouts(shape):

@@ -100,6 +100,35 @@ def test_getitem_decoding_slices_ints_none_ellipsis_lists_and_tensors():
     assert by_line  # the view keeps every node by name
 
 
+def test_setitem_has_the_canonical_subscript_of_getitem():
+    """A subscript write gets the ``IndexSpec`` a read of the same subscript gets (``Ellipsis``
+    expanded, trailing dims padded), the subscript as written, and its value; the region it names
+    and its shape are read from the spec, basic or advanced alike."""
+    def f(x, m, y):
+        x = x * 1
+        r = x[:, 1::1] + 0
+        x[..., 1:] = y
+        x[m] = 2.0
+        x[0, None, :3] = r[0, :3]
+        return x
+
+    x, m, y = torch.randn(4, 6), torch.randn(4, 6) > 0, torch.randn(4, 5)
+    view = dynamo_view(f, x, m, y)
+    writes = view.ops("setitem")
+    assert len(writes) == 3, [(n.op, n.spelling) for n in view]
+    basic, mask, third = (w.args["index"] for w in writes)
+    assert [i.kind for i in basic.items] == ["slice", "slice"] and basic.style == "setitem"
+    assert basic.written == "[..., 1:]" and basic.text == "[..., 1:]"
+    assert writes[0].args["value"].kind == "input" and writes[1].args["value"] == 2.0
+    [read] = [n for n in view.ops("slice") if n.input is writes[0].input]
+    assert read.args["index"].written == "[:, 1::1]"
+    assert read.args["index"].same_region(basic)  # x[:, 1::1] and x[..., 1:] name the same elements
+    assert basic.region_shape((4, 6)) == (4, 5)
+    assert mask.is_advanced and mask.advanced[0].kind == "mask" and mask.region_shape((4, 6)) is None
+    assert [i.kind for i in third.items] == ["int", "newaxis", "slice"] and third.region_shape((4, 6)) == (1, 3)
+    assert not third.same_region(basic)
+
+
 def test_index_select_and_aten_index_share_the_index_op():
     x = torch.randn(4, 8)
     m = Fn(lambda x: (x.index_select(1, torch.arange(2, 6)), x[:, [1, 3]]))

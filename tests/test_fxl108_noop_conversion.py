@@ -82,6 +82,31 @@ def test_a_zero_byte_claim_is_refuted_when_the_line_copies_that_tensor():
     assert match(claim.with_(line=line + 100), audit)[0] == "not-run"
 
 
+def _float_and_copy(x, z):
+    return x.float() + z.t().contiguous()  # two ops
+
+
+def _two_contiguous(x, z):
+    return x.contiguous() + z.t().contiguous()  # two ops
+
+
+@pytest.mark.parametrize("fn", [_float_and_copy, _two_contiguous])
+def test_a_copy_another_op_on_the_line_makes_does_not_refute_the_claim(fn):
+    """The no-copy claim is about its own op: the line's other call (`z.t().contiguous()`, a real copy of
+    a tensor of the same shape, FXL101's) refuted `.float()` and `x.contiguous()`'s "changes nothing"."""
+    x, z = torch.randn(4, 4), torch.randn(4, 4)
+    rep = fxlint.lint(fn, (x, z), select=["FXL101", "FXL108"], confirm=True, config=False)
+    status = {f.code: f.status for f in rep.findings}
+    assert status == {"FXL101": "confirmed", "FXL108": "confirmed"}, status
+    # the claim alone (no finding explains the copy): a `.float()` claim is still confirmed (the copy is
+    # a `contiguous` call's), a `.contiguous()` claim on that line refuted (the same call copied)
+    from fxlint.runtime.confirm import match
+
+    [claim] = findings(rep, "FXL108")
+    audit = fxlint.audit(fn, (x, z))
+    assert match(claim, audit)[0] == ("confirmed" if fn is _float_and_copy else "refuted")
+
+
 def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
     """Every positive of the fixture reported with its exact text, at info level; no negative reported. Each
     no-copy claim names the tensor it is about (what the runtime cross-check looks for on the line)."""

@@ -31,6 +31,12 @@ def self_assign(attn, rel):
     return attn.softmax(-1)
 
 
+def write_back_respelled(x, y):
+    x = x * 2
+    x[..., 1:] = x[:, 1::1] + y  # respelled
+    return x
+
+
 X, Y = torch.randn(2, 50), torch.randn(2, 49)
 CHAIN = (torch.randn(2, 2, 7, 7), torch.randn(2, 2, 2, 3, 2), torch.randn(2, 2, 2, 3, 3))
 
@@ -41,6 +47,8 @@ def _grad(*shapes):
 
 POSITIVE = [
     ("x[i] = x[i] + y", write_back, (X, Y), [Expect("# write-back", 2 * 49 * 4)]),
+    # the canonical subscript: `x[..., 1:]` and `x[:, 1::1]` name the same region
+    ("x[..., 1:] = x[:, 1::1] + y", write_back_respelled, (X, Y), [Expect("# respelled", 2 * 49 * 4)]),
     ("x[i] = (x[i].view(..) + a + b).view(..)", write_back_chain, CHAIN, [Expect("# chain", 2 * 2 * 6 * 6 * 4)]),
     # the base (2x2x5x5) and three times the region (2x2x4x4) in the backward; nothing in the forward
     ("x[i] += y in training", self_assign, _grad((2, 2, 5, 5), (2, 2, 4, 4)), [Expect("# self-assign", 0, "info")]),
@@ -55,6 +63,18 @@ def test_positive(label, fn, inputs, expected):
 def _other_region(x):
     x = x * 2
     x[:, :1] = x[:, 1:2] + 1
+    return x
+
+
+def _overlapping_region(x):
+    x = x * 2
+    x[:, 1:] = x[:, :-1] + 1  # a shifted (overlapping) region
+    return x
+
+
+def _stepped_region(x):
+    x = x * 2
+    x[:, ::2] = x[:, ::1][:, :25] + 1
     return x
 
 
@@ -74,6 +94,8 @@ def _advanced_index(x, i):
 NEGATIVE = [
     ("x[i] += y in inference (no copy at all)", self_assign, (torch.randn(2, 2, 5, 5), torch.randn(2, 2, 4, 4))),
     ("another region", _other_region, (X,)),
+    ("an overlapping region", _overlapping_region, (X,)),
+    ("another step", _stepped_region, (X,)),
     ("the temporary has another user", _temporary_used, (X,)),
     ("a real write", lambda x, y: (lambda a: (a.__setitem__((slice(None), slice(1, None)), y), a)[1])(x * 2), (X, Y)),
     ("an advanced index", _advanced_index, (X, torch.tensor([1, 3]))),
@@ -83,6 +105,11 @@ NEGATIVE = [
 @pytest.mark.parametrize("label,fn,inputs", NEGATIVE, ids=[n[0] for n in NEGATIVE])
 def test_negative(label, fn, inputs):
     check_negative(fn, inputs, "FXL110")
+
+
+def test_the_message_shows_the_subscript_as_written():
+    [f] = findings(fxlint.lint(write_back_respelled, (X, Y), select="FXL110"), "FXL110")
+    assert f.details["index"] == "[..., 1:]", f.details
 
 
 def test_the_self_copy_moves_nothing_in_the_forward_and_costs_the_claimed_backward_bytes():

@@ -182,3 +182,48 @@ def test_a_tile_another_rule_removes_is_left_to_it():
     with torch.no_grad():
         rep = fxlint.lint(_TiledTable().eval(), (torch.randn(6, 5, 8),), select="FXL112,FXL405", config=False)
     assert [f.code for f in rep.findings] == ["FXL112"], [(f.code, f.message) for f in rep.findings]
+
+
+def _longformer_mask(x):
+    """transformers' Longformer: `extended_attention_mask[attention_mask == 2] = finfo.max`, the
+    attention mask built from the shape when the caller passes none."""
+    attention_mask = torch.ones(x.shape[0], x.shape[1], dtype=torch.long)
+    mask = torch.zeros(x.shape[0], 1, 1, x.shape[1])[:, 0, 0, :]
+    mask[attention_mask == 2] = torch.finfo(x.dtype).max  # a masked fill
+    return x + mask[..., None]
+
+
+def _mask_scatter(x):
+    attention_mask = torch.ones(x.shape[0], x.shape[1], dtype=torch.long)
+    mask = torch.zeros(x.shape[0], x.shape[1])
+    mask[attention_mask == 1] = torch.arange(x.shape[0] * x.shape[1], dtype=x.dtype)  # a scatter
+    return x + mask[..., None]
+
+
+def test_a_scalar_written_through_a_mask_is_a_fill_not_a_copy():
+    """`t[mask] = scalar` runs `index_put_` with one value broadcast into the selected elements: the
+    audit records no avoidable copy on the line, and the rule is silent (it was "a subscript write ...
+    copy an unknown number of bytes", confirmed by the 4-byte value tensor)."""
+    x = torch.randn(2, 16, 8)
+    line = line_with(_longformer_mask, "# a masked fill")
+    audit = fxlint.audit(_longformer_mask, (x,))
+    assert [c for c in audit.copies if c.line == line and c.avoidable] == [], audit.copies
+    assert audit.ran(_longformer_mask.__code__.co_filename, line)
+    assert findings(fxlint.lint(_longformer_mask, (x,), select="FXL405"), "FXL405") == []
+
+
+def test_a_tensor_scattered_through_a_mask_copies_its_values():
+    x = torch.randn(2, 16, 8)
+    [f] = findings(fxlint.lint(_mask_scatter, (x,), select="FXL405", confirm=True), "FXL405")
+    assert f.line == line_with(_mask_scatter, "# a scatter")
+    assert f.bytes == 2 * 16 * 4 and f.status == "confirmed", (f.bytes, f.status)
+    assert f.message.startswith("a subscript write into `mask` copies 128 B per call"), f.message
+
+
+def test_the_message_agrees_with_the_number_of_writes():
+    from fxlint.passes.fxl405_constant_copy import ConstantCopy
+
+    one = ConstantCopy(op="subscript write", target="mask", depends=(), writes=1, copied=None)
+    nine = ConstantCopy(op="subscript write", target="mask", depends=("shape",), writes=9, copied=256)
+    assert one.message().startswith("a subscript write into `mask` copies an unknown number of bytes per call")
+    assert nine.message().startswith("9 subscript writes into `mask` copy 256 B per call")

@@ -10,7 +10,7 @@ import torch
 from jsonschema import Draft7Validator
 
 import fxlint
-from fxlint.cli.app.app import main
+from fxlint.cli.app import main
 from fxlint.findings import Finding, Report, Severity
 from fxlint.renderers.sarif import sarif_dict
 from tests.conftest import ROOT

@@ -67,6 +67,7 @@ def finding_from_hit(rule: Rule, hit: Hit, label: str | None) -> Finding:
         backward_bytes=known(backward) if backward is not None else None,
         tensor_shape=_known_ints(shape),
         dedup=hit.dedup,
+        via=loc.via or None if loc else None,
         violation=violation,
     )
 
@@ -200,9 +201,32 @@ def run_rules(
         report.extras["failed_rules"] = list(ev.failed_rules)
     active = [e.finding for e in ev.hits if e.silenced is None]
     silenced = [e.finding.with_(suppressed=True) for e in ev.hits if e.silenced is not None]
-    report.findings = dedupe(merge_repeats(active))
-    report.suppressed = dedupe(silenced)
+    report.findings = dedupe(apart(merge_repeats(active)))
+    report.suppressed = dedupe(apart(silenced))
     return report
+
+
+def apart(findings: list[Finding]) -> list[Finding]:
+    """Findings of one lint that share a ``Finding.key()`` but say different things kept apart.
+
+    One lint runs the program once, so two graphs that report the same line (a stage's forward,
+    its own frame after a graph break, captured once per size it runs at; a helper recompiled
+    for another argument) report two copies made in that call, of different tensors: each gets a
+    ``dedup`` key of its own, so ``dedupe`` keeps both (before, only the first graph's survived
+    and the other copies went unexplained). The same finding twice (same message) is still one.
+    """
+    seen: dict[tuple, set[str]] = {}
+    out: list[Finding] = []
+    for f in findings:
+        said = seen.setdefault(f.key(), set())
+        if said and f.message not in said:
+            n = len(said)
+            said.add(f.message)
+            f = f.with_(dedup=f"{f.dedup}~{n}" if f.dedup else f"~{n}")
+        else:
+            said.add(f.message)
+        out.append(f)
+    return out
 
 
 def merge_repeats(findings: list[Finding]) -> list[Finding]:
@@ -216,6 +240,20 @@ def merge_repeats(findings: list[Finding]) -> list[Finding]:
     """
     groups: dict[tuple, list[Finding]] = {}
     order: list[tuple] = []
+    # how often each (code, line, module) ran: per graph, the most findings one message has there (q and
+    # k of one matmul in a loop are two findings per run), summed over the graphs (a helper's frame
+    # recompiled per argument runs once per graph)
+    per_graph: dict[tuple, dict[tuple, int]] = {}
+    for f in findings:
+        if f.file is not None:
+            counts = per_graph.setdefault((f.code, f.file, f.line, f.module_path), {})
+            counts[(f.graph, f.message)] = counts.get((f.graph, f.message), 0) + 1
+    runs: dict[tuple, int] = {}
+    for where, counts in per_graph.items():
+        best: dict[str | None, int] = {}
+        for (graph, _), n in counts.items():
+            best[graph] = max(best.get(graph, 0), n)
+        runs[where] = sum(best.values())
     for f in findings:
         key = (f.code, f.file, f.line, f.module_path, f.message) if f.file is not None else (id(f),)
         if key not in groups:
@@ -234,8 +272,15 @@ def merge_repeats(findings: list[Finding]) -> list[Finding]:
             sizes.extend(f.copy_sizes or ([f.bytes] if f.bytes is not None else []))
         total = sum(f.bytes for f in fs if f.bytes is not None) if all(f.bytes is not None for f in fs) else None
         stop = "" if first.message.rstrip().endswith((".", "!", "?")) else "."
-        message = (first.message.rstrip() + stop
-                   + f" This line runs {len(fs)} times per call (a loop); the bytes are the total.")
+        ran = runs.get((first.code, first.file, first.line, first.module_path), len(fs))
+        if ran > len(fs):
+            # a helper called more often than it makes this copy: the other calls copy other tensors
+            # (reported apart), or nothing
+            more = (f" This line runs {ran} times per call; {len(fs)} of them make this copy (the bytes are "
+                    "their total), the others are reported apart.")
+        else:
+            more = f" This line runs {len(fs)} times per call (a loop); the bytes are the total."
+        message = first.message.rstrip() + stop + more
         nodes = tuple(f.node for f in fs if f.node is not None)
         out.append(first.with_(bytes=total, message=message, repeats=len(fs), copy_sizes=tuple(sizes),
                                nodes=nodes if len(nodes) == len(fs) else None))

@@ -37,6 +37,9 @@ tuple_getitem                              input, index (an element of a tuple v
 index                                      input, index: IndexSpec (advanced: lists, index tensors, masks);
                                            index_select also dim. Spelled: _unsafe_index, getitem, index,
                                            index_select
+setitem                                    input (the tensor written), index: IndexSpec (as ``getitem``'s:
+                                           what ``input[index]`` reads is the region written), value (a node,
+                                           or the Python scalar written). Spelled: setitem
 contiguous                                 input, memory_format. Spelled: contiguous
 clone                                      input, memory_format. Spelled: clone
 to                                         input, dtype, device, memory_format, copy, non_blocking, style (the

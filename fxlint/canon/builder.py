@@ -15,7 +15,7 @@ import torch
 import torch.fx as fx
 
 from ..tensor.info import TensorInfo, to_dim
-from ..util.source import Location, module_path, source_line, user_frame
+from ..util.source import module_path, source_line, user_frame
 from ._fx import dedupe, flatten, get_attr, get_submodule, value_of
 from .effects import aliased_args, mutated_args
 from .nodes import CanonNode, GraphView
@@ -224,7 +224,7 @@ class _Builder:
         cn = CanonNode(node=node, name=node.name, kind="op", op=raw, spelling=spelling, value=value,
                        location=loc, module_path=module_path(meta))
         if loc is not None and loc.code is None:
-            cn.location = Location(loc.file, loc.line, loc.function, source_line(loc.file, loc.line))
+            cn.location = dataclasses.replace(loc, code=source_line(loc.file, loc.line))
         cn.inputs = dedupe([self.map[a] for a in node.all_input_nodes if a in self.map])
         if node.op == "placeholder":
             kind, pname = self.roles.get(node.name, ("input", None))

@@ -42,8 +42,13 @@ class IndexItem:
 
 @dataclass(frozen=True)
 class IndexSpec:
+    """A normalised subscript: one ``IndexItem`` per input dim consumed (``Ellipsis`` expanded, the
+    dims it leaves out padded with full slices) plus the ``newaxis`` entries; the same description
+    for a read (``getitem``, ``narrow``, ``aten.index``...) and a write (``setitem``)."""
+
     items: tuple[IndexItem, ...]
-    style: str  # "getitem" | "index_select" | "aten.index" | "aten.slice" | "narrow" | "select"
+    style: str  # "getitem" | "setitem" | "index_select" | "aten.index" | "aten.slice" | "narrow" | "select"
+    written: str | None = None  # the subscript as the user wrote it (``getitem``/``setitem``): "[..., :3]"
 
     @property
     def advanced(self) -> list[IndexItem]:
@@ -52,6 +57,42 @@ class IndexSpec:
     @property
     def is_advanced(self) -> bool:
         return bool(self.advanced)
+
+    @property
+    def text(self) -> str:
+        """The subscript as written where it was (``written``), else rendered (``render()``)."""
+        return self.written if self.written is not None else self.render()
+
+    def same_region(self, other: IndexSpec) -> bool:
+        """Both subscripts name the same elements of the same-shaped input: equal item by item once
+        the spellings of one slice are normalised (``x[0:n:1]`` is ``x[:n]``, ``x[..., 1:]`` is
+        ``x[:, :, 1:]``); a dynamic bound or an index tensor must be the same node."""
+        return len(self.items) == len(other.items) and all(
+            _item_key(a) == _item_key(b) for a, b in zip(self.items, other.items))
+
+    def region_shape(self, shape: tuple[Dim, ...]) -> tuple[int, ...] | None:
+        """The shape of ``t[self]`` for a ``t`` of static ``shape``; None for an advanced index, a
+        dynamic bound or a symbolic size (the region is not known before the call)."""
+        if self.is_advanced or not all(isinstance(d, int) for d in shape):
+            return None
+        index: list[Any] = []
+        for it in self.items:
+            if it.kind == "newaxis":
+                index.append(None)
+            elif it.kind == "int":
+                if not isinstance(it.value, int):
+                    return None
+                index.append(it.value)
+            else:
+                bounds = (it.start, it.stop, it.step)
+                if not all(b is None or isinstance(b, int) for b in bounds):
+                    return None
+                index.append(slice(*bounds))
+        try:
+            region = torch.empty(tuple(int(d) for d in shape), device="meta")[tuple(index)]
+        except (IndexError, TypeError, RuntimeError, ValueError):
+            return None
+        return tuple(int(d) for d in region.shape)
 
     def render(self, replace: dict[int, str] | None = None) -> str:
         """Python subscript text, e.g. ``[:, [0, 2, 4, 6]]``; ``replace`` maps item positions to text."""
@@ -70,6 +111,23 @@ class IndexSpec:
         while len(parts) > 1 and parts[-1] == ":":  # trailing full slices are implied
             parts.pop()
         return "[" + ", ".join(parts) + "]"
+
+
+def _item_key(it: IndexItem) -> tuple:
+    """What an index item selects, independent of how the slice was spelled; nodes by identity."""
+    def ident(v: Any) -> Any:
+        return ("node", id(v)) if isinstance(v, CanonNode) else v
+    if it.kind == "slice":
+        start = 0 if it.start is None else it.start
+        step = 1 if it.step is None else it.step
+        return ("slice", it.dim, ident(start), ident(it.stop), ident(step))
+    if it.kind == "int":
+        return ("int", it.dim, ident(it.value))
+    if it.kind == "newaxis":
+        return ("newaxis",)
+    if it.index is not None:
+        return (it.kind, it.dim, ("node", id(it.index)))
+    return (it.kind, it.dim, it.values, it.index_shape, it.spelled)
 
 
 def _arg_text(v: Any) -> str:
@@ -293,7 +351,32 @@ class GraphView:
         return None
 
 
-__all__ = ["CanonNode", "GraphView", "IndexItem", "IndexSpec"]
+__all__ = ["CanonNode", "GraphView", "IndexItem", "IndexSpec", "subscript_text"]
+
+
+def subscript_text(index: Any) -> str:
+    """``[:, :, 1:, 1:]``: a subscript as written (the canonical index of a ``getitem``/``setitem``
+    call, its nodes converted to ``CanonNode``s), every entry kept, ``Ellipsis`` as ``...``."""
+    items = index if isinstance(index, tuple) else (index,)
+
+    def name(v: Any) -> str:
+        return v.name if isinstance(v, (CanonNode, fx.Node)) else str(v)
+
+    def one(i: Any) -> str:
+        if isinstance(i, slice):
+            text = ":".join("" if v is None else name(v) for v in (i.start, i.stop))
+            if i.step is not None:
+                text += f":{name(i.step)}"
+            return text
+        if i is None:
+            return "None"
+        if i is Ellipsis:
+            return "..."
+        if isinstance(i, list):
+            return "[" + ", ".join(one(v) for v in i) + "]"
+        return name(i)
+
+    return "[" + ", ".join(one(i) for i in items) + "]"
 
 
 def slice_text(start: Any, stop: Any, step: Any, size: int | None = None) -> str:

@@ -15,7 +15,7 @@ import torch.nn as nn
 
 from ..tensor.info import TensorInfo
 from ._fx import flatten, wrap_dim
-from .nodes import CanonNode, IndexItem, IndexSpec
+from .nodes import CanonNode, IndexItem, IndexSpec, subscript_text
 from .op_registry import Args, Call, declare, normaliser
 
 # --------------------------------------------------------------------------- layout views
@@ -174,6 +174,17 @@ def index(c: Call) -> Args | None:
     return {"input": inp, "index": IndexSpec(tuple(items), "aten.index")}
 
 
+@normaliser("setitem", spellings={"setitem"}, kinds=("call_function",),
+            doc="input (the tensor written), index: IndexSpec (as ``getitem``'s: what ``input[index]`` reads "
+                "is the region written), value (a node, or the Python scalar written)")
+def setitem(c: Call) -> Args | None:
+    inp = c.input
+    if inp is None or inp.tensor is None:
+        return None  # a write into a list or a dict: no tensor region
+    spec = _getitem_spec(c, inp)
+    return {"input": inp, "index": IndexSpec(spec.items, "setitem", spec.written), "value": c.conv(c.get("value"))}
+
+
 def _full_slices(rank: int) -> list[IndexItem]:
     return [IndexItem("slice", dim=d) for d in range(rank)]
 
@@ -256,7 +267,7 @@ def _getitem_spec(c: Call, inp: Any) -> IndexSpec:
     while dim < rank:
         items.append(IndexItem("slice", dim=dim))
         dim += 1
-    return IndexSpec(tuple(items), "getitem")
+    return IndexSpec(tuple(items), "getitem", subscript_text(c.conv(idx)))
 
 
 # --------------------------------------------------------------------------- copies and conversions

@@ -221,9 +221,14 @@ def _capture_dynamo_once(target: Callable[..., Any], args: tuple, kwargs: dict,
         # a DDP model called inside the target: one graph per frame, not DDPOptimizer's bucket pieces;
         # allow_rnn: trace nn.LSTM/GRU/RNN to their kernel call (torch._VF.lstm...) instead of a graph
         # break, so the lint sees the sequence they are given (FXL207). Only this capture: the
-        # backend leaves the user's setting alone, what their compiled program traces is theirs
+        # backend leaves the user's setting alone, what their compiled program traces is theirs.
+        # automatic_dynamic_shapes off: a lint captures the sizes it is given (inputs the user
+        # marked dynamic stay dynamic). Left on, a second lint of the same code at another size
+        # (a census, another resolution) made Dynamo turn the sizes it saw change into symbols:
+        # an encoder's `(s0//4)`-sized stages could then be 1, every layout question undecided,
+        # and its copies went unreported where the first size's lint reported them
         with preserved_state(module, (args, kwargs)), quiet_torch_logs(), \
-                torch._dynamo.config.patch(optimize_ddp=False, allow_rnn=True):
+                torch._dynamo.config.patch(optimize_ddp=False, allow_rnn=True, automatic_dynamic_shapes=False):
             returned = compiled(*args, **kwargs)
             require_tensor_output(returned)
             result.reach = runs.safe_reach(returned)

@@ -17,10 +17,17 @@ rules (``fxlint.kernels.bmm``). ``q`` and ``k`` of
 ``einsum("B G H I D, B G H J D -> B G H I J", q, k)`` are copied whenever
 their batch dims ``B G H`` do not merge - a permuted ``(B, G, H, I, D)``.
 
+Before the pair goes to ``sumproduct_pair``, ``einsum`` squeezes out a
+contracted dim of size 1 in both operands and sums one of size 1 in one
+operand out of the other. With no summed dim left (``"blq,bhlk->bhlqk"``:
+every label is in the output) the product is ``a.mul(b)``, broadcasting, with
+no ``bmm``, no reshape and no copy; with every dim summed (``"ij,ij->"``) it is
+``a.flatten().dot(b.flatten())``, and a flatten that is no view copies.
+
 Modelled: two operands, explicit ``->``, letters only (spaces allowed), no
 label repeated within an operand, every contracted label in both operands.
 Anything else (ellipsis, diagonals, three or more operands, labels summed
-out of one operand alone, a size-1 dim where the other operand's is not) is
+out of one operand alone, a contracted dim of size 1 in one operand only) is
 not predicted (None).
 """
 
@@ -88,12 +95,38 @@ def predict_einsum(equation: str, a: TensorInfo, b: TensorInfo, *, grad: bool = 
         return None  # a label summed out of one operand alone: a reduction first, not modelled
     order = list(out) + contracted
     ta, tb = _aligned(la, la_labels, order), _aligned(lb, lb_labels, order)
+    # ``einsum``'s pair step: a contracted dim of size 1 in both operands is squeezed out of both
+    # (views); one of size 1 in one operand only is summed out of the other first (a reduction,
+    # whose output layout is not modelled); the rest are ``sum_dims``
+    keep = list(range(len(out)))
+    for i in range(len(out), len(order)):
+        sl, sr = not eq(ta.shape[i], 1), not eq(tb.shape[i], 1)
+        if sl and sr:
+            keep.append(i)
+        elif sl or sr:
+            return None  # summed out of one operand before the product: not modelled
+    if len(keep) == len(out):
+        # no summed dim left: ``a.mul(b)``, a broadcasting elementwise product (no bmm, no reshape)
+        return KernelPrediction("einsum", "einsum: no summed index, a broadcast mul", (),
+                                backward_known=not grad)
+    ta = ta.with_([ta.shape[d] for d in keep], [ta.stride[d] for d in keep])
+    tb = tb.with_([tb.shape[d] for d in keep], [tb.stride[d] for d in keep])
+    order = [order[d] for d in keep]
+    if not out:
+        # every dim summed: ``a.flatten().dot(b.flatten())``; a flatten that is no view copies
+        flat: list[KernelCopy] = []
+        for name, op, geo in (("a", la, ta), ("b", lb, tb)):
+            if geo.reshape((prod(list(geo.shape)),))[1]:
+                flat.append(copy_of(name, op, "aten::clone", "einsum-fold",
+                                      "einsum sums every dim and flattens the operand for dot, which this layout "
+                                      "does not allow without a copy"))
+        return KernelPrediction("einsum", "einsum: every index summed, flatten and dot", tuple(flat),
+                                backward_known=not grad)
+    contracted = order[len(out):]
     lro, lo, ro, sums = [], [], [], []
     for i, c in enumerate(order):
         sl, sr = not eq(ta.shape[i], 1), not eq(tb.shape[i], 1)
         if c in contracted:
-            if not (sl and sr):
-                return None  # a size-1 contracted dim: summed right away, not modelled
             sums.append(i)
         elif sl and sr:
             lro.append(i)

@@ -48,6 +48,7 @@ tensor's shape.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
@@ -84,6 +85,12 @@ class NoopConversion(Violation):
 
     def fix_title(self) -> str:
         return f"drop `{self.call}`"
+
+    def audit_calls(self) -> frozenset[str]:
+        """The torch functions this claim is about (``".to(torch.float32)"`` is a call of ``to``): the
+        runtime audit checks that *they* copied nothing on the line, whatever other calls there copy."""
+        m = re.match(r"\.(\w+)", self.call)
+        return frozenset({m.group(1)} if m else ())
 
 
 @rule("FXL108", "noop-conversion", "info", violation=NoopConversion, fix=FixSpec.rewrite_of(

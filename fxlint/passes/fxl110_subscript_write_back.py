@@ -62,15 +62,10 @@ self-assignment in training).
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
-import torch
-
-from ..canon import CanonNode, GraphView
-from ..canon._fx import value_of
+from ..canon import CanonNode, GraphView, IndexSpec
 from ..canon.text import bytes_text, bytes_value, shape_value
 from ..findings import Severity, Violation
 from ..registry import FixSpec, Hit, RuleContext, rule
@@ -133,7 +128,7 @@ def _hits(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         t = region.tensor
         if t is None or base.tensor is None:
             continue
-        index = index_text(node.node.args[1])
+        index = index_text(node)
         if form == "self-assign":
             grad = node.grad_enabled and bool(base.tensor.requires_grad)
             if not (ctx.training and grad):
@@ -154,15 +149,9 @@ def _hits(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
 def match(node: CanonNode) -> tuple[str, CanonNode, CanonNode, CanonNode] | None:
     """(form, base, region, value) of a setitem ``base[index] = value`` that writes back a value
     computed from ``base[index]`` itself, or None."""
-    raw = node.node.args
-    if len(raw) < 3 or not isinstance(raw[2], torch.fx.Node):
-        return None
-    base, index = node.input, raw[1]
-    if base is None or _has_tensor(index):
-        return None
-    value = next((i for i in node.inputs if i.node is raw[2]), None)
-    if value is None:
-        return None
+    base, index, value = node.input, node.args.get("index"), node.args.get("value")
+    if base is None or not isinstance(index, IndexSpec) or index.is_advanced or not isinstance(value, CanonNode):
+        return None  # an advanced-index write is a scatter (FXL4xx); a scalar written is a fill
     if _is_region(value, base, index):
         return "self-assign", base, value, value
     if value.op in _INPLACE and value.input is not None and _is_region(value.input, base, index):
@@ -179,7 +168,7 @@ def match(node: CanonNode) -> tuple[str, CanonNode, CanonNode, CanonNode] | None
     return "write-back", base, region, value
 
 
-def _find_region(start: CanonNode, base: CanonNode, index: Any) -> CanonNode | None:
+def _find_region(start: CanonNode, base: CanonNode, index: IndexSpec) -> CanonNode | None:
     """The ``base[index]`` read among the arithmetic (and view) ancestors of ``start``."""
     frontier, seen = [start], set()
     for _ in range(_SEARCH_DEPTH):
@@ -197,50 +186,13 @@ def _find_region(start: CanonNode, base: CanonNode, index: Any) -> CanonNode | N
     return None
 
 
-def _is_region(n: CanonNode, base: CanonNode, index: Any) -> bool:
-    raw = n.node
-    return (raw.op == "call_function" and raw.target is operator.getitem and len(raw.args) == 2
-            and raw.args[0] is base.node and _same_index(raw.args[1], index))
+def _is_region(n: CanonNode, base: CanonNode, index: IndexSpec) -> bool:
+    """``n`` reads ``base[index]``: a subscript of ``base`` itself naming the same elements."""
+    read = n.args.get("index")
+    return n.op == "slice" and n.input is base and isinstance(read, IndexSpec) and read.same_region(index)
 
 
-def _same_index(a: Any, b: Any) -> bool:
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(_same_index(x, y) for x, y in zip(a, b))
-    if isinstance(a, slice) and isinstance(b, slice):
-        return all(_same_index(x, y) for x, y in ((a.start, b.start), (a.stop, b.stop), (a.step, b.step)))
-    if isinstance(a, torch.fx.Node) or isinstance(b, torch.fx.Node):
-        return a is b  # a dynamic bound: the same node
-    return type(a) is type(b) and a == b
-
-
-def _has_tensor(index: Any) -> bool:
-    items = index if isinstance(index, tuple) else (index,)
-    for i in items:
-        if isinstance(i, torch.fx.Node):
-            v = value_of(i)
-            if isinstance(v, torch.Tensor):
-                return True
-        elif isinstance(i, (list, torch.Tensor)):
-            return True
-    return False
-
-
-def index_text(index: Any) -> str:
-    """``[:, :, 1:, 1:]`` for the raw subscript of a getitem/setitem."""
-    items = index if isinstance(index, tuple) else (index,)
-
-    def one(i: Any) -> str:
-        if isinstance(i, slice):
-            parts = ["" if v is None else (v.name if isinstance(v, torch.fx.Node) else str(v))
-                     for v in (i.start, i.stop)]
-            text = ":".join(parts)
-            if i.step is not None:
-                text += f":{i.step}"
-            return text
-        if i is None:
-            return "None"
-        if i is Ellipsis:
-            return "..."
-        return i.name if isinstance(i, torch.fx.Node) else str(i)
-
-    return "[" + ", ".join(one(i) for i in items) + "]"
+def index_text(node: CanonNode) -> str:
+    """``[:, :, 1:, 1:]``: the subscript of a canonical getitem/setitem node, as written."""
+    index = node.args.get("index")
+    return index.text if isinstance(index, IndexSpec) else "[?]"

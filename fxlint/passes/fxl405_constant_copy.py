@@ -22,6 +22,11 @@ finding), at info level, with the bytes it copies per call. In training only
 values that do not depend on parameters are reported (the weights change
 every step). Gathers from a weight table with fixed indices are FXL404's.
 
+A scalar written through a mask or an index tensor (`t[t == 2] = finfo.max`)
+is not reported: `index_put_` broadcasts the one value into the selected
+elements, a masked fill that copies nothing (the audit agrees); a tensor
+scattered that way copies its values, and those are the bytes reported.
+
 Anything that reads an input's data is not fixed: an index or a scalar from
 the input (`.item()`), a value written in place from it, random numbers.
 
@@ -80,11 +85,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
-import torch
-
-from ..canon import CanonNode, GraphView
+from ..canon import CanonNode, GraphView, IndexSpec
 from ..canon.alias import escapes, view_base
 from ..canon.text import bytes_text, bytes_value, operand_name
 from ..findings import Severity, Violation
@@ -115,7 +117,8 @@ class ConstantCopy(Violation):
         source = depends_text(frozenset(self.depends))
         if self.op == "subscript write":
             what = f"{self.writes} subscript writes" if self.writes > 1 else "a subscript write"
-            return (f"{what} into `{self.target}` copy {bytes_text(self.copied)} per call, building a value "
+            verb = "copy" if self.writes > 1 else "copies"
+            return (f"{what} into `{self.target}` {verb} {bytes_text(self.copied)} per call, building a value "
                     f"computed only from {source}: it is the same every call")
         return (f"`{self.target}.{self.op}()` copies {bytes_text(self.copied)} per call of a value computed only "
                 f"from {source}: it is the same every call")
@@ -151,6 +154,8 @@ def _hits(view: GraphView, fixed: Fixed) -> Iterator[Hit]:
     for node in view.writers:
         if node.op not in _WRITES or not node.mutates:
             continue
+        if _masked_fill(node):
+            continue  # one value written where an index selects: a fill, no bytes copied from anywhere
         base = view_base(node.mutates[0])
         if base.kind in _GRAPH_INPUTS:
             continue  # a write into the caller's state (a cache, a buffer): not a value rebuilt here
@@ -186,22 +191,30 @@ def _written_bytes(node: CanonNode) -> Dim | None:
         return None
     if node.op != "setitem":
         return t.nbytes
-    raw = node.node.args
-    if len(raw) < 2 or not all(isinstance(d, int) for d in t.shape) or _dynamic(raw[1]):
-        return None
-    index: Any = raw[1]  # ints, slices, None and Ellipsis only (checked above)
-    try:
-        region = torch.empty(tuple(int(d) for d in t.shape), dtype=t.dtype, device="meta")[index]
-    except (IndexError, TypeError, RuntimeError, ValueError):
-        return None
-    return region.numel() * region.element_size()
+    index = node.args.get("index")
+    if isinstance(index, IndexSpec) and index.is_advanced:
+        value = node.args.get("value")
+        v = value.tensor if isinstance(value, CanonNode) else None
+        return v.nbytes if v is not None else None  # a scatter copies its values (``index_put_``)
+    region = index.region_shape(t.shape) if isinstance(index, IndexSpec) else None
+    if region is None:
+        return None  # an advanced index or a dynamic bound: the region is not known here
+    n = 1
+    for d in region:
+        n *= d
+    return n * t.dtype.itemsize
 
 
-def _dynamic(index: Any) -> bool:
-    """An index with an fx node in it (a tensor index or a SymInt bound): its region is not known here."""
-    items = index if isinstance(index, tuple) else (index,)
-    for i in items:
-        parts = (i.start, i.stop, i.step) if isinstance(i, slice) else (i,)
-        if any(isinstance(p, (torch.fx.Node, list, torch.Tensor)) for p in parts):
-            return True
-    return False
+def _masked_fill(node: CanonNode) -> bool:
+    """``t[mask] = 3.0`` (or an index tensor, or a one-element tensor written): ATen's ``index_put_``
+    broadcasts the one value into the selected elements, a masked fill (what ``fill_`` is to a
+    slice). A basic-slice write of a scalar runs ``fill_ > copy_`` over the region, a copy the audit
+    counts, and stays reported."""
+    index = node.args.get("index")
+    if node.op != "setitem" or not isinstance(index, IndexSpec) or not index.is_advanced:
+        return False
+    value = node.args.get("value")
+    if not isinstance(value, CanonNode):
+        return True  # a Python scalar
+    v = value.tensor
+    return v is not None and all(isinstance(d, int) for d in v.shape) and v.numel == 1

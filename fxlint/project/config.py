@@ -35,6 +35,8 @@ Keys::
     probe-max-mib = 256              # skip probing an op estimated to allocate more than this
     device = "cuda"                  # fxlint lint / fxlint.lint: lint as if inputs, parameters and
                                      # buffers lived on this device (simulated; docs/device.md)
+    passthrough = ["einops", "mylib.ops"]  # helper packages reported through: a copy made inside
+                                     # them is the calling line's (default ["einops"])
 
 An explicit argument (CLI flag, ``fxlint.lint(select=...)``, backend option)
 replaces the value of the same key from the file; keys not passed still come
@@ -72,7 +74,7 @@ else:  # pragma: no cover - Python 3.10: tomli if installed, else config files a
         tomllib = None  # type: ignore[assignment, unused-ignore]
 
 KEYS = ("select", "extend-select", "ignore", "per-file-ignores", "severity", "fail-on", "inner", "rewrite", "probe",
-        "probe-max-mib", "device")
+        "probe-max-mib", "device", "passthrough")
 FAIL_ON = ("error", "warning", "info", "never")
 DEFAULT_FAIL_ON = "warning"
 #: the default of ``probe-max-mib`` (``fxlint.kernels.probe.DEFAULT_MAX_MIB``; kept here so reading
@@ -100,6 +102,7 @@ class FileConfig:
     probe: bool | None = None
     probe_max_mib: float | None = None
     device: str | None = None
+    passthrough: tuple[str, ...] | None = None
 
     @property
     def root(self) -> Path:
@@ -121,6 +124,8 @@ class Settings:
     probe: bool = True  # fxlint.lint / fxlint lint resolve CPU-dependent kernel copies on this machine
     probe_max_mib: float = DEFAULT_PROBE_MAX_MIB
     device: str | None = None  # the target device of the analysis (None: the inputs' own device)
+    #: packages whose frames findings and the audit report through (``fxlint.util.source.DEFAULT_PASSTHROUGH``)
+    passthrough: tuple[str, ...] = ("einops",)
     # the registry ``rules`` were chosen from: the engine asks it which other rules own a copy
     registry: Registry | None = field(default=None, compare=False, repr=False)
 
@@ -308,7 +313,18 @@ def _validate(table: dict[str, Any], path: Path) -> FileConfig:
         out["probe_max_mib"] = _probe_max_mib(table["probe-max-mib"], _where("probe-max-mib", path))
     if "device" in table:
         out["device"] = _device(table["device"], _where("device", path))
+    if "passthrough" in table:
+        out["passthrough"] = _packages(table["passthrough"], _where("passthrough", path))
     return FileConfig(**out)
+
+
+def _packages(value: Any, where: str) -> tuple[str, ...]:
+    import re
+
+    if not isinstance(value, list) or not all(
+            isinstance(v, str) and re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", v) for v in value):
+        raise ConfigError(f"{where} must be a list of package names, e.g. [\"einops\"], not {value!r}")
+    return tuple(value)
 
 
 def _device(value: Any, where: str) -> str:
@@ -420,6 +436,7 @@ def resolve(
         else (fc.probe_max_mib or DEFAULT_PROBE_MAX_MIB),
         device=_device(str(device) if not isinstance(device, str) else device, "device") if device is not None
         else fc.device,
+        passthrough=fc.passthrough if fc.passthrough is not None else ("einops",),
     )
 
 

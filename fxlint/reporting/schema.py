@@ -46,6 +46,8 @@ _FIELD_DOCS = {
                 "its own) or unknown; null when not compiled with Inductor or not a copy",
     "compiled_bytes": "with compiled='survives': bytes the compiled program copies per call for it (fused: 0)",
     "ranks": "under torch.distributed, gathered across ranks: the ranks that found it (null: not gathered)",
+    "via": "the frames inside the reported line, outermost first: pass-through library code (einops, "
+           "[tool.fxlint] passthrough) and torch's own functions between the user's call and the op (null: none)",
     "details": "the rule's own data: the fields of its violation type",
 }
 

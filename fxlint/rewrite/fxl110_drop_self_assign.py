@@ -46,7 +46,7 @@ def apply(site: Site) -> Change:
     if node.node.users:
         raise NotApplied("the assignment's result is used")
     _, base, _region, value = found
-    written = f"{base.name}{index_text(node.node.args[1])}"
+    written = f"{base.name}{index_text(node)}"
     site.gm.graph.erase_node(node.node)
     return Change(new_nodes=[], description=f"`{written} = {value.name}` removed: {value.name} already is that "
                                             "view, updated in place", bytes_saved=0)

@@ -90,9 +90,14 @@ def match(f: Finding, audit: AuditReport, taken: set[int] | frozenset[int] = fro
     cands = _candidates(f, audit, taken)
     if f.bytes == 0:
         # the finding claims that nothing is copied there (e.g. FXL108 noop-conversion): it holds when
-        # the line ran and made no avoidable copy of that tensor (tensor_shape, when given)
+        # the line ran and made no avoidable copy of that tensor (tensor_shape, when given) in the
+        # calls the claim is about (``audit_calls()`` of its violation, when it names them): another
+        # op on the line that copies (`x.float() + z.t().contiguous()`) says nothing about `.float()`
+        # Copies another finding already explains (``taken``) are that op's, not this one's
         shape = f.tensor_shape
-        if any(c.avoidable and (shape is None or tuple(c.shape) == tuple(shape)) for c in cands):
+        calls = _claimed_calls(f)
+        if any(c.avoidable and id(c) not in taken and (shape is None or tuple(c.shape) == tuple(shape))
+               and (calls is None or c.func in calls) for c in cands):
             return REFUTED, []
         return (CONFIRMED if _ran(f, audit) else NOT_RUN), []
     sizes = f.copy_sizes
@@ -112,6 +117,13 @@ def match(f: Finding, audit: AuditReport, taken: set[int] | frozenset[int] = fro
     if hits:
         return CONFIRMED, hits
     return (REFUTED if _ran(f, audit) else NOT_RUN), []
+
+
+def _claimed_calls(f: Finding) -> frozenset[str] | None:
+    """The torch functions a no-copy claim is about, where its violation names them (a method
+    ``audit_calls()``: FXL108 names the conversion it found), else None: every call on the line."""
+    named = getattr(f.violation, "audit_calls", None)
+    return named() if callable(named) else None
 
 
 def _backward_hits(f: Finding, audit: AuditReport, taken: set[int]) -> list[CopyEvent]:
@@ -135,18 +147,22 @@ def confirm(report: Report, audit: AuditReport) -> Report:
     """Mark every copy-type finding of ``report``, give it the measured time of the copies that
     back it (``Finding.time_ns``), and list unexplained runtime copies."""
     explained: set[int] = set()
-    marked: list[Finding] = []
-    for f in report.findings:
+    marked: dict[int, Finding] = {}
+    # the claims that something is copied first, then those that nothing is (bytes 0): a copy a
+    # claim of the first kind explains is its op's, and no evidence against the second
+    order = sorted(range(len(report.findings)), key=lambda i: report.findings[i].bytes == 0)
+    for i in order:
+        f = report.findings[i]
         if not f.code.startswith(COPY_FAMILIES):
-            marked.append(f)
+            marked[i] = f
             continue
         status, hits = match(f, audit, explained)
         explained.update(id(c) for c in hits)
         back = _backward_hits(f, audit, explained) if status == CONFIRMED else []
         explained.update(id(c) for c in back)
         t = sum(c.time_ns for c in (*hits, *back))
-        marked.append(replace(f, status=status, time_ns=t if hits or back else None))
-    report.findings = marked
+        marked[i] = replace(f, status=status, time_ns=t if hits or back else None)
+    report.findings = [marked[i] for i in range(len(report.findings))]
     # a silenced finding still explains its copy
     for f in report.suppressed:
         if f.code.startswith(COPY_FAMILIES):
@@ -184,11 +200,14 @@ def _unexplained(copies: Iterable[CopyEvent]) -> list[dict]:
             continue
         key = (c.file, c.line, c.function if c.file == "<graph>" else None)
         row = rows.setdefault(key, {"file": c.file, "line": c.line, "location": c.location, "code": c.code,
-                                    "module_path": c.module_path, "bytes": 0, "count": 0, "ops": [], "time_ns": 0})
+                                    "module_path": c.module_path, "bytes": 0, "count": 0, "ops": [], "time_ns": 0,
+                                    "via": []})
         row["bytes"] += c.bytes
         row["count"] += 1
         row["time_ns"] += c.time_ns
         label = f"{c.top_op}>{c.op}" if c.top_op != c.op else c.op
         if label not in row["ops"]:
             row["ops"].append(label)
+        if c.via and not row["via"]:
+            row["via"] = list(c.via)  # where inside the line's call (F.multi_head_attention_forward...)
     return sorted(rows.values(), key=lambda r: -r["bytes"])

@@ -37,7 +37,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ..util.source import Location, is_internal_file, user_frame
+from ..util.source import Location, frame_text, is_internal_file, is_passthrough_file, user_frame, via_chain
 
 # Kineto prints "USDT: profiler_start/stop" lines on stderr at its default level; it reads the
 # level when the profiler first starts, so setting it here (before any profile) silences them.
@@ -67,6 +67,8 @@ COPY_ENTRY_OPS = {
 #: conversions the user calls whose copy sits under ``aten::_to_copy``: a one-element tensor converted
 #: by the user (``x.half().float()`` on a scalar loss) is the user's copy, not a wrapped Python scalar
 _USER_CONVERSIONS = {"aten::to", "aten::type_as"}
+#: scatters whose values broadcast to the indexed elements: with one value, a masked fill
+_FILL_SCATTERS = {"aten::index_put_", "aten::_index_put_impl_", "aten::index_put"}
 #: a copy directly under one of these parents is paid by every program (BLAS beta=1 bias copy)
 _BIAS_INTO_OUTPUT = {"aten::addmm", "aten::addmv", "aten::baddbmm", "aten::addbmm", "aten::addr"}
 #: the native (non-oneDNN) CPU conv kernels write the bias into the output before accumulating
@@ -117,6 +119,8 @@ class CopyEvent:
     avoidable: bool = True
     reason: str | None = None  # why it is unavoidable
     time_ns: int = 0  # how long the op that asked for the copy ran (``op``'s profiler event), per call
+    func: str | None = None  # the torch function the user's line called: "contiguous", "float", "to"
+    via: tuple[str, ...] = ()  # the frames between the user's line and that call (torch's, einops'...)
 
     @property
     def location(self) -> str:
@@ -227,8 +231,12 @@ def _writes_itself(args: tuple) -> bool:
 
 
 def _call_site(frame: Any) -> tuple[Location | None, bool]:
-    """(user location, is fxlint-internal) of the innermost frame outside torch and fxlint."""
+    """(user location, is fxlint-internal) of the innermost frame outside torch, fxlint and the
+    pass-through libraries (``fxlint.util.source.is_passthrough_file``: the ``rearrange(...)`` line, not
+    einops' own); the innermost pass-through frame when no other is found."""
     f = frame
+    passed: Any = None  # the innermost pass-through library frame seen
+    inside: list[str] = []  # the torch / pass-through frames walked out of, innermost first
     while f is not None:
         path = f.f_code.co_filename
         if path.startswith(_EVAL_WITH_KEY):
@@ -238,15 +246,34 @@ def _call_site(frame: Any) -> tuple[Location | None, bool]:
             f = f.f_back
             continue
         if not is_internal_file(path):
+            if is_passthrough_file(path):
+                passed = passed or f
+                inside.append(_frame_text(f))
+                f = f.f_back
+                continue
             code = linecache.getline(path, f.f_lineno).strip() or None
-            return Location(path, f.f_lineno, f.f_code.co_name, code), False
+            return Location(path, f.f_lineno, f.f_code.co_name, code, via=_via(inside)), False
         if os.path.abspath(path).startswith(_FXLINT_DIR):
-            return None, True  # fxlint's own code (the training loss, the audit itself)
+            break  # fxlint's own code (the training loss, the audit itself)
+        inside.append(_frame_text(f))
         f = f.f_back
+    if passed is not None:
+        path = passed.f_code.co_filename
+        code = linecache.getline(path, passed.f_lineno).strip() or None
+        return Location(path, passed.f_lineno, passed.f_code.co_name, code), False
     return None, True
 
 
 _FXLINT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # fxlint/
+
+
+def _frame_text(f: Any) -> str:
+    return frame_text(Location(f.f_code.co_filename, f.f_lineno, f.f_code.co_name))
+
+
+def _via(inside: list[str]) -> tuple[str, ...]:
+    """The frames inside the user's line, outermost first, less the audit's own wrapper frames."""
+    return via_chain(list(reversed(inside)))
 
 
 def _graph_module_location(frame: Any) -> Location | None:
@@ -506,6 +533,8 @@ def _classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...
         return True, None
     if _numel(shape) <= 1 and chain[0] not in COPY_ENTRY_OPS and chain[0] not in _USER_CONVERSIONS:
         return False, "a Python scalar wrapped into a one-element tensor for the op"
+    if chain[-1] in _FILL_SCATTERS and _numel(shape) == 1:
+        return False, "one value broadcast into the indexed elements (``t[mask] = v``): a fill, nothing copied"
     if chain[-1] == "aten::copy_" and parent in _BIAS_INTO_OUTPUT:
         return False, "bias copied into the output buffer before the BLAS call (every addmm pays it)"
     if chain[-1] == "aten::copy_" and (parent in _CONV_BIAS_INTO_OUTPUT or (
@@ -537,5 +566,7 @@ def _record(raw: RawAudit, ev: dict[str, Any], site: CallSite | None, grad_fn: s
             function=loc.function if loc else (grad_fn or None), code=loc.code if loc else None,
             module_path=site.module_path if site is not None else None, grad_fn=grad_fn,
             avoidable=avoidable, reason=reason, time_ns=_duration(ev["events"][at]) if ev.get("events") else 0,
+            func=site.func if site is not None and phase == "forward" else None,
+            via=loc.via if loc is not None else (),
         )
     )

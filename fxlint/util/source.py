@@ -8,11 +8,13 @@ fxlint (``self.lin(x)`` rather than ``torch/nn/modules/linear.py``).
 from __future__ import annotations
 
 import ast
+import contextlib
+import dataclasses
 import functools
 import linecache
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -30,9 +32,79 @@ class Location:
     line: int
     function: str
     code: str | None = None
+    #: the frames inside this line, outermost first ("einops/einops.py:600 in rearrange"): the
+    #: pass-through library and torch code between the user's line and the op
+    via: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
+
+
+#: top-level packages whose functions pass the user's tensors on to torch (``einops.rearrange``
+#: is reshapes and permutes): a copy made inside them is the calling line's, the line the user can
+#: change. ``passthrough = [...]`` in ``[tool.fxlint]`` replaces the list.
+DEFAULT_PASSTHROUGH: tuple[str, ...] = ("einops",)
+_passthrough: tuple[str, ...] = DEFAULT_PASSTHROUGH
+
+
+@functools.lru_cache(maxsize=64)
+def _package_dirs(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The directories of the packages ``names`` (``pkg`` or ``pkg.sub``), found without importing them."""
+    import importlib.util
+
+    dirs = []
+    for name in names:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is None:
+            continue
+        for loc in spec.submodule_search_locations or ([spec.origin] if spec.origin else []):
+            d = os.path.abspath(loc)
+            dirs.append(d + os.sep if os.path.isdir(d) else d)
+    return tuple(dirs)
+
+
+def is_passthrough_file(path: str) -> bool:
+    """A file of a pass-through helper library (``DEFAULT_PASSTHROUGH``, or the project's list)."""
+    if not path or path.startswith("<") or not _passthrough:
+        return False
+    p = os.path.abspath(path)
+    return any(p == d or p.startswith(d) for d in _package_dirs(_passthrough))
+
+
+@contextlib.contextmanager
+def passthrough_libraries(names: tuple[str, ...] | list[str] | None) -> Iterator[None]:
+    """Attribute through the packages ``names`` while the block runs (None: the default list)."""
+    global _passthrough
+    saved = _passthrough
+    _passthrough = tuple(names) if names is not None else DEFAULT_PASSTHROUGH
+    try:
+        yield
+    finally:
+        _passthrough = saved
+
+
+#: frames of a ``via`` chain that say nothing about where the op is (module-call and override plumbing)
+_PLUMBING = ("torch/overrides.py", "torch/utils/_", "torch/nn/modules/module.py", "torch/_dynamo/",
+             "torch/_compile.py")
+
+
+def via_chain(texts: Iterator[str] | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """``frame_text`` lines less the plumbing (``nn.Module.__call__``, torch-function overrides)."""
+    return tuple(t for t in texts if not t.startswith(_PLUMBING))
+
+
+def frame_text(loc: Location) -> str:
+    """``einops/einops.py:600 in rearrange``: a frame of a ``via`` chain (site-packages left out)."""
+    path = loc.file
+    marker = os.sep + "site-packages" + os.sep
+    if marker in path:
+        path = path.split(marker, 1)[1]
+    elif os.path.abspath(path).startswith(_TORCH_DIR):
+        path = "torch" + os.sep + os.path.abspath(path)[len(_TORCH_DIR):]
+    return f"{path}:{loc.line} in {loc.function}"
 
 
 def is_internal_file(path: str) -> bool:
@@ -63,11 +135,26 @@ def parse_stack_trace(trace: str | None) -> list[Location]:
 
 
 def user_frame(trace: str | None) -> Location | None:
-    """The innermost frame of ``trace`` outside torch and fxlint."""
-    for loc in reversed(parse_stack_trace(trace)):
-        if not is_internal_file(loc.file):
-            return loc
-    return None
+    """The innermost frame of ``trace`` outside torch, fxlint and the pass-through libraries (the
+    line the user can change: the ``rearrange(...)`` call, not einops' ``reshape`` inside it), with
+    the frames inside it as ``via``; when every frame outside torch is a pass-through library's,
+    the innermost of them."""
+    frames = parse_stack_trace(trace)
+    fallback = None
+    for i in range(len(frames) - 1, -1, -1):
+        loc = frames[i]
+        if is_internal_file(loc.file):
+            continue
+        if fallback is None:
+            fallback = i
+        if not is_passthrough_file(loc.file):
+            return _with_via(frames, i)
+    return _with_via(frames, fallback) if fallback is not None else None
+
+
+def _with_via(frames: list[Location], i: int) -> Location:
+    inner = via_chain([frame_text(f) for f in frames[i + 1:] if not os.path.abspath(f.file).startswith(_FXLINT_DIR)])
+    return dataclasses.replace(frames[i], via=inner) if inner else frames[i]
 
 
 _PATH_PATTERNS = [
