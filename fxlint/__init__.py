@@ -135,8 +135,10 @@ def lint(
     # training: the module's own flag, and autograd on (linting under no_grad is inference)
     training = captured.training and torch.is_grad_enabled()
     from .kernels.probe import probing
+    from .progress import phase
 
-    with probing(settings.probe if probe is None else probe, max_mib=settings.probe_max_mib) as probe_stats:
+    with probing(settings.probe if probe is None else probe, max_mib=settings.probe_max_mib) as probe_stats, \
+            phase(f"running {len(settings.rules)} rules"):
         report = run_rules(captured.program(), settings.rules,
                            RuleContext(training=training, device=simulation.device if simulation else None), settings)
     report.extras["probe"] = probe_stats.describe()
@@ -149,7 +151,9 @@ def lint(
     if confirm:
         from .runtime.confirm import confirm as _confirm
 
-        report = _confirm(report, audit(target, example_inputs, train=train))
+        with phase("auditing: running the model under the profiler"):
+            measured = audit(target, example_inputs, train=train)
+        report = _confirm(report, measured)
         if simulation is not None:
             from .device import unmeasured
 

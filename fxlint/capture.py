@@ -18,6 +18,7 @@ import copy
 import linecache
 import re
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,7 @@ from .canon._fx import VALUE_KEYS, value_of
 from .distributed import unwrap, wrapper_break
 from .errors import CaptureError, GraphBreakError, ModelError, first_line
 from .program import AutogradReach, GraphBreak, Program
+from .progress import phase
 from .quiet import quiet_torch_logs
 from .roles import dynamo_roles
 from .source import Location, is_internal_file, source_line
@@ -130,6 +132,43 @@ def view_from_dynamo(gm: fx.GraphModule, label: str) -> GraphView:
     return view
 
 
+def tracing_progress(module: torch.nn.Module | None) -> Callable[[], tuple[float | None, str | None] | None] | None:
+    """How far Dynamo's trace of ``module`` got, for the progress line (``fxlint.progress.phase``):
+    called from another thread, it looks at the frames of the thread tracing now for Dynamo's
+    instruction translators and the submodule each one inlines; the furthest in the module's
+    own order (``named_modules()``) is the share done. Once no translator runs (Dynamo builds
+    and runs the graph), it says so, with no share. Reads Dynamo's internals: when they change,
+    the line shows the phase and the time elapsed only."""
+    if module is None:
+        return None
+    order = {id(m): (i, name) for i, (name, m) in enumerate(module.named_modules())}
+    total = len(order)
+    thread = threading.get_ident()
+    best: list[Any] = [0, ""]
+
+    def fraction() -> tuple[float | None, str | None] | None:
+        frame = sys._current_frames().get(thread)
+        tracing = False
+        while frame is not None:
+            code = frame.f_code
+            if code.co_name == "run" and code.co_filename.endswith("symbolic_convert.py"):
+                tracing = True
+                tx = frame.f_locals.get("self")
+                local = getattr(tx, "symbolic_locals", None)
+                value = getattr(local.get("self"), "value", None) if isinstance(local, dict) else None
+                hit = order.get(id(value))
+                if hit is not None and hit[0] > best[0]:
+                    best[:] = hit
+            frame = frame.f_back
+        if not tracing:
+            return (None, "building and running the captured graph") if best[0] else None
+        if not best[0]:
+            return None
+        return best[0] / total, f"tracing {best[1]} ({best[0]}/{total} modules)"
+
+    return fraction
+
+
 def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Captured:
     import torch._dynamo
     import torch._dynamo.convert_frame as convert_frame
@@ -162,7 +201,8 @@ def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict) -> Ca
         # break, so the lint sees the sequence they are given (FXL207). Only this capture: the
         # backend leaves the user's setting alone, what their compiled program traces is theirs
         with preserved_state(module, (args, kwargs)), quiet_torch_logs(), \
-                torch._dynamo.config.patch(optimize_ddp=False, allow_rnn=True):
+                torch._dynamo.config.patch(optimize_ddp=False, allow_rnn=True), \
+                phase("capturing with Dynamo", tracing_progress(module)):
             returned = compiled(*args, **kwargs)
             require_tensor_output(returned)
             result.reach = runs.safe_reach(returned)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 from typing import Any
 
 from ..errors import TargetError
+from ..progress import activity
+from ..quiet import debug
 from ._common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
@@ -124,7 +127,10 @@ def run(args: argparse.Namespace) -> int:
         device = args.device if args.device is not None or path is None else declared_device(path)
         if path:
             progress(i, len(targets), name + (f" (device {device})" if device else ""))
-        report, settings = _lint_one(args, target, select, ignore, extend, device)
+        # one model: a status line on a terminal while it takes long (the zoo has its [i/n] lines)
+        with (activity(f"fxlint lint {target}", first="loading the model") if path is None and not debug()
+              else contextlib.nullcontext()):
+            report, settings = _lint_one(args, target, select, ignore, extend, device)
         reports.append(report)
         names.append(name)
         fail_on.append(settings.fail_on)
