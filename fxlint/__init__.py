@@ -144,6 +144,10 @@ def lint(
     report.extras["probe"] = probe_stats.describe()
     if simulation is not None:
         report.extras["device"] = simulation.describe()
+    elif not torch.cuda.is_available():
+        hint = _device_hint(captured.program().views)
+        if hint is not None:
+            report.extras["device_hint"] = hint
     report.graph_breaks = len(captured.breaks)
     report.extras["breaks"] = captured.breaks
     report.extras["config_file"] = settings.config_file
@@ -159,6 +163,20 @@ def lint(
 
             report = unmeasured(report)
     return report
+
+
+def _device_hint(views: Any) -> dict[str, Any] | None:
+    """On a machine without CUDA and no target device: the factories without ``device=`` whose tensor
+    meets the model's (FXL107 on a GPU, quiet here), for the text report's one-line hint that
+    ``--device cuda`` lints for the GPU."""
+    from .passes._unplaced import unplaced_factories
+
+    found = unplaced_factories(views)
+    if not found:
+        return None
+    return {"device": "cuda", "factories": [
+        {"kind": f.args.get("kind", "tensor"), "file": f.location.file if f.location else None,
+         "line": f.location.line if f.location else None} for f in found]}
 
 
 def report(

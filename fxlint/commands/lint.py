@@ -201,14 +201,19 @@ def _emit_zoo(reports: list[Any], names: list[str], args: argparse.Namespace) ->
     from ..renderers import render
     from ..renderers.json import report_dict
     from ..renderers.sarif import render_sarif
+    from ..renderers.text import device_hint
     from ..tensorinfo import human_bytes
 
     opts = render_options(args)
     if args.format == "text":
-        chunks = [f"== {name}{_device_note(r)} ==\n{render(r, 'text', **opts)}\n" for name, r in zip(names, reports)]
+        chunks = [f"== {name}{_device_note(r)} ==\n{render(r, 'text', **opts, hint=False)}\n"
+                  for name, r in zip(names, reports)]
         total = sum(len(r) for r in reports)
         copied = sum(r.total_bytes for r in reports)
         chunks.append(f"{len(reports)} models, {total} findings, {human_bytes(copied)} copied per call in all.")
+        hint = device_hint(reports)  # once for the run, not once per model
+        if hint is not None:
+            chunks.append(hint)
         emit("\n".join(chunks), args.output)
     elif args.format == "sarif":
         emit(render_sarif(reports, scope=args.scope), args.output)  # one SARIF log, one run, every model's results
