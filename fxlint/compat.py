@@ -36,7 +36,9 @@ What a user sees:
 fxlint itself never imports torchvision. The CLI installs the fallback before it loads a TARGET
 (``fxlint lint model.py:make`` on a file that imports timm works with either wheel); the census in
 ``bench/census.py`` and the test suite's ``conftest.py`` call it too. In your own scripts, call
-``fxlint.compat.ensure_torchvision_importable()`` before ``import timm`` / ``import torchvision``.
+``fxlint.compat.ensure_torchvision_importable()`` before ``import timm`` / ``import torchvision``, or
+once for a whole environment ``python -m fxlint.compat --install-pth`` (``install_pth``: a ``.pth``
+file that installs the fallback at every start-up; the development venv of ``make venv`` has it).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ import sys
 import types
 from collections.abc import Sequence
 
-__all__ = ["ensure_torchvision_importable", "install_torchvision_fallback", "torchvision_mode"]
+__all__ = ["ensure_torchvision_importable", "install_pth", "install_torchvision_fallback", "torchvision_mode"]
 
 #: torchvision's modules that register kernels for its C operators at import time
 _REGISTRATION_MODULES = ("torchvision._meta_registrations", "torchvision._autograd_registrations")
@@ -119,3 +121,34 @@ def ensure_torchvision_importable() -> str:
     import torchvision  # noqa: F401
 
     return torchvision_mode()
+
+
+#: the file ``install_pth`` writes into a venv's site-packages
+PTH_NAME = "fxlint-torchvision-fallback.pth"
+#: its one line: run at every interpreter start-up of that venv (``site`` executes a .pth line that starts with
+#: ``import``); it does nothing when fxlint is not importable there any more
+PTH_LINE = ('import importlib.util; importlib.util.find_spec("fxlint") is not None and '
+            '__import__("fxlint.compat").compat.install_torchvision_fallback()\n')
+
+
+def install_pth(site_dir: str | None = None) -> str:
+    """Make every Python of this environment import torchvision (and so timm and transformers) the way
+    ``ensure_torchvision_importable`` does, without a call in each script: write a ``.pth`` file into
+    ``site_dir`` (default: this interpreter's site-packages) that installs the fallback at start-up
+    (``install_torchvision_fallback``: it imports nothing, and acts only when torchvision's C extension
+    fails to load under this torch). ``make venv`` does this for the development venv, whose
+    torchvision is the registry's CUDA build next to the CPU torch. Returns the file's path."""
+    import os
+    import sysconfig
+
+    folder = site_dir or sysconfig.get_paths()["purelib"]
+    path = os.path.join(folder, PTH_NAME)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(PTH_LINE)
+    return path
+
+
+if __name__ == "__main__":  # python -m fxlint.compat --install-pth
+    if sys.argv[1:] != ["--install-pth"]:
+        sys.exit("usage: python -m fxlint.compat --install-pth")
+    print(f"fxlint.compat: wrote {install_pth()}")

@@ -98,6 +98,9 @@ def test_without_the_fallback_a_mismatched_torchvision_does_not_import():
     """What the fallback is for: the failure a user with the mismatched pair sees without it."""
     out = _run("""
         import json
+        import sys
+        # a venv made by `make venv` installs the fallback at start-up (fxlint.compat.install_pth): take it out
+        sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_TorchvisionFallbackFinder"]
         import torch
         try:
             import torchvision
@@ -193,3 +196,29 @@ def test_absent_and_install_is_idempotent_and_lazy():
                           "imported": "torchvision" in sys.modules}))
     """)
     assert out == {"finders": 1, "lazy": True, "mode": "absent", "imported": False}
+
+
+@needs_torchvision
+def test_install_pth_makes_every_interpreter_of_the_venv_import_torchvision_and_transformers(tmp_path):
+    """`make venv` writes fxlint.compat's .pth into the development venv: there, a plain script imports
+    torchvision and transformers' model classes with no fxlint call (the mismatched pair included)."""
+    from fxlint.compat import PTH_LINE, PTH_NAME, install_pth
+
+    path = install_pth(str(tmp_path))
+    assert path == str(tmp_path / PTH_NAME) and (tmp_path / PTH_NAME).read_text() == PTH_LINE
+    out = _run(f"""
+        import json, site, sys
+        site.addsitedir({str(tmp_path)!r})  # as the interpreter does with its own site-packages at start-up
+        import torchvision
+        res = {{"mode": "native" if torchvision.extension._has_ops() else "python-only"}}
+        if {_installed("transformers")!r}:
+            from transformers import BertForSequenceClassification  # noqa: F401
+        res["fxlint_imported"] = "fxlint" in sys.modules
+        print(json.dumps(res))
+    """, pythonpath=ROOT)
+    assert out["mode"] in ("native", "python-only") and out["fxlint_imported"]
+
+
+def test_install_pth_command_line(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "fxlint.compat", "--bad"], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 1 and "usage: python -m fxlint.compat --install-pth" in proc.stderr
