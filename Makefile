@@ -20,10 +20,12 @@ $(STAMP): pyproject.toml requirements.txt requirements-dev.txt
 	$(PY) -m fxlint.compat --install-pth
 	touch $(STAMP)
 
+# a venv without its own pip (ensurepip takes longer than the rest of the set-up but the wheel): this
+# Python's pip installs into it (`pip --python`)
 $(DEMO_STAMP): pyproject.toml requirements.txt
-	$(PYTHON) -m venv $(DEMO_VENV)
-	$(DEMO_VENV)/bin/python $(PIP_INSTALL) -r requirements.txt
-	$(DEMO_VENV)/bin/python $(PIP_INSTALL) --no-deps --no-build-isolation -e .
+	$(PYTHON) -m venv --without-pip $(DEMO_VENV)
+	$(PYTHON) -m pip --python $(DEMO_VENV)/bin/python install --quiet --no-compile -r requirements.txt
+	$(PYTHON) -m pip --python $(DEMO_VENV)/bin/python install --quiet --no-compile --no-deps --no-build-isolation -e .
 	touch $(DEMO_STAMP)
 
 venv: $(STAMP)
