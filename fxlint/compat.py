@@ -93,7 +93,9 @@ def install_torchvision_fallback() -> None:
 
     Cheap enough for a test suite's start-up: torchvision is imported only when something asks
     for it, and the stand-ins are used only if its C extension then fails to load."""
-    if _FINDER not in sys.meta_path:
+    # one is enough: the .pth of ``install_pth`` loads this file on its own (another module object, another
+    # finder of the same class), and a venv's site-packages can be read twice (lib and its lib64 link)
+    if not any(type(f).__name__ == _TorchvisionFallbackFinder.__name__ for f in sys.meta_path):
         sys.meta_path.insert(0, _FINDER)
 
 
@@ -125,10 +127,18 @@ def ensure_torchvision_importable() -> str:
 
 #: the file ``install_pth`` writes into a venv's site-packages
 PTH_NAME = "fxlint-torchvision-fallback.pth"
-#: its one line: run at every interpreter start-up of that venv (``site`` executes a .pth line that starts with
-#: ``import``); it does nothing when fxlint is not importable there any more
-PTH_LINE = ('import importlib.util; importlib.util.find_spec("fxlint") is not None and '
-            '__import__("fxlint.compat").compat.install_torchvision_fallback()\n')
+#: its one line, run at every interpreter start-up of that venv (``site`` executes a .pth line that starts with
+#: ``import``): it loads this file alone, not the ``fxlint`` package (that would cost every start-up the
+#: package's imports, and pytest could no longer rewrite the asserts of fxlint's plugin), and installs the
+#: fallback; it does nothing when fxlint is not installed there any more
+PTH_LINE = (
+    "import importlib.util as _u, os as _o; "
+    "_s = _u.find_spec('fxlint'); "
+    "_f = _s and _s.submodule_search_locations and _o.path.join(list(_s.submodule_search_locations)[0], 'compat.py'); "
+    "_c = _f and _o.path.isfile(_f) and _u.spec_from_file_location('_fxlint_torchvision_fallback', _f); "
+    "_m = _c and _u.module_from_spec(_c); "
+    "_m and (_c.loader.exec_module(_m) or _m.install_torchvision_fallback())\n"
+)
 
 
 def install_pth(site_dir: str | None = None) -> str:
