@@ -100,6 +100,21 @@ def test_hf_precompiled_model_and_report_at_train_end(tmp_path):
     assert len(seen) == 1 and seen[0] is cb.report and seen[0].codes() == {"FXL101"}
 
 
+def test_hf_by_hand_compile_first_and_a_session(tmp_path):
+    """docs/trainers.md without the callback: model.compile(backend="fxlint") (in place), then a session."""
+    import fxlint
+
+    _, Trainer, TrainingArguments = _hf()
+    model = HFModel()
+    model.compile(backend="fxlint", options=EAGER)
+    targs = TrainingArguments(output_dir=str(tmp_path / "out"), max_steps=2, per_device_train_batch_size=4,
+                              use_cpu=True, report_to=[], save_strategy="no", disable_tqdm=True)
+    with fxlint.collect() as session:
+        Trainer(model=model, args=targs, train_dataset=HFData()).train()
+    assert session.report().codes() == {"FXL101"}
+    assert "FXL101 warning" in str(session.report())
+
+
 def test_hf_uncompiled_model_says_so(tmp_path):
     FxlintCallback, _, _ = _hf()
     out = io.StringIO()
