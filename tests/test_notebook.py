@@ -5,6 +5,7 @@ with the report, the audit and the rewrite result as its HTML outputs."""
 from __future__ import annotations
 
 import os
+from html import unescape
 
 import torch
 import torch.nn as nn
@@ -77,8 +78,10 @@ def test_quickstart_notebook_runs_in_a_kernel_and_shows_the_report(monkeypatch):
         return shown(cell, "text/plain")
 
     report_cell = next(c for c in code if c.source.startswith("report = fxlint.lint"))
-    page = html(report_cell)
-    assert "<title>fxlint report</title>" in page and "FXL104" in page  # the HTML report, inline
+    cell = html(report_cell)
+    assert cell.startswith('<iframe class="fxlint-report"')  # the HTML report, in an iframe of its own
+    page = unescape(cell.split('srcdoc="', 1)[1].split('"', 1)[0])
+    assert page.startswith("<!DOCTYPE html>") and "<title>fxlint report</title>" in page and "FXL104" in page
     assert plain(report_cell).startswith("<fxlint.Report: 1 finding (FXL104)")
     printed = next(c for c in code if c.source == "print(report)")
     text = "".join(o.get("text", "") for o in printed.outputs if o.output_type == "stream")
