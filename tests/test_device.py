@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import textwrap
 
 import pytest
@@ -505,7 +506,8 @@ def test_cpu_lint_hints_at_device_cuda_once_when_a_factory_has_no_device(monkeyp
     assert "hint: " not in capsys.readouterr().out
     main(["lint", "--zoo", "models", "--fail-on", "never"])
     out = capsys.readouterr().out
-    assert out.count("hint: ") == 1 and out.rstrip().endswith("lints for the GPU, without one (docs/device.md).")
+    assert out.count("hint: ") == 1  # after the last model, before the totals (still the last line)
+    assert re.search(r"lints for the GPU, without one \(docs/device\.md\)\.\n\n\d+ models, ", out)
     assert "`torch.arange` at models/masked_loss.py:30" in out.split("hint: ")[1]
 
 

@@ -210,10 +210,10 @@ def _emit_zoo(reports: list[Any], names: list[str], args: argparse.Namespace) ->
                   for name, r in zip(names, reports)]
         total = sum(len(r) for r in reports)
         copied = sum(r.total_bytes for r in reports)
-        chunks.append(f"{len(reports)} models, {total} findings, {human_bytes(copied)} copied per call in all.")
-        hint = device_hint(reports)  # once for the run, not once per model
+        hint = device_hint(reports)  # once for the run, not once per model; the totals stay the last line
         if hint is not None:
-            chunks.append(hint)
+            chunks.append(hint + "\n")
+        chunks.append(f"{len(reports)} models, {total} findings, {human_bytes(copied)} copied per call in all.")
         emit("\n".join(chunks), args.output)
     elif args.format == "sarif":
         emit(render_sarif(reports, scope=args.scope), args.output)  # one SARIF log, one run, every model's results
