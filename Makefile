@@ -1,23 +1,41 @@
-# Everything a fresh machine needs: `make demo` and `make test` create the venv first.
+# Everything a fresh machine needs: `make demo` and `make test` create their venv first.
+# Two venvs: `make demo` needs only fxlint's runtime (torch, networkx, tabulate: requirements.txt) in
+# .venv-demo, ready in about a minute; `make test` and the rest use the full development venv .venv
+# (requirements-dev.txt: transformers, timm, Lightning, MkDocs, Playwright...).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fxlint-installed
+DEMO_VENV ?= .venv-demo
+DEMO_STAMP := $(DEMO_VENV)/.fxlint-installed
+# no byte-compiling at install time (torch ships thousands of modules): Python compiles what it imports
+PIP_INSTALL := -m pip install --quiet --no-compile
 
-.PHONY: demo test test-portability check venv clean docs docs-screenshot
+.PHONY: demo test test-portability check venv demo-venv clean docs docs-screenshot
 
-$(STAMP): pyproject.toml requirements-dev.txt
+$(STAMP): pyproject.toml requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -r requirements-dev.txt
-	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(PY) $(PIP_INSTALL) -r requirements-dev.txt
+	$(PY) $(PIP_INSTALL) --no-deps --no-build-isolation -e .
+	$(PY) -m fxlint.util.compat --install-pth
 	touch $(STAMP)
+
+# a venv without its own pip (ensurepip takes longer than the rest of the set-up but the wheel): this
+# Python's pip installs into it (`pip --python`)
+$(DEMO_STAMP): pyproject.toml requirements.txt
+	$(PYTHON) -m venv --without-pip $(DEMO_VENV)
+	$(PYTHON) -m pip --python $(DEMO_VENV)/bin/python install --quiet --no-compile -r requirements.txt
+	$(PYTHON) -m pip --python $(DEMO_VENV)/bin/python install --quiet --no-compile --no-deps --no-build-isolation -e .
+	touch $(DEMO_STAMP)
 
 venv: $(STAMP)
 
+demo-venv: $(DEMO_STAMP)
+
 ## lint every scenario model in models/ and print the findings (a model file's DEVICE = "cuda" lints it for
-## that device, simulated without a GPU: docs/device.md)
-demo: $(STAMP)
-	$(VENV)/bin/fxlint lint --zoo models --fail-on never
+## that device, simulated without a GPU: docs/device.md); runs in the lean .venv-demo
+demo: $(DEMO_STAMP)
+	$(DEMO_VENV)/bin/fxlint lint --zoo models --fail-on never
 
 ## run the test suite (fails when no test ran), then the CPU-dependent tests with the CPU paths forced down
 test: $(STAMP)
@@ -54,4 +72,4 @@ check: $(STAMP)
 	@status=0; $(PY) -m ruff check fxlint || status=1; $(PY) -m mypy || status=1; exit $$status
 
 clean:
-	rm -rf $(VENV) build site *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(DEMO_VENV) build site *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -149,8 +149,10 @@ def lint(
     # training: the module's own flag, and autograd on (linting under no_grad is inference)
     training = captured.training and torch.is_grad_enabled()
     from .kernels.probe import probing
+    from .util.progress import phase
 
-    with probing(settings.probe if probe is None else probe, max_mib=settings.probe_max_mib) as probe_stats:
+    with probing(settings.probe if probe is None else probe, max_mib=settings.probe_max_mib) as probe_stats, \
+            phase(f"running {len(settings.rules)} rules"):
         report = run_rules(captured.program(), settings.rules,
                            RuleContext(training=training, device=simulation.device if simulation else None), settings)
         if captured.first_call is not None:  # the first call filled a cache: say what only it does
@@ -162,6 +164,10 @@ def lint(
     report.extras["probe"] = probe_stats.describe()
     if simulation is not None:
         report.extras["device"] = simulation.describe()
+    elif not torch.cuda.is_available():
+        hint = _device_hint(captured.program().views)
+        if hint is not None:
+            report.extras["device_hint"] = hint
     report.graph_breaks = len(captured.breaks)
     report.extras["breaks"] = captured.breaks
     report.extras["config_file"] = settings.config_file
@@ -176,7 +182,8 @@ def lint(
     if confirm:
         from .runtime.confirm import confirm as _confirm
 
-        with passthrough_libraries(settings.passthrough):  # the audit attributes copies alike
+        with phase("auditing: running the model under the profiler"), \
+                passthrough_libraries(settings.passthrough):  # the audit attributes copies alike
             audited = audit(target, example_inputs, train=train)
         report = _confirm(report, audited)
         if simulation is not None:
@@ -184,6 +191,20 @@ def lint(
 
             report = unmeasured(report)
     return report
+
+
+def _device_hint(views: Any) -> dict[str, Any] | None:
+    """On a machine without CUDA and no target device: the factories without ``device=`` whose tensor
+    meets the model's (FXL107 on a GPU, quiet here), for the text report's one-line hint that
+    ``--device cuda`` lints for the GPU."""
+    from .passes._unplaced import unplaced_factories
+
+    found = unplaced_factories(views)
+    if not found:
+        return None
+    return {"device": "cuda", "factories": [
+        {"kind": f.args.get("kind", "tensor"), "file": f.location.file if f.location else None,
+         "line": f.location.line if f.location else None} for f in found]}
 
 
 def report(

@@ -33,6 +33,11 @@ def _run(code: str, *, pythonpath: Path | None = None, timeout: int = 240) -> di
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+#: first line of a script that must see torchvision without the fallback: a venv made by `make venv`
+#: installs it at every start-up (fxlint.util.compat.install_pth); this takes it out again
+_NO_PTH = 'sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_TorchvisionFallbackFinder"]'
+
+
 def _installed(name: str) -> bool:
     import importlib.util
 
@@ -98,6 +103,8 @@ def test_without_the_fallback_a_mismatched_torchvision_does_not_import():
     """What the fallback is for: the failure a user with the mismatched pair sees without it."""
     out = _run("""
         import json
+        import sys
+        """ + _NO_PTH + """
         import torch
         try:
             import torchvision
@@ -167,7 +174,8 @@ def test_after_a_failed_import_the_fallback_still_works(tmp_path):
     """A program that tried ``import torchvision`` first (and caught the error) can still recover."""
     root = _fake_torchvision(tmp_path, has_ops=False)
     out = _run("""
-        import json
+        import json, sys
+        """ + _NO_PTH + """
         try:
             import torchvision
             first = "imported"
@@ -185,7 +193,7 @@ def test_absent_and_install_is_idempotent_and_lazy():
         import importlib.util, json, sys
         from fxlint import compat
         compat.install_torchvision_fallback(); compat.install_torchvision_fallback()
-        n = sum(f is compat._FINDER for f in sys.meta_path)
+        n = sum(type(f).__name__ == "_TorchvisionFallbackFinder" for f in sys.meta_path)  # the .pth's one, if any
         lazy = "torchvision" not in sys.modules
         real_find_spec = importlib.util.find_spec
         importlib.util.find_spec = lambda name, *a: None if name == "torchvision" else real_find_spec(name, *a)
@@ -193,3 +201,30 @@ def test_absent_and_install_is_idempotent_and_lazy():
                           "imported": "torchvision" in sys.modules}))
     """)
     assert out == {"finders": 1, "lazy": True, "mode": "absent", "imported": False}
+
+
+@needs_torchvision
+def test_install_pth_makes_every_interpreter_of_the_venv_import_torchvision_and_transformers(tmp_path):
+    """`make venv` writes fxlint.util.compat's .pth into the development venv: there, a plain script imports
+    torchvision and transformers' model classes with no fxlint call (the mismatched pair included)."""
+    from fxlint.util.compat import PTH_LINE, PTH_NAME, install_pth
+
+    path = install_pth(str(tmp_path))
+    assert path == str(tmp_path / PTH_NAME) and (tmp_path / PTH_NAME).read_text() == PTH_LINE
+    out = _run(f"""
+        import json, site, sys
+        site.addsitedir({str(tmp_path)!r})  # as the interpreter does with its own site-packages at start-up
+        import torchvision
+        res = {{"mode": "native" if torchvision.extension._has_ops() else "python-only"}}
+        if {_installed("transformers")!r}:
+            from transformers import BertForSequenceClassification  # noqa: F401
+        res["fxlint_imported"] = "fxlint" in sys.modules
+        print(json.dumps(res))
+    """, pythonpath=ROOT)
+    assert out["mode"] in ("native", "python-only")
+    assert not out["fxlint_imported"]  # the .pth loads fxlint/util/compat.py alone: start-up stays cheap
+
+
+def test_install_pth_command_line(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "fxlint.util.compat", "--bad"], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 1 and "usage: python -m fxlint.util.compat --install-pth" in proc.stderr

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import textwrap
 
 import pytest
@@ -478,3 +479,44 @@ def test_a_graph_the_simulation_cannot_handle_is_analysed_as_captured(monkeypatc
     with pytest.warns(fxlint.FxlintWarning, match="device simulation failed on graph 0"):
         report = _lint(Positions().eval(), (X,), device="cuda")
     assert report.findings == [] and report.extras["device"]["errors"] == ["graph 0: RuntimeError: boom"]
+
+
+# --------------------------------------------------------------------------- the --device cuda hint
+
+
+def test_cpu_lint_hints_at_device_cuda_once_when_a_factory_has_no_device(monkeypatch, capsys):
+    """On a CPU-only machine a factory without device= that meets the model's tensors is free (FXL107 is
+    quiet); the text report says once that --device cuda lints it for the GPU. Not with --device, not for a
+    model without such a factory; --zoo says it once, after the last model."""
+    from fxlint.cli import main
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("COLUMNS", "200")
+    main(["lint", "models/masked_loss.py:make", "--fail-on", "never"])
+    out = capsys.readouterr().out
+    assert out.count("hint: ") == 1 and "FXL107 " not in out
+    hint = out.split("hint: ", 1)[1]
+    assert hint.startswith("1 tensor factory without `device=` (`torch.arange` at models/masked_loss.py:30) meets")
+    assert "`--device cuda`" in hint and "docs/device.md" in hint
+    main(["lint", "models/masked_loss.py:make", "--device", "cuda", "--fail-on", "never"])
+    out = capsys.readouterr().out
+    assert "hint: " not in out and "FXL107 error" in out  # what the hint promised
+    main(["lint", "models/repeat_vs_expand.py:make", "--fail-on", "never"])
+    assert "hint: " not in capsys.readouterr().out
+    main(["lint", "--zoo", "models", "--fail-on", "never"])
+    out = capsys.readouterr().out
+    assert out.count("hint: ") == 1  # after the last model, before the totals (still the last line)
+    assert re.search(r"lints for the GPU, without one \(docs/device\.md\)\.\n\n\d+ models, ", out)
+    assert "`torch.arange` at models/masked_loss.py:30" in out.split("hint: ")[1]
+
+
+def test_device_hint_in_the_report_extras(monkeypatch):
+    from tests.conftest import load_model
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    path = ROOT / "models" / "frame_subsampling.py"
+    model, x = load_model(path)
+    report = fxlint.lint(model, x)
+    assert report.extras["device_hint"]["factories"] == [{"kind": "arange", "file": str(path), "line": 31}]
+    assert "device_hint" not in fxlint.lint(model, x, device="cuda").extras

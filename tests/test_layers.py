@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("presentation", ("fxlint.renderers", "fxlint.session")),
     ("public API", ("fxlint", "fxlint.backend")),
     ("entry points", ("fxlint.runtime.oracle", "fxlint.testing", "fxlint.benchmarks", "fxlint.cli",
-                      "fxlint.pytest_plugin", "fxlint.__main__")),
+                      "fxlint.pytest_plugin", "fxlint.__main__", "fxlint.integrations")),
 ]
 
 

@@ -155,3 +155,34 @@ def test_plugin_module_level_marker(lint_pytester):
             fxlint_check(Gather(), torch.randn(4, 4))
     """))
     pytester.runpytest("-p", "no:cacheprovider", "-W", "ignore").assert_outcomes(passed=1)
+
+
+def test_a_failing_check_prints_fxlint_message_without_torch_trace_lines(lint_pytester):
+    """pytest attaches its log capture to torch's non-propagating structured-trace logger (always at DEBUG):
+    without fxlint.util.quiet, each Dynamo compile of the check added hundreds of empty `DEBUG torch.__trace`
+    lines under "Captured log call", after fxlint's message. No log_level here: pytest's default captures all."""
+    pytester = lint_pytester
+    pytester.makepyfile(test_m=textwrap.dedent("""
+        import logging, torch
+
+        class Gather(torch.nn.Module):
+            def forward(self, x):
+                return x[:, [0, 2, 4, 6]] * 2
+
+        def test_it(fxlint_check):
+            logging.getLogger("user").warning("the user's own line")
+            fxlint_check(Gather(), torch.randn(3, 8))
+
+        def test_trace_handlers_are_back(fxlint_check):
+            trace = logging.getLogger("torch.__trace")
+            before = list(trace.handlers)
+            fxlint_check(torch.nn.Linear(4, 4), torch.randn(2, 4))
+            assert trace.handlers == before and any("_pytest" in type(h).__module__ for h in before)
+    """))
+    pytester.makeini("[pytest]\nfilterwarnings = ignore\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert "fxlint: 1 finding at or above warning in Gather:" in out
+    assert "torch.__trace" not in out and "DEBUG" not in out
+    result.stdout.fnmatch_lines(["*Captured log call*", "WARNING  user:test_m.py:* the user's own line"])

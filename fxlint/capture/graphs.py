@@ -18,6 +18,7 @@ import copy
 import linecache
 import re
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,7 @@ import torch.fx as fx
 from ..canon import GraphView, build_view
 from ..canon._fx import VALUE_KEYS, value_of
 from ..errors import CaptureError, GraphBreakError, ModelError, first_line
+from ..util.progress import phase
 from ..util.quiet import quiet_torch_logs
 from ..util.source import Location, is_internal_file, source_line
 from ..util.state import _tensors, preserved_state, tensors_in
@@ -138,6 +140,43 @@ def view_from_dynamo(gm: fx.GraphModule, label: str) -> GraphView:
     return view
 
 
+def tracing_progress(module: torch.nn.Module | None) -> Callable[[], tuple[float | None, str | None] | None] | None:
+    """How far Dynamo's trace of ``module`` got, for the progress line (``fxlint.util.progress.phase``):
+    called from another thread, it looks at the frames of the thread tracing now for Dynamo's
+    instruction translators and the submodule each one inlines; the furthest in the module's
+    own order (``named_modules()``) is the share done. Once no translator runs (Dynamo builds
+    and runs the graph), it says so, with no share. Reads Dynamo's internals: when they change,
+    the line shows the phase and the time elapsed only."""
+    if module is None:
+        return None
+    order = {id(m): (i, name) for i, (name, m) in enumerate(module.named_modules())}
+    total = len(order)
+    thread = threading.get_ident()
+    best: list[Any] = [0, ""]
+
+    def fraction() -> tuple[float | None, str | None] | None:
+        frame = sys._current_frames().get(thread)
+        tracing = False
+        while frame is not None:
+            code = frame.f_code
+            if code.co_name == "run" and code.co_filename.endswith("symbolic_convert.py"):
+                tracing = True
+                tx = frame.f_locals.get("self")
+                local = getattr(tx, "symbolic_locals", None)
+                value = getattr(local.get("self"), "value", None) if isinstance(local, dict) else None
+                hit = order.get(id(value))
+                if hit is not None and hit[0] > best[0]:
+                    best[:] = hit
+            frame = frame.f_back
+        if not tracing:
+            return (None, "building and running the captured graph") if best[0] else None
+        if not best[0]:
+            return None
+        return best[0] / total, f"tracing {best[1]} ({best[0]}/{total} modules)"
+
+    return fraction
+
+
 def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict, keep_inputs: bool = False) -> Captured:
     """The program that runs on every call. The first call is captured; when it changed the module's
     own Python state in a way the next call does not change again (it filled a cache: a dict of
@@ -228,7 +267,8 @@ def _capture_dynamo_once(target: Callable[..., Any], args: tuple, kwargs: dict,
         # an encoder's `(s0//4)`-sized stages could then be 1, every layout question undecided,
         # and its copies went unreported where the first size's lint reported them
         with preserved_state(module, (args, kwargs)), quiet_torch_logs(), \
-                torch._dynamo.config.patch(optimize_ddp=False, allow_rnn=True, automatic_dynamic_shapes=False):
+                torch._dynamo.config.patch(optimize_ddp=False, allow_rnn=True, automatic_dynamic_shapes=False), \
+                phase("capturing with Dynamo", tracing_progress(module)):
             returned = compiled(*args, **kwargs)
             require_tensor_output(returned)
             result.reach = runs.safe_reach(returned)

@@ -139,6 +139,14 @@ def _heat(value: float, top: float) -> int:
 
 
 @html_renderer_for(Report)
+def render_notebook(report: Report) -> str:
+    """The report as a notebook cell shows it (``Report._repr_html_``): the page in an iframe (``srcdoc``),
+    so its styles (``body``, ``table``, ``h1``...) and its script stay inside it instead of restyling the
+    notebook around it."""
+    return (f'<iframe class="fxlint-report" title="fxlint report" srcdoc="{_e(render_html(report))}" '
+            'style="width:100%;height:640px;border:1px solid #e6e9ef;border-radius:6px"></iframe>')
+
+
 def render_html(report: Report, *, title: str = "fxlint report", rewrites: RewriteResult | None = None,
                 rewrite_error: str | None = None, sort: str | None = None) -> str:
     """The report as one self-contained HTML page (see the module docstring)."""

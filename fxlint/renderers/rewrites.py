@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import html
 import json
 from dataclasses import asdict
 from typing import Any
 
-from .._present import text_renderer_for
+from .._present import html_renderer_for, text_renderer_for
 from ..rewrite.base import AppliedRewrite, RewriteResult, SkippedRewrite
 from ..tensor.info import human_bytes
 
@@ -41,6 +42,24 @@ def render_result_brief(result: RewriteResult) -> str:
     lines.extend(skipped_line(s) for s in result.skipped)
     lines.append(summary_line(result))
     return "\n".join(lines)
+
+
+@html_renderer_for(RewriteResult)
+def render_result_html(result: RewriteResult) -> str:
+    """The result as an HTML fragment (a notebook cell's output): each rewrite with its graph code
+    before and after, the sites not rewritten with their reason, and the summary."""
+    e = html.escape
+    parts = ['<div class="fxlint-rewrites"><b>fxlint rewrites</b>']
+    for a in result.applied:
+        diff = "\n".join([f'<span style="color:#a11">- {e(x)}</span>' for x in a.before.splitlines()]
+                         + [f'<span style="color:#175f1a">+ {e(x)}</span>' for x in a.after.splitlines()])
+        parts.append(f"<p><code>{e(a.location)}</code> {e(a.code)} {e(a.name)}: {e(a.description)}"
+                     f"{e(saved_text(a))}</p><pre>{diff}</pre>")
+    if result.skipped:
+        parts.append("<p>Not applied:</p><ul>" + "".join(
+            f"<li><code>{e(s.location)}</code> {e(s.code)}: {e(s.reason)}</li>" for s in result.skipped) + "</ul>")
+    parts.append(f"<p>{e(summary_line(result))}</p></div>")
+    return "".join(parts)
 
 
 def _diff(before: str, after: str, indent: str = "    ") -> list[str]:

@@ -38,11 +38,32 @@ def ms(ns: int | None) -> str:
     return f"{v:.2f} ms" if v < 10 else f"{v:.1f} ms"
 
 
+def device_hint(reports: list[Report], width: int | None = None) -> str | None:
+    """One line, when a lint without a target device on a machine without CUDA found factories without
+    ``device=`` that meet the model's tensors (``Report.extras["device_hint"]``): free here, FXL107 on
+    a GPU; ``--device cuda`` lints for it."""
+    found = [f for r in reports for f in (r.extras.get("device_hint") or {}).get("factories", ())]
+    if not found:
+        return None
+    sites = list(dict.fromkeys(
+        f"`torch.{f['kind']}`" + (" at " + location_text(f"{f['file']}:{f['line']}") if f["file"] else "")
+        for f in found))
+    shown = ", ".join(sites[:3]) + (f" and {len(sites) - 3} more" if len(sites) > 3 else "")
+    n = len(sites)
+    many = n != 1
+    text = (f"hint: {n} tensor factor{'ies' if many else 'y'} without `device=` ({shown}) meet{'' if many else 's'} "
+            "the model's tensors: free on this CPU, a host-to-device copy per call on a GPU (FXL107). "
+            "`--device cuda` (fxlint.lint(..., device=\"cuda\")) lints for the GPU, without one (docs/device.md).")
+    width = width or shutil.get_terminal_size((140, 24)).columns
+    return textwrap.fill(text, width=max(60, width - 1), break_on_hyphens=False, break_long_words=False)
+
+
 @text_renderer_for(Report)
 def render_text(report: Report, *, width: int | None = None, group: bool = True, scope: str = "all",
-                sort: str = "bytes", top: int = 5) -> str:
+                sort: str = "bytes", top: int = 5, hint: bool = True) -> str:
     """The report as text. ``group``: one row per (code, line) (default) or per finding; ``scope``:
-    ``all`` or ``user`` (only the user's own files); ``sort``: ``bytes`` or ``time`` (with the audit)."""
+    ``all`` or ``user`` (only the user's own files); ``sort``: ``bytes`` or ``time`` (with the audit);
+    ``hint``: end with the ``--device cuda`` hint where it applies (``device_hint``)."""
     width = width or shutil.get_terminal_size((140, 24)).columns
     findings = [f for f in report.findings if in_scope(f, scope)]
     hidden = len(report.findings) - len(findings)
@@ -92,6 +113,9 @@ def render_text(report: Report, *, width: int | None = None, group: bool = True,
         lines.append("")
     for err in report.errors:
         lines.append(f"internal error (rule skipped): {err}")
+    note = device_hint([report], width) if hint else None
+    if note is not None:
+        lines.append(note)
     return "\n".join(lines).rstrip("\n")
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch.fx as fx
 
-from .._present import as_text
+from .._present import as_html, as_text
 from ..registry import Rewrite
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -151,3 +151,11 @@ class RewriteResult:
 
     def __str__(self) -> str:
         return as_text(self)  # fxlint.renderers.rewrites.render_result_brief
+
+    def __repr__(self) -> str:  # the dataclass's would print both graphs' code
+        checked = f"verified ({self.checked})" if self.verified else "not verified"
+        return (f"<fxlint.RewriteResult: {len(self.applied)} applied, {len(self.skipped)} not applied, {checked}; "
+                "print() it for the sites>")
+
+    def _repr_html_(self) -> str | None:
+        return as_html(self)  # fxlint.renderers.rewrites.render_result_html

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from .._present import as_text
+from .._present import as_html, as_text
 from ..errors import CaptureError, ModelError
 from .profiler import CopyEvent, profile_copies
 
@@ -144,6 +144,18 @@ class AuditReport:
 
     def __str__(self) -> str:
         return as_text(self)  # fxlint.renderers.audit.render_audit_text
+
+    def __repr__(self) -> str:
+        from ..tensor.info import human_bytes
+
+        n, lines = len(self.copies), len({(c.file, c.line) for c in self.copies})
+        what = "training step" if self.train else "forward call"
+        return (f"<fxlint.AuditReport: {n} cop{'ies' if n != 1 else 'y'}, {human_bytes(self.total_bytes)} per {what} "
+                f"({human_bytes(self.avoidable_bytes)} avoidable) on {lines} line{'s' if lines != 1 else ''}; "
+                "print() it for the table>")
+
+    def _repr_html_(self) -> str | None:
+        return as_html(self)  # fxlint.renderers.audit.render_audit_html: the table, in a notebook
 
 
 # --------------------------------------------------------------------------- running

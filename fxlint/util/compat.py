@@ -36,7 +36,9 @@ What a user sees:
 fxlint itself never imports torchvision. The CLI installs the fallback before it loads a TARGET
 (``fxlint lint model.py:make`` on a file that imports timm works with either wheel); the census in
 ``bench/census.py`` and the test suite's ``conftest.py`` call it too. In your own scripts, call
-``fxlint.util.compat.ensure_torchvision_importable()`` before ``import timm`` / ``import torchvision``.
+``fxlint.util.compat.ensure_torchvision_importable()`` before ``import timm`` / ``import torchvision``, or
+once for a whole environment ``python -m fxlint.util.compat --install-pth`` (``install_pth``: a ``.pth``
+file that installs the fallback at every start-up; the development venv of ``make venv`` has it).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ import sys
 import types
 from collections.abc import Sequence
 
-__all__ = ["ensure_torchvision_importable", "install_torchvision_fallback", "torchvision_mode"]
+__all__ = ["ensure_torchvision_importable", "install_pth", "install_torchvision_fallback", "torchvision_mode"]
 
 #: torchvision's modules that register kernels for its C operators at import time
 _REGISTRATION_MODULES = ("torchvision._meta_registrations", "torchvision._autograd_registrations")
@@ -91,7 +93,9 @@ def install_torchvision_fallback() -> None:
 
     Cheap enough for a test suite's start-up: torchvision is imported only when something asks
     for it, and the stand-ins are used only if its C extension then fails to load."""
-    if _FINDER not in sys.meta_path:
+    # one is enough: the .pth of ``install_pth`` loads this file on its own (another module object, another
+    # finder of the same class), and a venv's site-packages can be read twice (lib and its lib64 link)
+    if not any(type(f).__name__ == _TorchvisionFallbackFinder.__name__ for f in sys.meta_path):
         sys.meta_path.insert(0, _FINDER)
 
 
@@ -119,3 +123,42 @@ def ensure_torchvision_importable() -> str:
     import torchvision  # noqa: F401
 
     return torchvision_mode()
+
+
+#: the file ``install_pth`` writes into a venv's site-packages
+PTH_NAME = "fxlint-torchvision-fallback.pth"
+#: its one line, run at every interpreter start-up of that venv (``site`` executes a .pth line that starts with
+#: ``import``): it loads this file alone, not the ``fxlint`` package (that would cost every start-up the
+#: package's imports, and pytest could no longer rewrite the asserts of fxlint's plugin), and installs the
+#: fallback; it does nothing when fxlint is not installed there any more
+PTH_LINE = (
+    "import importlib.util as _u, os as _o; "
+    "_s = _u.find_spec('fxlint'); "
+    "_f = _s and _s.submodule_search_locations and _o.path.join(list(_s.submodule_search_locations)[0], 'util', 'compat.py'); "
+    "_c = _f and _o.path.isfile(_f) and _u.spec_from_file_location('_fxlint_torchvision_fallback', _f); "
+    "_m = _c and _u.module_from_spec(_c); "
+    "_m and (_c.loader.exec_module(_m) or _m.install_torchvision_fallback())\n"
+)
+
+
+def install_pth(site_dir: str | None = None) -> str:
+    """Make every Python of this environment import torchvision (and so timm and transformers) the way
+    ``ensure_torchvision_importable`` does, without a call in each script: write a ``.pth`` file into
+    ``site_dir`` (default: this interpreter's site-packages) that installs the fallback at start-up
+    (``install_torchvision_fallback``: it imports nothing, and acts only when torchvision's C extension
+    fails to load under this torch). ``make venv`` does this for the development venv, whose
+    torchvision is the registry's CUDA build next to the CPU torch. Returns the file's path."""
+    import os
+    import sysconfig
+
+    folder = site_dir or sysconfig.get_paths()["purelib"]
+    path = os.path.join(folder, PTH_NAME)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(PTH_LINE)
+    return path
+
+
+if __name__ == "__main__":  # python -m fxlint.util.compat --install-pth
+    if sys.argv[1:] != ["--install-pth"]:
+        sys.exit("usage: python -m fxlint.util.compat --install-pth")
+    print(f"fxlint.util.compat: wrote {install_pth()}")

@@ -9,6 +9,14 @@ Two sources, two switches:
   (FXL501) and a model that raises as one line, so ``quiet_torch_logs`` lifts
   those loggers to CRITICAL for the capture. ``--debug`` (``set_debug(True)``,
   or ``FXLINT_DEBUG=1``) keeps them.
+  torch's structured-trace logger (``torch.__trace``) is always at DEBUG and
+  never propagates: its records carry their payload outside the message and
+  are meant for ``TORCH_TRACE``'s handler alone. pytest (9.x) attaches its log
+  capture to every non-propagating logger, so without help each Dynamo compile
+  inside a test adds hundreds of empty ``DEBUG torch.__trace:...`` lines under
+  a failing test's "Captured log call" (and makes torch build the trace
+  payloads). ``quiet_torch_logs`` detaches every handler that is not torch's
+  own from that logger for the capture, and puts them back after.
 * Native (C++) lines about the profiler itself, below.
 
 ``torch.profiler`` makes libtorch print warnings such as ``[W1130 ...]
@@ -35,6 +43,9 @@ from collections.abc import Iterator
 TORCH_LOGGERS = ("torch._dynamo", "torch._subclasses", "torch._inductor", "torch._functorch", "torch.fx",
                  "torch.export", "torch._export", "torch.utils._sympy")
 
+#: torch's structured-trace logger (TORCH_TRACE): only torch's own handler reads its records
+TRACE_LOGGER = "torch.__trace"
+
 _debug = os.environ.get("FXLINT_DEBUG") == "1"
 
 
@@ -58,11 +69,17 @@ def quiet_torch_logs() -> Iterator[None]:
     saved = [lg.level for lg in loggers]
     for lg in loggers:
         lg.setLevel(logging.CRITICAL)
+    trace = logging.getLogger(TRACE_LOGGER)
+    foreign = [h for h in trace.handlers if not type(h).__module__.startswith("torch.")]
+    for h in foreign:
+        trace.removeHandler(h)
     try:
         yield
     finally:
         for lg, level in zip(loggers, saved):
             lg.setLevel(level)
+        for h in foreign:
+            trace.addHandler(h)  # no-op for one already there
 
 #: native lines that are the profiler talking about itself
 _NOISE = re.compile(

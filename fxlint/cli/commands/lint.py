@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 from typing import Any
 
 from ...errors import TargetError
+from ...util.progress import activity
+from ...util.quiet import debug
 from ._common import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
@@ -127,7 +130,10 @@ def run(args: argparse.Namespace) -> int:
         device = args.device if args.device is not None or path is None else declared_device(path)
         if path:
             progress(i, len(targets), name + (f" (device {device})" if device else ""))
-        report, settings = _lint_one(args, target, select, ignore, extend, device)
+        # one model: a status line on a terminal while it takes long (the zoo has its [i/n] lines)
+        with (activity(f"fxlint lint {target}", first="loading the model") if path is None and not debug()
+              else contextlib.nullcontext()):
+            report, settings = _lint_one(args, target, select, ignore, extend, device)
         reports.append(report)
         names.append(name)
         fail_on.append(settings.fail_on)
@@ -198,13 +204,18 @@ def _emit_zoo(reports: list[Any], names: list[str], args: argparse.Namespace) ->
     from ...renderers import render
     from ...renderers.json import report_dict
     from ...renderers.sarif import render_sarif
+    from ...renderers.text import device_hint
     from ...tensor.info import human_bytes
 
     opts = render_options(args)
     if args.format == "text":
-        chunks = [f"== {name}{_device_note(r)} ==\n{render(r, 'text', **opts)}\n" for name, r in zip(names, reports)]
+        chunks = [f"== {name}{_device_note(r)} ==\n{render(r, 'text', **opts, hint=False)}\n"
+                  for name, r in zip(names, reports)]
         total = sum(len(r) for r in reports)
         copied = sum(r.total_bytes for r in reports)
+        hint = device_hint(reports)  # once for the run, not once per model; the totals stay the last line
+        if hint is not None:
+            chunks.append(hint + "\n")
         chunks.append(f"{len(reports)} models, {total} findings, {human_bytes(copied)} copied per call in all.")
         emit("\n".join(chunks), args.output)
     elif args.format == "sarif":
