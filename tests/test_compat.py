@@ -191,7 +191,7 @@ def test_after_a_failed_import_the_fallback_still_works(tmp_path):
 def test_absent_and_install_is_idempotent_and_lazy():
     out = _run("""
         import importlib.util, json, sys
-        from fxlint import compat
+        from fxlint.util import compat
         compat.install_torchvision_fallback(); compat.install_torchvision_fallback()
         n = sum(type(f).__name__ == "_TorchvisionFallbackFinder" for f in sys.meta_path)  # the .pth's one, if any
         lazy = "torchvision" not in sys.modules

@@ -13,7 +13,7 @@ import sympy
 import torch
 from torch._prims_common import make_contiguous_strides_for, suggest_memory_format
 
-from fxlint import layout as L
+from fxlint.tensor import layout as L
 from fxlint.tensor.symbolic import Undecided
 from fxlint.tensor.info import TensorInfo
 from fxlint.tensor.viewable import check_view

@@ -11,7 +11,7 @@ import threading
 import torch
 import torch.nn as nn
 
-from fxlint import progress
+from fxlint.util import progress
 from fxlint.capture.graphs import capture, tracing_progress
 from tests.conftest import ROOT
 

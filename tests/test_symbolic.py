@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import sympy
 
-from fxlint import symbolic as S
+from fxlint.tensor import symbolic as S
 from fxlint.tensor.symbolic import Undecided
 
 s0 = sympy.Symbol("s0", integer=True, positive=True)
