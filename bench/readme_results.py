@@ -63,7 +63,12 @@ def section(data: dict, command: str) -> str:
             x = v.get(name)
             if x and x.get("skipped"):
                 return f"skipped: {x['skipped']}"
-            return f"{x['ratio']:.2f}x" if x and x.get("ratio") else "-"
+            if not x or not x.get("ratio"):
+                return "-"
+            lo, hi = x.get("ratio_lo"), x.get("ratio_hi")
+            if lo is not None and hi is not None and lo <= 1.0 <= hi:  # the rounds' spread holds 1.00x
+                return f"{x['ratio']:.2f}x (noise: {lo:.2f}-{hi:.2f}x)"
+            return f"{x['ratio']:.2f}x"
 
         orig, new = v.get("eager", {}), v.get("eager+rewrite", {})
         copied = f"{human_bytes(orig.get('copied_bytes'))} -> {human_bytes(new.get('copied_bytes'))}"

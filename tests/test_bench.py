@@ -305,3 +305,25 @@ def test_inductors_own_numerics_are_a_note_and_the_rewrite_is_checked_against_in
     monkeypatch.setattr(harness, "_variants", patched({"inductor": 1e-2, "inductor+rewrite": 5e-2}))
     rows = {r.variant: r for r in harness.bench_model("m", model, inputs, **kw)}
     assert rows["inductor"].correct and not rows["inductor+rewrite"].correct
+
+
+def test_a_ratio_whose_spread_holds_one_is_marked_as_noise():
+    from types import SimpleNamespace
+
+    from fxlint.benchmarks.harness import VariantResult, _ratio_spread
+
+    def rounds(*medians):
+        return [SimpleNamespace(median=m) for m in medians]
+
+    base = rounds(1.0, 1.0, 1.0, 1.0, 1.0)
+    noisy = rounds(0.8, 1.1, 0.95, 1.2, 1.05)  # per-round ratios straddle 1.00x
+    fast = rounds(0.5, 0.52, 0.49, 0.55, 0.5)  # about 2x in every round
+    lo, hi = _ratio_spread(base, noisy)
+    assert lo < 1.0 < hi
+    r = VariantResult("m", "eager+rewrite", "infer", ratio=1.0, ratio_lo=lo, ratio_hi=hi)
+    assert r.within_noise and r.ratio_text().startswith("1.00x (noise: ")
+    lo2, hi2 = _ratio_spread(base, fast)
+    r2 = VariantResult("m", "eager+rewrite", "infer", ratio=2.0, ratio_lo=lo2, ratio_hi=hi2)
+    assert not r2.within_noise and r2.ratio_text() == "2.00x"
+    # the baseline against itself is 1.00x by construction, never "noise"
+    assert not VariantResult("m", "eager", "infer", ratio=1.0, ratio_lo=1.0, ratio_hi=1.0).within_noise

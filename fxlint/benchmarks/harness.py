@@ -65,6 +65,9 @@ class VariantResult:
     iqr_s: float | None = None
     runs: int = 0
     ratio: float | None = None  # original median / this median, same backend (>1: faster)
+    #: the spread of that ratio over the interleaved rounds (quartiles; min and max under four rounds)
+    ratio_lo: float | None = None
+    ratio_hi: float | None = None
     copied_bytes: int | None = None
     peak_bytes: int | None = None
     compile_s: float | None = None
@@ -79,6 +82,21 @@ class VariantResult:
     @property
     def backend(self) -> str:
         return self.variant.split("+")[0]
+
+    @property
+    def within_noise(self) -> bool:
+        """A rewritten variant whose speed ratio cannot be told from 1.00x: its spread over the rounds
+        holds 1.00x (the timing noise of this machine is as large as the difference)."""
+        return (self.variant != self.backend and self.ratio_lo is not None and self.ratio_hi is not None
+                and self.ratio_lo <= 1.0 <= self.ratio_hi)
+
+    def ratio_text(self) -> str:
+        """``1.87x``, or ``1.02x (noise: 0.91-1.13x)`` when the spread holds 1.00x."""
+        if not self.ratio:
+            return "-"
+        if self.within_noise:
+            return f"{self.ratio:.2f}x (noise: {self.ratio_lo:.2f}-{self.ratio_hi:.2f}x)"
+        return f"{self.ratio:.2f}x"
 
 
 @dataclass
@@ -208,6 +226,15 @@ def _time_interleaved(steps: list[_Step], min_run_time: float, rounds: int) -> l
 def _ratio(base: list[Any], mine: list[Any]) -> float:
     """Median over rounds of (baseline median / this median)."""
     return statistics.median(b.median / m.median for b, m in zip(base, mine))
+
+
+def _ratio_spread(base: list[Any], mine: list[Any]) -> tuple[float, float]:
+    """The quartiles of the per-round ratios (their min and max under four rounds)."""
+    rs = sorted(b.median / m.median for b, m in zip(base, mine))
+    if len(rs) >= 4:
+        q = statistics.quantiles(rs, n=4)
+        return q[0], q[2]
+    return rs[0], rs[-1]
 
 
 def _peak_bytes(step: _Step) -> int | None:
@@ -422,6 +449,8 @@ def bench_model(name: str, model: nn.Module, inputs: Any, *, modes: Iterable[str
                 r.median_s, r.iqr_s, r.runs = statistics.median(times), q[2] - q[0], len(times)
                 base = by_variant.get(r.backend)
                 r.ratio = _ratio(base, ms) if base is not None else None
+                if base is not None:
+                    r.ratio_lo, r.ratio_hi = _ratio_spread(base, ms)
                 if r.variant.startswith("inductor"):
                     r.compile_s = max(first_s - r.median_s, 0.0)
                 try:
@@ -501,7 +530,7 @@ def render_table(result: BenchResult, *, color: bool | None = None) -> str:
         spread = f"±{100 * r.iqr_s / r.median_s:.0f}%" if r.median_s and r.iqr_s is not None else "-"
         rows.append([
             r.model, r.mode, r.variant, _fmt_time(r.median_s), spread,
-            f"{r.ratio:.2f}x" if r.ratio else "-",
+            r.ratio_text(),
             human_bytes(r.copied_bytes) if r.copied_bytes is not None else "-",
             human_bytes(r.peak_bytes) if r.peak_bytes is not None else "-",
             f"{r.compile_s:.1f} s" if r.compile_s is not None else "-",
