@@ -192,7 +192,69 @@ def operand_name(node: CanonNode | None) -> str:
         return m.group(1) if m else (node.name.removeprefix("l_").removesuffix("_") or node.name)
     name = node.param_name or node.name
     m = _DYNAMO_INPUT.fullmatch(name)
-    return m.group(1) if m else name
+    if m:
+        return m.group(1)
+    if node.kind == "op" and node.param_name is None:
+        return user_name(node) or name
+    return name
+
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?(?:[-+*/@%&|^]|//|<<|>>|\*\*)?=(?!=)")
+
+
+def source_statement(node: CanonNode | None) -> Any:
+    """The node's source line parsed as one Python statement (``ast``), or None (no source, or a line
+    that is not a whole statement: a continuation of a call over several lines)."""
+    import ast
+
+    src = node.source if node is not None else None
+    if not src:
+        return None
+    try:
+        tree = ast.parse(src.strip())
+    except SyntaxError:
+        return None
+    return tree.body[0] if len(tree.body) == 1 else None
+
+
+def source_subscript(node: CanonNode | None, base: str) -> list[str] | None:
+    """``["perm // num_top_k"]``: the items of the subscript of ``base`` as the user's line writes them
+    (the one subscript of that name on the line), or None when the line does not show exactly one."""
+    import ast
+
+    stmt = source_statement(node)
+    if stmt is None:
+        return None
+    found = [n for n in ast.walk(stmt) if isinstance(n, ast.Subscript)
+             and (ast.unparse(n.value) == base or ast.unparse(n.value).endswith("." + base))]
+    if len(found) != 1:
+        return None
+    sl = found[0].slice
+    return [ast.unparse(e) for e in sl.elts] if isinstance(sl, ast.Tuple) else [ast.unparse(sl)]
+
+
+def user_name(node: CanonNode) -> str | None:
+    """The user's name for an op's value, read from its source line, never Dynamo's node name: Dynamo
+    names a node after the local it is stored in (``x_1`` for the second value of ``x``), so the name,
+    or that name without its counter, when the line spells it; else the variable the line assigns,
+    when this is the value that leaves the line (no user on the same line). None when the line does
+    not say (an expression inside a larger one: ``perm // k`` in ``h[perm // k]``)."""
+    src = node.source
+    if not src:
+        return None
+    idents = set(_IDENT.findall(src))
+    if node.name in idents:
+        return node.name
+    base = re.sub(r"_\d+$", "", node.name)
+    if base != node.name and base in idents:
+        return base
+    m = _ASSIGNED.match(src)
+    loc = node.location
+    if m and loc is not None and all(u.location is None or (u.location.file, u.location.line) != (loc.file, loc.line)
+                                     for u in node.users):
+        return m.group(1)
+    return None
 
 
 def line_of(node: CanonNode | None) -> str:

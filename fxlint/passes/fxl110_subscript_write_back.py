@@ -66,7 +66,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..canon import CanonNode, GraphView, IndexSpec
-from ..canon.text import bytes_text, bytes_value, shape_value
+from ..canon.text import bytes_text, bytes_value, operand_name, shape_value, source_statement
 from ..findings import Severity, Violation
 from ..registry import FixSpec, Hit, RuleContext, rule
 from ._sites import numbered
@@ -93,20 +93,28 @@ class SubscriptWriteBack(Violation):
     region_shape: tuple[int | str, ...]
     copied: int | str | None  # forward bytes per call (0 for a self-assignment: ATen skips it)
     backward_extra: int | str | None  # extra backward bytes per step (self-assignment in training)
+    written: str | None = None  # the user's statement, when its line is one: "x[:, 1:] = x[:, 1:] + self.bias"
+    in_place: str | None = None  # the same update in place, from that statement: "x[:, 1:] += self.bias"
 
     def message(self) -> str:
         sub = f"{self.target}{self.index}"
         if self.form == "self-assign":
-            return (f"`{sub} += ...` writes the view back onto itself: the forward copy is skipped by ATen, but "
+            return (f"`{self.written or sub + ' += ...'}` writes the view back onto itself: the forward copy is "
+                    "skipped by ATen, but "
                     f"autograd records it as a second CopySlices node whose backward copies "
                     f"{bytes_text(self.backward_extra)} more per training step")
-        return (f"`{sub} = <expression of {sub}>` computes a fresh {tuple(self.region_shape)} tensor and then "
-                f"copies it back into the region ({bytes_text(self.copied)} per call)")
+        return (f"`{self.written or sub + ' = <expression of ' + sub + '>'}` computes a fresh "
+                f"{tuple(self.region_shape)} tensor and then copies it back into the region "
+                f"({bytes_text(self.copied)} per call)")
 
     def fix_title(self) -> str:
         sub = f"{self.target}{self.index}"
         if self.form == "self-assign":
+            if self.in_place:
+                return f"update the view in place without the write-back: `{self.in_place}`"
             return f"update the view in place without the write-back: `{sub}.add_(y)` (or `v = {sub}; v += y`)"
+        if self.in_place:
+            return f"compute in place on the region: `{self.in_place}`"
         return (f"compute in place on the region: `{sub} += y` / `{sub}.add_(y)` (for a chain, "
                 f"`v = {sub}.view(...); v += a; v += b`)")
 
@@ -129,21 +137,53 @@ def _hits(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         if t is None or base.tensor is None:
             continue
         index = index_text(node)
+        target = operand_name(base)
+        written, in_place = _written(node, target)
         if form == "self-assign":
             grad = node.grad_enabled and bool(base.tensor.requires_grad)
             if not (ctx.training and grad):
                 continue  # no copy in the forward (ATen skips it): nothing to pay in inference
             extra = base.tensor.nbytes + 3 * t.nbytes
-            violation = SubscriptWriteBack(form=form, target=base.name, index=index, region=region.name,
+            violation = SubscriptWriteBack(form=form, target=target, index=index, region=region.name,
                                            value=value.name, region_shape=shape_value(t.shape), copied=0,
-                                           backward_extra=bytes_value(extra))
+                                           backward_extra=bytes_value(extra), written=written, in_place=in_place)
             yield Hit(node, violation, bytes=0, backward_bytes=extra, severity=Severity.INFO,
                       tensor_shape=tuple(t.shape) if all(isinstance(d, int) for d in t.shape) else None)
             continue
-        violation = SubscriptWriteBack(form=form, target=base.name, index=index, region=region.name,
+        violation = SubscriptWriteBack(form=form, target=target, index=index, region=region.name,
                                        value=value.name, region_shape=shape_value(t.shape),
-                                       copied=bytes_value(t.nbytes), backward_extra=None)
+                                       copied=bytes_value(t.nbytes), backward_extra=None, written=written,
+                                       in_place=in_place)
         yield Hit(node, violation, bytes=t.nbytes, backward_bytes=None)
+
+
+_AUG = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/"}
+_METHOD = {"Add": "add_", "Sub": "sub_", "Mult": "mul_", "Div": "div_"}
+
+
+def _written(node: CanonNode, target: str) -> tuple[str | None, str | None]:
+    """The user's statement for this write when its line is one subscript assignment of ``target``, and
+    the in-place form of a ``region = region <op> y`` write-back (``region <op>= y``)."""
+    import ast
+
+    stmt = source_statement(node)
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Subscript):
+        sub = stmt.target
+    elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Subscript):
+        sub = stmt.targets[0]
+    else:
+        return None, None
+    name = ast.unparse(sub.value)
+    if name != target and not name.endswith("." + target):
+        return None, None
+    written = ast.unparse(stmt)
+    value = stmt.value
+    if isinstance(stmt, ast.AugAssign) and type(stmt.op).__name__ in _METHOD:  # the view's own method: no write
+        return written, f"{ast.unparse(sub)}.{_METHOD[type(stmt.op).__name__]}({ast.unparse(value)})"
+    if isinstance(stmt, ast.Assign) and isinstance(value, ast.BinOp) and type(value.op).__name__ in _AUG \
+            and ast.unparse(value.left) == ast.unparse(sub):
+        return written, f"{ast.unparse(sub)} {_AUG[type(value.op).__name__]}= {ast.unparse(value.right)}"
+    return written, None
 
 
 def match(node: CanonNode) -> tuple[str, CanonNode, CanonNode, CanonNode] | None:

@@ -63,7 +63,7 @@ from dataclasses import dataclass
 
 from ..analysis.indexing import basic_equivalent
 from ..canon import GraphView
-from ..canon.text import operand_name
+from ..canon.text import operand_name, source_subscript
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
 
@@ -114,9 +114,14 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             continue  # not a plain one-dim gather: index_select alone would not give the same shape
         if basic_equivalent(view, node) is not None:
             continue  # a constant progression: FXL401 (a free slice) says it better
+        tensor = operand_name(base)
         idx = operand_name(item.index) if item.index is not None else (item.spelled or "idx")
+        written = source_subscript(node, tensor)  # the user's spelling of the index (`perm // k`)
+        pos = spec.items.index(item)  # the canonical spec pads the dims the subscript leaves out
+        if written is not None and pos < len(written) <= len(spec.items) and "..." not in written:
+            idx = written[pos]
         violation = IndexGather(
-            tensor=operand_name(base),
+            tensor=tensor,
             subscript=spec.render({spec.items.index(item): idx}),
             index=idx,
             dim=item.dim,
