@@ -154,3 +154,22 @@ def test_the_backend_replaces_the_first_compile_after_the_cache_fill_and_keeps_a
     assert len(sigs) >= 2
     assert s2.findings  # the transpose(0, 1).contiguous() copy of each shape's program is kept
     torch._dynamo.reset()
+
+
+def test_what_torch_compile_or_a_library_wrapping_it_sets_on_the_module_is_not_a_cache(monkeypatch):
+    """Lightning wraps torch.compile and stores `_compile_kwargs` on the compiled module; any wrapper
+    may: only what the call itself changes counts."""
+    real = torch.compile
+
+    def wrapping(model, *a, **k):
+        out = real(model, *a, **k)
+        if isinstance(model, nn.Module):
+            model.__dict__["_wrapper_kwargs"] = dict(k)  # set on the module, outside the call
+        return out
+
+    monkeypatch.setattr(torch, "compile", wrapping)
+    calls = []
+    real_once = graphs._capture_dynamo_once
+    monkeypatch.setattr(graphs, "_capture_dynamo_once", lambda *a, **k: calls.append(1) or real_once(*a, **k))
+    r = fxlint.lint(CachedBias().train(), X, config=False)
+    assert r.first_call is None and len(calls) == 1

@@ -50,6 +50,8 @@ class Captured:
     #: views above are then the second call's, the program that runs on every call
     first_call: Captured | None = None
     caches: list[str] = field(default_factory=list)  # "blocks.0.attn.attention_bias_cache"
+    #: the module's state marks just before and just after the captured call (``state_marks``)
+    state_marks: tuple[dict, dict] = field(default_factory=lambda: ({}, {}), repr=False)
     #: with ``capture(..., keep_inputs=True)``: the inputs Dynamo handed the backend, per graph label
     #: (what ``fxlint.compiled`` compiles each graph on)
     example_inputs: dict[str, list[Any]] = field(default_factory=dict)
@@ -184,9 +186,10 @@ def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict, keep_
     once more and that second call is what is linted; the first is kept in ``first_call``."""
     module = target if isinstance(target, torch.nn.Module) else getattr(target, "__self__", None)
     module = module if isinstance(module, torch.nn.Module) else None
-    before = state_marks(module)
     first = _capture_dynamo_once(target, args, kwargs, keep_inputs)
-    after = state_marks(module)
+    # marks taken around the call itself, not around torch.compile (which, and libraries that wrap it,
+    # set attributes of their own on the module: _is_torch_compile, Lightning's _compile_kwargs)
+    before, after = first.state_marks
     changed = [k for k in after if before.get(k) != after[k]]
     if not changed or module is None:
         return first
@@ -206,7 +209,7 @@ def _capture_dynamo(target: Callable[..., Any], args: tuple, kwargs: dict, keep_
 
 #: what every nn.Module keeps in its __dict__ (hooks, parameter and buffer tables), and what torch.compile
 #: itself marks a module with: not the model's own state
-_MODULE_KEYS = frozenset(vars(torch.nn.Module())) | {"_is_torch_compile"}
+_MODULE_KEYS = frozenset(vars(torch.nn.Module())) | {"_is_torch_compile", "_compile_kwargs", "_compiled_call_impl"}
 
 
 def state_marks(module: torch.nn.Module | None) -> dict[str, tuple[int, int | None]]:
@@ -256,6 +259,7 @@ def _capture_dynamo_once(target: Callable[..., Any], args: tuple, kwargs: dict,
     # torch 2.13's @overload signatures omit the two keywords its implementation takes
     compiled = torch.compile(  # type: ignore[call-overload]
         target, backend=backend, isolate_recompiles=True, recompile_limit=64)
+    marked = state_marks(module)
     try:
         # a DDP model called inside the target: one graph per frame, not DDPOptimizer's bucket pieces;
         # allow_rnn: trace nn.LSTM/GRU/RNN to their kernel call (torch._VF.lstm...) instead of a graph
@@ -282,6 +286,7 @@ def _capture_dynamo_once(target: Callable[..., Any], args: tuple, kwargs: dict,
     finally:
         _forget_new_codes(seen_codes)
         runs.clear()
+    result.state_marks = (marked, state_marks(module))
     reasons = [r for r in dynamo_utils.graph_break_reasons[n_reasons:] if wrapper_break(r) is None]
     skipped = _skipped_frames(unimplemented, dict(dynamo_utils.counters["unimplemented"]))
     if _has_fsdp(module):
