@@ -62,64 +62,90 @@ def _should_fold(t1: Geometry, t2: Geometry) -> bool:
 _COMPOSITE = "composite"
 
 
+def _matmul_path(t1: Geometry, t2: Geometry) -> str:
+    """Which branch of ATen's ``_matmul_impl`` runs, from the ranks (and, for N-D operands, ``should_fold``):
+    ``dot`` (1-D @ 1-D), ``mv`` (2-D @ 1-D), ``vm`` (1-D @ 2-D: an mm of the unsqueezed vector), ``mm``
+    (2-D @ 2-D), ``fold`` (an N-D side folded into the rows of one mm/mv), ``batched`` (broadcast, fold
+    the batch dims, bmm). Each branch's copies are counted by its own function below."""
+    d1, d2 = t1.ndim, t2.ndim
+    if d1 == 1 and d2 == 1:
+        return "dot"
+    if d1 == 2 and d2 == 1:
+        return "mv"
+    if d1 == 1 and d2 == 2:
+        return "vm"
+    if d1 == 2 and d2 == 2:
+        return "mm"
+    return "fold" if _should_fold(t1, t2) else "batched"
+
+
 def _matmul_cpu(t1: Geometry, t2: Geometry, names: tuple[str, str], env: Env,
                 cpu: bool) -> tuple[str, list[KernelCopy]] | None:
     """The copies of ``_matmul_impl`` (has_out=False): composite-level copies on any device,
     the inner mm/bmm/mv copies on CPU only. Off the CPU the path is ``_COMPOSITE`` and the
     copies are the composite ones (None where there are none to tell: 1-D/2-D operands)."""
-    d1, d2 = t1.ndim, t2.ndim
-    if d1 == 1 and d2 == 1:
+    path = _matmul_path(t1, t2)
+    if path == "dot":
         return "matmul: dot (any strides)", []
-    if d1 == 2 and d2 == 1:
-        if not cpu:
-            return None
+    if path == "fold":
+        return _folded(t1, t2, names, env, cpu)
+    if path == "batched":
+        return _batched(t1, t2, names, env, cpu)
+    if not cpu:
+        return None
+    if path == "mv":
         mv = mv_copies(t1, t2, names, env)
         return None if mv is None else ("matmul: mv", mv)
-    if d1 == 1 and d2 == 2:
-        if not cpu:
-            return None
-        return "matmul: mm", mm_copies(t1.unsqueeze(0), t2, names)
-    if d1 == 2 and d2 == 2:
-        if not cpu:
-            return None
-        return "matmul: mm", mm_copies(t1, t2, names)
-    if _should_fold(t1, t2):
-        transpose = d2 > d1
+    return "matmul: mm", mm_copies(t1.unsqueeze(0) if path == "vm" else t1, t2, names)
+
+
+def _folded(t1: Geometry, t2: Geometry, names: tuple[str, str], env: Env,
+            cpu: bool) -> tuple[str, list[KernelCopy]] | None:
+    """``fold``: the N-D operand's leading dims folded into the rows of one mm (or mv), reshape's copy
+    when they do not merge, then the BLAS call's own copies."""
+    d1, d2 = t1.ndim, t2.ndim
+    transpose = d2 > d1
+    if transpose:
+        big, big_name = t2.mT(), names[1]
+        small, small_name = (t1.transpose(0, 1) if d1 == 2 else t1), names[0]
+    else:
+        big, big_name, small, small_name = t1, names[0], t2, names[1]
+    lead = big.shape[:-1]
+    folded = prod(lead)
+    t1f, copied = big.reshape((folded, big.shape[-1]))
+    copies: list[KernelCopy] = []
+    if copied:
+        forced = (t2.requires_grad if d1 >= d2 else t1.requires_grad)
+        copies.append(copy_of(big_name, big, "aten::clone", "fold-grad" if forced else "batch-fold",
+                              f"matmul folds the leading dims {shape_text(lead)} into the rows of one "
+                              + ("mm" if small.ndim == 2 else "mv")
+                              + (" (it always does when the other operand requires grad, to keep the "
+                                 "weight gradient small)" if forced else "")
+                              + ", and this layout's leading dims do not merge without a copy"))
+    if not cpu:
+        return _COMPOSITE, copies
+    if small.ndim == 2:
+        for name, t in addmm_clones(t1f, small, (big_name, small_name)):
+            copies.append(copy_of(name, t, "aten::clone", "blas-layout", BLAS_WHY))
         if transpose:
-            big, big_name = t2.mT(), names[1]
-            small, small_name = (t1.transpose(0, 1) if d1 == 2 else t1), names[0]
-        else:
-            big, big_name, small, small_name = t1, names[0], t2, names[1]
-        lead = big.shape[:-1]
-        folded = prod(lead)
-        t1f, copied = big.reshape((folded, big.shape[-1]))
-        copies: list[KernelCopy] = []
-        if copied:
-            forced = (t2.requires_grad if d1 >= d2 else t1.requires_grad)
-            copies.append(copy_of(big_name, big, "aten::clone", "fold-grad" if forced else "batch-fold",
-                                  f"matmul folds the leading dims {shape_text(lead)} into the rows of one "
-                                  + ("mm" if small.ndim == 2 else "mv")
-                                  + (" (it always does when the other operand requires grad, to keep the "
-                                     "weight gradient small)" if forced else "")
-                                  + ", and this layout's leading dims do not merge without a copy"))
-        if not cpu:
-            return _COMPOSITE, copies
-        if small.ndim == 2:
-            for name, t in addmm_clones(t1f, small, (big_name, small_name)):
-                copies.append(copy_of(name, t, "aten::clone", "blas-layout", BLAS_WHY))
-            if transpose:
-                out_shape = tuple(lead) + (small.shape[1],)
-                out = t1f.contiguous_copy(out_shape).mT()
-                if not out.is_contiguous():
-                    copies.append(copy_of("output", out, "aten::contiguous", "result-transpose",
-                                          "2-D @ N-D computes the transposed product with one mm and copies the "
-                                          "result back to its layout"))
-            return "matmul: folded into mm", copies
-        inner_mv = mv_copies(t1f, small, (big_name, small_name), env)
-        if inner_mv is None:
-            return None
-        return "matmul: folded into mv", copies + inner_mv
-    # batched path: broadcast, expand, fold the batch dims with reshape, bmm
+            out_shape = tuple(lead) + (small.shape[1],)
+            out = t1f.contiguous_copy(out_shape).mT()
+            if not out.is_contiguous():
+                copies.append(copy_of("output", out, "aten::contiguous", "result-transpose",
+                                      "2-D @ N-D computes the transposed product with one mm and copies the "
+                                      "result back to its layout"))
+        return "matmul: folded into mm", copies
+    inner_mv = mv_copies(t1f, small, (big_name, small_name), env)
+    if inner_mv is None:
+        return None
+    return "matmul: folded into mv", copies + inner_mv
+
+
+def _batched(t1: Geometry, t2: Geometry, names: tuple[str, str], env: Env,
+             cpu: bool) -> tuple[str, list[KernelCopy]] | None:
+    """``batched``: both operands broadcast to the batch, the batch dims folded with reshape (a copy each
+    where they do not merge), then bmm's own copies."""
+    d1, d2 = t1.ndim, t2.ndim
     if d1 == 3 and d2 == 3 and not eq(t1.shape[0], t2.shape[0]) and (t1.requires_grad or t2.requires_grad):
         if not cpu:
             return None  # the size-1 squeeze under autograd is not modelled off the CPU
