@@ -199,7 +199,7 @@ def operand_name(node: CanonNode | None) -> str:
     return name
 
 
-_IDENT = re.compile(r"[A-Za-z_]\w*")
+_IDENT = re.compile(r"(?<![\w.])[A-Za-z_]\w*")  # a name the line spells, not an attribute (`.expand`)
 _ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?(?:[-+*/@%&|^]|//|<<|>>|\*\*)?=(?!=)")
 
 
