@@ -92,8 +92,10 @@ def test_audit_times_are_the_unprofiled_call_split_by_profiled_shares():
     a = fxlint.audit(Planted().eval(), X)
     s = a.summary()
     assert s["call_runs"] >= 1 and s["call_ns"] > 0
-    assert s["profiled_call_ns"] >= s["call_ns"] * 0.8  # the profiler slows the call down, never speeds it up much
-    assert s["copy_ns"] <= s["call_ns"]  # the copies are a share of the call
+    assert s["profiled_call_ns"] > 0
+    # every duration is the unprofiled call split by the profiled shares: the copies are a share of the call
+    assert s["copy_ns"] <= s["call_ns"]
+    assert sum(c.time_ns for c in a.copies) == s["copy_ns"]
     text = str(fxlint.lint(Planted().eval(), X, config=False, confirm=True))
     assert "timed without the profiler (median of" in text
     assert "measured under the profiler" not in text

@@ -195,10 +195,24 @@ def training_loss(out: Any, weights: dict[int, torch.Tensor]) -> torch.Tensor | 
     return loss
 
 
-def unprofiled_time(step: Callable[[], Any], min_run_time: float = 0.2) -> tuple[int, int, int] | None:
+#: how long the audit times the unprofiled call, in seconds (``torch.utils.benchmark``'s ``min_run_time``):
+#: ``FXLINT_AUDIT_TIMING_S`` overrides it (the test suite, which audits hundreds of models, uses less)
+DEFAULT_TIMING_S = 0.2
+
+
+def unprofiled_time(step: Callable[[], Any], min_run_time: float | None = None) -> tuple[int, int, int] | None:
     """One call of ``step`` timed without the profiler: (median ns, interquartile range ns, runs), with
-    ``torch.utils.benchmark`` on the threads torch uses; None when it cannot be timed."""
+    ``torch.utils.benchmark`` on the threads torch uses, for ``min_run_time`` seconds at least (default
+    ``FXLINT_AUDIT_TIMING_S``, else 0.2); None when it cannot be timed."""
+    import os
+
     from torch.utils.benchmark import Timer
+
+    if min_run_time is None:
+        try:
+            min_run_time = float(os.environ.get("FXLINT_AUDIT_TIMING_S", DEFAULT_TIMING_S))
+        except ValueError:
+            min_run_time = DEFAULT_TIMING_S
 
     try:
         m = Timer(stmt="step()", globals={"step": step}, num_threads=torch.get_num_threads()) \
