@@ -101,3 +101,24 @@ def render(report: Report, when: str, *, compiled: bool) -> str:
     head = (f"fxlint: {n} finding{'s' if n != 1 else ''} in the {report.graphs} graph"
             f"{'s' if report.graphs != 1 else ''} compiled {when}")
     return head + "\n" + render_text(report)
+
+
+class ReportingCallback:
+    """What both trainers' callbacks share: the options, the ``RunReporter`` and its ``report``/``session``
+    (mixed in before the trainer's own callback base)."""
+
+    def __init__(self, *, compile: bool = True, options: Mapping[str, Any] | None = None,
+                 report_at: str = "first_step", stream: TextIO | None = None,
+                 on_report: Callable[[Report], None] | None = None) -> None:
+        super().__init__()
+        self._run = RunReporter(compile=compile, options=options, report_at=report_at, stream=stream,
+                                on_report=on_report)
+
+    @property
+    def report(self) -> Report | None:
+        return self._run.report
+
+    @property
+    def session(self) -> Session | None:
+        return self._run.session
+

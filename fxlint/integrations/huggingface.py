@@ -29,13 +29,10 @@ when it is installed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, TextIO
+from typing import Any
 
-from ..findings import Report
-from ..session import Session
 from ..util.compat import ensure_torchvision_importable
-from ._run import RunReporter
+from ._run import ReportingCallback
 
 ensure_torchvision_importable()
 
@@ -44,22 +41,8 @@ from transformers import TrainerCallback  # noqa: E402
 __all__ = ["FxlintCallback"]
 
 
-class FxlintCallback(TrainerCallback):
+class FxlintCallback(ReportingCallback, TrainerCallback):
     """Compile the Trainer's model with ``backend="fxlint"`` and print the findings once per run."""
-
-    def __init__(self, *, compile: bool = True, options: Mapping[str, Any] | None = None,
-                 report_at: str = "first_step", stream: TextIO | None = None,
-                 on_report: Callable[[Report], None] | None = None) -> None:
-        self._run = RunReporter(compile=compile, options=options, report_at=report_at, stream=stream,
-                                on_report=on_report)
-
-    @property
-    def report(self) -> Report | None:
-        return self._run.report
-
-    @property
-    def session(self) -> Session | None:
-        return self._run.session
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
         if getattr(args, "torch_compile", False) and self._run.compile:

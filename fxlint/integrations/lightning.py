@@ -33,13 +33,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from collections.abc import Callable, Mapping
-from typing import Any, TextIO
+from typing import Any
 
-from ..findings import Report
-from ..session import Session
 from ..util.compat import install_torchvision_fallback
-from ._run import RunReporter
+from ._run import ReportingCallback
 
 __all__ = ["FxlintCallback"]
 
@@ -58,23 +55,8 @@ def _lightning() -> Any:
 _pl = _lightning()
 
 
-class FxlintCallback(_pl.Callback):  # type: ignore[name-defined]  # the base is chosen at import time
+class FxlintCallback(ReportingCallback, _pl.Callback):  # type: ignore[name-defined]  # the base is chosen at import time
     """Compile the LightningModule with ``backend="fxlint"`` and print the findings once per fit."""
-
-    def __init__(self, *, compile: bool = True, options: Mapping[str, Any] | None = None,
-                 report_at: str = "first_step", stream: TextIO | None = None,
-                 on_report: Callable[[Report], None] | None = None) -> None:
-        super().__init__()
-        self._run = RunReporter(compile=compile, options=options, report_at=report_at, stream=stream,
-                                on_report=on_report)
-
-    @property
-    def report(self) -> Report | None:
-        return self._run.report
-
-    @property
-    def session(self) -> Session | None:
-        return self._run.session
 
     def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
         if stage == "fit":
