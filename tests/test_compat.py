@@ -228,3 +228,64 @@ def test_install_pth_makes_every_interpreter_of_the_venv_import_torchvision_and_
 def test_install_pth_command_line(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "fxlint.util.compat", "--bad"], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 1 and "usage: python -m fxlint.util.compat --install-pth" in proc.stderr
+
+
+# --------------------------------------------------------------------------- torchaudio
+
+def _fake_torchaudio(tmp_path: Path, *, error: str | None) -> Path:
+    """A package laid out like torchaudio's extension loader: ``_extension.utils._load_lib`` raises
+    ``error`` (an OSError message) or loads (``None``); ``_extension/__init__`` records what it returned."""
+    root = tmp_path / "pkgs"
+    ext = root / "torchaudio" / "_extension"
+    ext.mkdir(parents=True)
+    (root / "torchaudio" / "__init__.py").write_text("from torchaudio import _extension\n")
+    body = "return True" if error is None else f"raise OSError({error!r})"
+    (ext / "utils.py").write_text(f"def _load_lib(lib):\n    {body}\n")
+    (ext / "__init__.py").write_text("from .utils import _load_lib\nAVAILABLE = _load_lib('_torchaudio')\n")
+    return root
+
+
+_AUDIO_PROBE = """
+    import json
+    from fxlint.util import compat
+    compat.install_torchvision_fallback()
+    try:
+        import torchaudio
+        out = {"available": torchaudio._extension.AVAILABLE, "mode": compat.torchaudio_mode()}
+    except OSError as exc:
+        out = {"error": str(exc)}
+    print(json.dumps(out))
+"""
+
+
+def test_torchaudio_cuda_extension_on_cpu_torch_imports_python_only(tmp_path):
+    root = _fake_torchaudio(tmp_path, error="libc10_cuda.so: cannot open shared object file: No such file")
+    out = _run(_AUDIO_PROBE, pythonpath=root)
+    assert out == {"available": False, "mode": "python-only"}
+
+
+def test_torchaudio_extension_that_loads_is_left_alone(tmp_path):
+    out = _run(_AUDIO_PROBE, pythonpath=_fake_torchaudio(tmp_path, error=None))
+    assert out == {"available": True, "mode": "native"}
+
+
+def test_torchaudio_other_load_errors_propagate(tmp_path):
+    """Only a missing dependency means "another build"; a corrupt library is the user's to see."""
+    out = _run(_AUDIO_PROBE, pythonpath=_fake_torchaudio(tmp_path, error="invalid ELF header"))
+    assert out == {"error": "invalid ELF header"}
+
+
+def test_real_torchaudio_and_transformers_audio_models_import_and_run():
+    pytest.importorskip("torchaudio")
+    out = _run("""
+        import json, torch
+        from transformers import Wav2Vec2Config, Wav2Vec2Model
+        import torchaudio
+        from torchaudio.models import conformer
+        from fxlint.util.compat import torchaudio_mode
+        m = conformer.Conformer(input_dim=16, num_heads=2, ffn_dim=32, num_layers=1, depthwise_conv_kernel_size=3)
+        y, _ = m(torch.randn(1, 20, 16), torch.tensor([20]))
+        print(json.dumps({"mode": torchaudio_mode(), "shape": list(y.shape)}))
+    """)
+    assert out["mode"] in {"native", "python-only"}
+    assert out["shape"] == [1, 20, 16]

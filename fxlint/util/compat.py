@@ -33,6 +33,14 @@ What a user sees:
   torchvision's "Couldn't load custom C++ ops" error when called (``"python-only"``);
 * torchvision not installed: nothing happens (``"absent"``).
 
+torchaudio has the same mismatch (the registry's wheel links ``libc10_cuda.so``) and the same designed mode:
+a torchaudio whose compiled extension is not there imports with ``_IS_TORCHAUDIO_EXT_AVAILABLE = False``,
+its models (wav2vec2, Conformer, Emformer, ...) are Python, and the functions that need the extension raise
+torchaudio's own error. ``install_torchvision_fallback`` also wraps torchaudio's ``_extension.utils._load_lib``
+so that an extension which cannot load *because a shared library it needs is missing* counts as not built
+(``torchaudio_mode()`` is ``"python-only"``); any other load error propagates. Without it ``import
+torchaudio`` raises, and so does transformers' audio models (they import torchaudio when it is installed).
+
 fxlint itself never imports torchvision. The CLI installs the fallback before it loads a TARGET
 (``fxlint lint model.py:make`` on a file that imports timm works with either wheel); the census in
 ``bench/census.py`` and the test suite's ``conftest.py`` call it too. In your own scripts, call
@@ -50,7 +58,8 @@ import sys
 import types
 from collections.abc import Sequence
 
-__all__ = ["ensure_torchvision_importable", "install_pth", "install_torchvision_fallback", "torchvision_mode"]
+__all__ = ["ensure_torchvision_importable", "install_pth", "install_torchvision_fallback", "torchaudio_mode",
+           "torchvision_mode"]
 
 #: torchvision's modules that register kernels for its C operators at import time
 _REGISTRATION_MODULES = ("torchvision._meta_registrations", "torchvision._autograd_registrations")
@@ -87,6 +96,64 @@ class _TorchvisionFallbackFinder(importlib.abc.MetaPathFinder):
 
 _FINDER = _TorchvisionFallbackFinder()
 
+#: torchaudio's module whose ``_load_lib`` loads its compiled extension at import time
+_TORCHAUDIO_UTILS = "torchaudio._extension.utils"
+
+
+def _cannot_load_dependency(exc: BaseException) -> bool:
+    """An ``OSError`` of ``torch.ops.load_library`` because the library needs another shared library this
+    machine does not have (``libc10_cuda.so``: a CUDA build next to a CPU torch)."""
+    text = f"{exc} {exc.__cause__ or ''}"
+    return isinstance(exc, OSError) and "cannot open shared object file" in text
+
+
+class _TorchaudioLoader(importlib.abc.Loader):
+    """Runs torchaudio's own ``_extension.utils`` and wraps its ``_load_lib``: a compiled extension that
+    cannot load because a dependency is missing counts as "not built", torchaudio's designed mode
+    (``_IS_TORCHAUDIO_EXT_AVAILABLE`` is False; the functions that need it raise torchaudio's own error)."""
+
+    def __init__(self, real: importlib.machinery.ModuleSpec) -> None:
+        self.real = real
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        assert self.real.loader is not None
+        return self.real.loader.create_module(self.real)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        assert self.real.loader is not None
+        self.real.loader.exec_module(module)
+        load = getattr(module, "_load_lib", None)
+        if load is None:
+            return  # torchaudio changed its layout: leave it as it is
+
+        def _load_lib(lib: str) -> bool:
+            try:
+                return bool(load(lib))
+            except OSError as exc:
+                if _cannot_load_dependency(exc):
+                    module._fxlint_load_error = str(exc)  # type: ignore[attr-defined]
+                    return False
+                raise
+
+        module._load_lib = _load_lib  # type: ignore[attr-defined]
+
+
+class _TorchaudioFallbackFinder(importlib.abc.MetaPathFinder):
+    """Answers the import of ``torchaudio._extension.utils`` with the real module behind the loader above."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname != _TORCHAUDIO_UTILS:
+            return None
+        real = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if real is None or real.loader is None:
+            return None
+        spec = importlib.util.spec_from_file_location(fullname, real.origin, loader=_TorchaudioLoader(real))
+        return spec
+
+
+_AUDIO_FINDER = _TorchaudioFallbackFinder()
+
 
 def install_torchvision_fallback() -> None:
     """Put the fallback in place for later imports of torchvision (idempotent, imports nothing).
@@ -97,6 +164,8 @@ def install_torchvision_fallback() -> None:
     # finder of the same class), and a venv's site-packages can be read twice (lib and its lib64 link)
     if not any(type(f).__name__ == _TorchvisionFallbackFinder.__name__ for f in sys.meta_path):
         sys.meta_path.insert(0, _FINDER)
+    if not any(type(f).__name__ == _TorchaudioFallbackFinder.__name__ for f in sys.meta_path):
+        sys.meta_path.insert(0, _AUDIO_FINDER)
 
 
 def torchvision_mode() -> str:
@@ -107,6 +176,15 @@ def torchvision_mode() -> str:
         return "absent"
     ext = sys.modules.get("torchvision.extension")
     return "native" if ext is not None and ext._has_ops() else "python-only"
+
+
+def torchaudio_mode() -> str:
+    """``"native"``, ``"python-only"`` (its compiled extension could not load: a CUDA build next to a CPU
+    torch) or ``"absent"`` (not imported) for torchaudio."""
+    if "torchaudio" not in sys.modules:
+        return "absent"
+    utils = sys.modules.get(_TORCHAUDIO_UTILS)
+    return "python-only" if getattr(utils, "_fxlint_load_error", None) else "native"
 
 
 def ensure_torchvision_importable() -> str:
