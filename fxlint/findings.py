@@ -106,6 +106,9 @@ class Finding:
       (``fxlint.compiled``): ``"survives"`` (``compiled_bytes`` per call in the compiled program),
       ``"fused"`` (no memory traffic of its own: ``compiled_bytes`` 0) or ``"unknown"``; None when
       not asked (an eager inner backend) or not a copy finding;
+    * ``compiled_only``: the line sits in a branch only ``torch.compile`` takes (``if is_compiling():``):
+      the condition and where it is; eager runs the other branch. ``eager_site``: with the runtime
+      audit, the line (file, line) where eager makes the same copy instead, when it found one;
     * ``via``: the frames inside the reported line, outermost first (``einops/einops.py:600 in
       rearrange``...): the line is the innermost one outside torch and the pass-through libraries;
     * ``violation``: the rule's typed record (``details`` is its data plus the fields above).
@@ -137,6 +140,8 @@ class Finding:
     compiled: str | None = None  # under Inductor (fxlint.compiled): survives / fused / unknown
     compiled_bytes: int | None = None
     via: tuple[str, ...] | None = None  # the frames inside the line (a pass-through library's, torch's)
+    compiled_only: str | None = None  # "`if is_compiling():` at pkg/mod.py:264": eager takes the other branch
+    eager_site: tuple[str, int] | None = None  # where eager makes the copy instead (the audit found it)
     violation: Violation | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property

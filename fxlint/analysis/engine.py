@@ -30,7 +30,7 @@ from ..findings import Finding, Report, dedupe
 from ..registry import Hit, Rule, RuleContext, default_registry
 from ..tensor.info import known
 from ..util.perf import gc_paused
-from ..util.source import is_suppressed, source_line
+from ..util.source import compiler_branch, is_suppressed, parse_stack_trace, source_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..project.config import Settings
@@ -49,11 +49,16 @@ def finding_from_hit(rule: Rule, hit: Hit, label: str | None) -> Finding:
         expr = str(hit.bytes)
     sizes, backward, shape = hit.copy_sizes, hit.backward_bytes, hit.tensor_shape
     violation = hit.violation
+    message = violation.message()
+    branch = compiler_branch(parse_stack_trace(node.node.meta.get("stack_trace"))) if node is not None else None
+    if branch is not None:
+        message = (f"{message.rstrip().rstrip('.')}. This line runs only under torch.compile "
+                   f"({branch.describe()}); eager takes the other branch.")
     return Finding(
         code=rule.code,
         name=rule.name,
         severity=hit.severity or rule.severity,
-        message=violation.message(),
+        message=message,
         file=loc.file if loc else None,
         line=loc.line if loc else None,
         module_path=node.module_path if node is not None else None,
@@ -68,6 +73,7 @@ def finding_from_hit(rule: Rule, hit: Hit, label: str | None) -> Finding:
         tensor_shape=_known_ints(shape),
         dedup=hit.dedup,
         via=loc.via or None if loc else None,
+        compiled_only=branch.describe() if branch is not None else None,
         violation=violation,
     )
 

@@ -21,6 +21,7 @@ from .._present import text_renderer_for
 from ..findings import Finding, Report, Severity, sort_by_harm
 from ..reporting.grouping import Group, group_findings, in_scope, location_text
 from ..tensor.info import human_bytes
+from ..util.source import clean_path
 
 
 def _bytes_cell(f: Finding | Group) -> str:
@@ -243,9 +244,15 @@ def _group_blocks(groups: list[Group], width: int, timed: bool) -> str:
         if g.fix:
             out.extend(textwrap.wrap("fix: " + g.fix, wrap, initial_indent="    ", subsequent_indent="      "))
         if g.statuses:
+            eager = next((f.eager_site for f in g.findings if f.eager_site), None)
+            compiled_only = any(f.compiled_only for f in g.findings)
+            why_not_run = (" (eager does not run this line: it runs only under torch.compile)" if compiled_only
+                           else " (the audited call did not run this line: it runs only on some calls, or only "
+                                "while torch.compile traces)")
             out.append("    runtime: " + ", ".join(f"{n} {s}" for s, n in sorted(g.statuses.items()))
-                       + (" (the audited call did not run this line: it runs only on some calls, or only "
-                          "while torch.compile traces)" if "not-run" in g.statuses else ""))
+                       + (why_not_run if "not-run" in g.statuses else "")
+                       + (f" (eager makes the same copy at {clean_path(eager[0]) or eager[0]}:{eager[1]})"
+                          if eager else ""))
         verdict = compiled_text(g.findings)
         if verdict:
             out.append("    under Inductor: " + verdict)

@@ -48,6 +48,10 @@ _FIELD_DOCS = {
     "ranks": "under torch.distributed, gathered across ranks: the ranks that found it (null: not gathered)",
     "via": "the frames inside the reported line, outermost first: pass-through library code (einops, "
            "[tool.fxlint] passthrough) and torch's own functions between the user's call and the op (null: none)",
+    "compiled_only": "the line is in a branch only torch.compile takes (`if is_compiling():`): the condition and "
+                     "where it is; eager runs the other branch (null: not such a line)",
+    "eager_site": "with the runtime audit, for a compiled_only finding: [file, line] where eager makes the same "
+                  "copy instead (null: none found, or not such a finding)",
     "details": "the rule's own data: the fields of its violation type",
 }
 

@@ -116,7 +116,24 @@ def match(f: Finding, audit: AuditReport, taken: set[int] | frozenset[int] = fro
                 hits = avoidable
     if hits:
         return CONFIRMED, hits
+    if f.compiled_only is not None and not _ran(f, audit):
+        twin = _eager_twin(f, audit, taken)
+        if twin:
+            return CONFIRMED, twin
     return (REFUTED if _ran(f, audit) else NOT_RUN), []
+
+
+def _eager_twin(f: Finding, audit: AuditReport, taken: set[int] | frozenset[int]) -> list[CopyEvent]:
+    """For a finding on a branch only torch.compile takes (``Finding.compiled_only``), the copy eager makes
+    instead on its own branch: an avoidable forward copy of the predicted size, in the same file and
+    module call, that no other finding explains, on another line (PyG's ``_index_select`` gathers at one
+    line under Dynamo and at another, in ``_index_select_safe``, in eager)."""
+    if not f.bytes or f.file is None:
+        return []
+    sizes = sorted(f.copy_sizes or (f.bytes,), reverse=True)
+    pool = [c for c in audit.copies if c.phase == "forward" and c.avoidable and id(c) not in taken
+            and c.module_path == f.module_path and c.file == f.file and c.line != f.line]
+    return _match_sizes(sizes, pool) or []
 
 
 def _claimed_calls(f: Finding) -> frozenset[str] | None:
@@ -161,7 +178,12 @@ def confirm(report: Report, audit: AuditReport) -> Report:
         back = _backward_hits(f, audit, explained) if status == CONFIRMED else []
         explained.update(id(c) for c in back)
         t = sum(c.time_ns for c in (*hits, *back))
-        marked[i] = replace(f, status=status, time_ns=t if hits or back else None)
+        eager = None
+        at = hits[0] if hits else None
+        if f.compiled_only is not None and at is not None and at.file is not None and at.line is not None \
+                and (at.file, at.line) != (f.file, f.line):
+            eager = (at.file, at.line)  # the copy eager makes on its own branch
+        marked[i] = replace(f, status=status, time_ns=t if hits or back else None, eager_site=eager)
     report.findings = [marked[i] for i in range(len(report.findings))]
     # a silenced finding still explains its copy
     for f in report.suppressed:

@@ -308,6 +308,95 @@ def grad_off_block_lines(path: str | None, line: int | None) -> list[int]:
         return []
     found = [(lo, hi, at) for lo, hi, at in _grad_off_blocks(path, mtime) if lo <= line <= hi]
     return [at for lo, hi, at in sorted(found, key=lambda b: b[1] - b[0])]
+# --------------------------------------------------------------------------- branches only torch.compile takes
+
+#: functions that are True while Dynamo traces (``torch.compiler.is_compiling``, ``torch._dynamo.is_compiling``,
+#: transformers' ``is_torchdynamo_compiling``, ``torch.compiler.is_exporting``...) and False in eager
+_COMPILING_FUNCS = frozenset({"is_compiling", "is_torchdynamo_compiling", "is_dynamo_compiling", "is_exporting",
+                              "is_torchdynamo_exporting", "_is_compiling"})
+#: predicates that are False in an eager (not TorchScript) program and while Dynamo traces
+_EAGER_FALSE_FUNCS = frozenset({"is_scripting", "is_tracing"})
+
+
+@dataclass(frozen=True)
+class CompilerBranch:
+    """A branch of an ``if`` that the program takes only while ``torch.compile`` traces it: eager runs
+    the other branch (or skips the block)."""
+
+    file: str
+    line: int  # the ``if`` (or ``elif``)
+    test: str  # its condition, as written
+    first: int  # the lines of the branch Dynamo takes
+    last: int
+
+    def describe(self) -> str:
+        return f"`if {self.test}:` at {clean_path(self.file) or self.file}:{self.line}"
+
+
+def _call_name(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Call):
+        f = node.func
+        return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+    return None
+
+
+def _compiling_polarity(test: ast.AST) -> bool | None:
+    """True when ``test`` is true only while Dynamo traces (the body is compiled-only), False when it is
+    false only then (the ``else`` is), None when eager and the compiled program may agree."""
+    name = _call_name(test)
+    if name in _COMPILING_FUNCS:
+        return True
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _compiling_polarity(test.operand)
+        return None if inner is None else not inner
+    if isinstance(test, ast.BoolOp):
+        pol = [_compiling_polarity(v) for v in test.values]
+        if isinstance(test.op, ast.Or):  # `is_scripting() or is_compiling()`: eager takes the else
+            if True in pol and all(p is True or _call_name(v) in _EAGER_FALSE_FUNCS for p, v in zip(pol, test.values)):
+                return True
+        elif True in pol:  # `is_compiling() and x`: the body never runs in eager
+            return True
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _compiler_branches(path: str, mtime: float) -> tuple[CompilerBranch, ...]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If):
+            continue
+        pol = _compiling_polarity(node.test)
+        branch = node.body if pol is True else node.orelse if pol is False else None
+        if not branch:
+            continue
+        test = (ast.get_source_segment(text, node.test) or "").replace("\n", " ")
+        out.append(CompilerBranch(path, node.lineno, " ".join(test.split()), branch[0].lineno,
+                                  max(getattr(b, "end_lineno", None) or b.lineno for b in branch)))
+    return tuple(out)
+
+
+def compiler_branch(frames: list[Location]) -> CompilerBranch | None:
+    """The innermost branch that only ``torch.compile`` takes among ``frames`` (a node's stack, outermost
+    first; torch's and fxlint's own frames are skipped): the code at those frames does not run in eager."""
+    for loc in reversed(frames):
+        if is_internal_file(loc.file) or loc.file.startswith("<"):
+            continue
+        try:
+            mtime = os.path.getmtime(loc.file)
+        except OSError:
+            continue
+        inside = [b for b in _compiler_branches(loc.file, mtime) if b.first <= loc.line <= b.last]
+        if inside:
+            return min(inside, key=lambda b: b.last - b.first)
+    return None
+
+
 # --------------------------------------------------------------------------- one line as code
 
 
