@@ -55,6 +55,11 @@ class Violation:
         """How to fix it, in a sentence (None: no advice beyond the message)."""
         return None
 
+    def gain(self) -> str | None:
+        """What fixing it gains besides bytes, in a few words (a gradient cut: the parameters that train
+        again); None: nothing beyond the bytes it copies."""
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         """The fields as they are (``Finding.to_dict`` makes them JSON-friendly)."""
         if not is_dataclass(self):
@@ -75,6 +80,44 @@ def _plain(v: Any) -> Any:
     if is_dataclass(v) and not isinstance(v, type):
         return {f.name: _plain(getattr(v, f.name)) for f in fields(v)}
     return str(v)
+
+
+@dataclass(frozen=True)
+class Saving:
+    """What fixing a finding (or a group of them) is expected to save: never an invented number.
+
+    * ``bytes_per_call``: the bytes its copies move per call (the finding's ``bytes``); None when it is
+      not a copy finding (a gradient cut, a graph break) or the size is symbolic;
+    * ``bytes_per_step``: with the backward's copies (``backward_bytes``) added, per training step;
+      None when the backward is not modelled for the site or adds nothing;
+    * ``time_ns``: measured, with the runtime audit (``confirm=True``): the time of the copies that back
+      it, the call timed without the profiler split by the profiled shares (``Finding.time_ns``; with
+      ``train=True`` per training step); None when not measured;
+    * ``gain``: what a fix gains that is not bytes (a gradient cut: which parameters train again).
+    """
+
+    bytes_per_call: int | None = None
+    bytes_per_step: int | None = None
+    time_ns: int | None = None
+    gain: str | None = None
+
+    @staticmethod
+    def of(code: str, bytes: int | None, backward_bytes: int | None, time_ns: int | None,
+           gain: str | None = None) -> Saving:
+        if code.startswith(GRADIENT_FAMILY) and not bytes:  # a cut moves no bytes: the gain is the gradient
+            return Saving(gain=gain)
+        step = bytes + backward_bytes if bytes is not None and backward_bytes else None
+        return Saving(bytes_per_call=bytes, bytes_per_step=step, time_ns=time_ns or None, gain=gain)
+
+    def __bool__(self) -> bool:
+        return bool(self.bytes_per_call or self.time_ns or self.gain)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+#: the gradient rules (FXL3xx): their fix saves no bytes, it makes parameters train
+GRADIENT_FAMILY = "FXL3"
 
 
 @dataclass(frozen=True)
@@ -99,7 +142,8 @@ class Finding:
       copied (FXL108): the cross-check looks for a copy of that shape on the line;
     * ``dedup``: told apart from other findings of the same code, line and module by this key;
     * ``time_ns``: with the runtime audit, the measured time of the copies that back it
-      (forward, and backward with ``train=True``), from the profiler;
+      (forward, and backward with ``train=True``): the call timed without the profiler, split by the
+      profiled shares (docs/audit.md "Times");
     * ``ranks``: under ``torch.distributed``, after ``Session.gather()``, the ranks that found it
       (None: one process, or not gathered);
     * ``compiled``: for a copy finding, what Inductor's lowering of the graph does with the copy
@@ -112,6 +156,8 @@ class Finding:
     * ``via``: the frames inside the reported line, outermost first (``einops/einops.py:600 in
       rearrange``...): the line is the innermost one outside torch and the pass-through libraries;
     * ``violation``: the rule's typed record (``details`` is its data plus the fields above).
+
+    ``saving`` (derived, in JSON too) is what fixing it is expected to save (``Saving``).
     """
 
     code: str
@@ -161,6 +207,13 @@ class Finding:
             d.setdefault("shape", self.tensor_shape)
         return MappingProxyType(d)
 
+    @property
+    def saving(self) -> Saving:
+        """What fixing it is expected to save: its bytes per call (and per training step), the measured
+        time with the audit, or for a gradient cut what it gains instead (``Saving``)."""
+        gain = self.violation.gain() if self.violation is not None else None
+        return Saving.of(self.code, self.bytes, self.backward_bytes, self.time_ns, gain)
+
     def key(self) -> tuple:
         """Identity used to deduplicate the same finding across graphs and recompiles."""
         where = (self.file, self.line) if self.file is not None else (None, self.node)
@@ -173,6 +226,7 @@ class Finding:
         """The JSON form (``fxlint.reporting.schema.FINDING`` documents every key)."""
         d: dict[str, Any] = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "violation"}
         d["details"] = _plain(self.violation.to_dict()) if self.violation is not None else {}
+        d["saving"] = self.saving.to_dict()
         return d
 
 

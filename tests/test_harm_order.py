@@ -54,7 +54,7 @@ def test_the_error_comes_first_in_text_json_and_html():
     first = page[page.index('id="fix-first"'):]
     first = first[:first.index("</ol>")]
     assert first.index(err.code) < first.index(copy.code)
-    assert "fixes an error" in first and "saves 49.2 kB copied per call" in first
+    assert "fixes an error (head.weight, head.bias train again)" in first and "saves 49.2 kB per call" in first
     assert page.index('id="fix-first"') < page.index("<h2>Summary</h2>")
 
 
@@ -107,3 +107,80 @@ def test_no_time_at_all_when_the_call_cannot_be_timed_without_the_profiler(monke
     assert a.call_ns == 0 and all(c.time_ns == 0 for c in a.copies) and a.profiled_call_ns > 0
     text = str(fxlint.lint(Planted().eval(), X, config=False, confirm=True))
     assert "could not be timed without the profiler" in text
+
+
+# --------------------------------------------------------------------------- what fixing a finding saves
+
+
+def test_a_copy_finding_saves_its_bytes_and_a_gradient_cut_saves_none():
+    r = _report()
+    cut = next(f for f in r.findings if f.code == "FXL301")
+    copy = next(f for f in r.findings if f.code == "FXL201")
+    assert copy.saving.bytes_per_call == copy.bytes == 49152
+    assert copy.saving.time_ns is None  # not measured without the audit
+    assert cut.saving.bytes_per_call is None and cut.saving.bytes_per_step is None and cut.saving.time_ns is None
+    assert cut.saving.gain == "head.weight, head.bias train again"  # what it gains instead: no invented bytes
+    d = json.loads(render_json(r))
+    saving = {f["code"]: f["saving"] for f in d["findings"]}
+    assert saving["FXL201"] == {"bytes_per_call": 49152, "bytes_per_step": None, "time_ns": None, "gain": None}
+    assert saving["FXL301"]["bytes_per_call"] is None
+    assert {g["code"]: g["saving"]["bytes_per_call"] for g in d["groups"]} == {"FXL301": None, "FXL201": 49152}
+    line = next(x for x in str(r).splitlines() if x.startswith("Fix first"))
+    assert line.endswith("FXL301 detach-break, fixes an error (head.weight, head.bias train again); "
+                         "tests/test_harm_order.py:28 FXL201 noncontiguous-matmul, saves 49.2 kB per call."), line
+
+
+def test_the_backward_copies_count_per_training_step():
+    from fxlint.findings import Saving
+
+    s = Saving.of("FXL202", 1000, 1000, None)
+    assert (s.bytes_per_call, s.bytes_per_step) == (1000, 2000)
+    assert Saving.of("FXL202", 1000, 0, None).bytes_per_step is None  # the backward adds nothing
+    from fxlint.renderers.text import saving_text
+
+    assert saving_text(s) == "saves 1.0 kB per call (2.0 kB per training step)"
+    assert saving_text(Saving.of("FXL202", 1000, None, 300_000)) == "saves 1.0 kB and ~0.3 ms per call (measured)"
+    assert saving_text(Saving.of("FXL202", 1000, None, 300_000), train=True) == \
+        "saves 1.0 kB per call and ~0.3 ms per training step (measured)"
+    assert saving_text(Saving.of("FXL301", None, None, None)) == ""
+
+
+def test_with_the_audit_the_saving_is_the_measured_time_from_the_unprofiled_call(monkeypatch):
+    """The measured saving is the unprofiled call's time split by the profiled shares: with the unprofiled
+    call said to take 7 ms, the copy's saving is its profiled share of 7 ms, not the profiler's duration."""
+    raw = {}
+    real_profile = runtime.profile_copies
+
+    def profile(*a, **kw):
+        raw["audit"] = real_profile(*a, **kw)
+        return raw["audit"]
+
+    monkeypatch.setattr(runtime, "profile_copies", profile)
+    monkeypatch.setattr(runtime, "unprofiled_time", lambda step, **k: (7_000_000, 100_000, 9))
+    r = fxlint.lint(Planted().eval(), X, config=False, confirm=True)
+    copy = next(f for f in r.findings if f.code == "FXL201")
+    assert copy.status == "confirmed"
+    assert r.audit_summary["call_ns"] == 7_000_000
+    profiled = raw["audit"].phase_ns["call"]
+    backing = [c for c in raw["audit"].copies if c.file == copy.file and c.line == copy.line]
+    assert backing
+    expected = sum(round(c.time_ns * 7_000_000 / profiled) for c in backing)
+    assert copy.saving.time_ns == copy.time_ns and abs(copy.time_ns - expected) <= len(backing)
+    assert 0 < copy.time_ns < 7_000_000
+    assert copy.saving.bytes_per_call == copy.bytes
+    line = next(x for x in str(r).splitlines() if x.startswith("Fix first"))
+    assert "saves 49.2 kB and ~" in line and " per call (measured)" in line, line
+    page = render_html(r)
+    first = page[page.index('id="fix-first"'):page.index("</ol>")]
+    assert "per call (measured)" in first
+    d = json.loads(render_json(r))
+    assert next(f for f in d["findings"] if f["code"] == "FXL201")["saving"]["time_ns"] == copy.time_ns
+
+
+def test_no_measured_saving_when_the_call_cannot_be_timed(monkeypatch):
+    monkeypatch.setattr(runtime, "unprofiled_time", lambda step, **k: None)
+    r = fxlint.lint(Planted().eval(), X, config=False, confirm=True)
+    copy = next(f for f in r.findings if f.code == "FXL201")
+    assert copy.saving.time_ns is None and copy.saving.bytes_per_call == copy.bytes
+    page = render_html(r)
+    assert "(measured)" not in str(r) and "(measured)" not in page[page.index('id="fix-first"'):page.index("</ol>")]

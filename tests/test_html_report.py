@@ -22,6 +22,7 @@ import fxlint
 from fxlint.cli.app import main
 from fxlint.renderers.html import render_html
 from fxlint.renderers.json import report_dict
+from fxlint.reporting.grouping import group_findings
 from tests.conftest import line_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,6 +129,61 @@ def test_report_renders_in_a_browser_with_the_json_numbers_and_the_line_highligh
     assert all(h["bg"] not in ("rgba(0, 0, 0, 0)", "rgb(255, 255, 255)") for h in facts["hits"])
     assert max(h["heat"] for h in facts["hits"]) == 5  # the most expensive line is the hottest
     assert facts["sorted_asc"] == sorted(facts["sorted_asc"])
+
+
+def test_fix_first_is_above_the_fold_at_1280x800(tmp_path):
+    """At 1280x800, without scrolling, the first thing on the page is the "fix first" block, whole, and each
+    of its actions shows the line, what is wrong, the fix and the expected saving; the summary's cards (the
+    ten equal boxes that once led the page) come after it."""
+    report, _ = _report_for("transformer_attention.py")
+    path = tmp_path / "fold.html"
+    path.write_text(render_html(report))
+    sync_playwright, exe = _need_browser()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=_ARGS, timeout=60_000)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page.goto(path.as_uri(), wait_until="load", timeout=60_000)
+            page.wait_for_selector("html[data-ready='1']", timeout=60_000)
+            facts = page.evaluate("""() => {
+                const box = e => { const b = e.getBoundingClientRect();
+                                   return {top: b.top, bottom: b.bottom, height: b.height, text: e.innerText}; };
+                const first = document.querySelector('#fix-first');
+                const visible = [...document.querySelectorAll('main > *')].filter(
+                    e => e.getBoundingClientRect().height > 0 && getComputedStyle(e).display !== 'none');
+                const part = (li, sel) => { const e = li.querySelector(sel); return e ? box(e) : null; };
+                return {
+                    scrollY: window.scrollY, height: window.innerHeight,
+                    block: first ? box(first) : null,
+                    firstVisible: visible.length ? (visible[0].id || visible[0].className || visible[0].tagName) : null,
+                    firstVisibleText: visible.length ? visible[0].innerText : null,
+                    cards: document.querySelector('.cards') ? box(document.querySelector('.cards')) : null,
+                    actions: first ? [...first.querySelectorAll('li.first')].map(li => ({
+                        li: box(li), line: part(li, 'a'), what: part(li, '.what'), fix: part(li, '.fix'),
+                        saving: part(li, '.saving')})) : [],
+                };
+            }""")
+            OUT.mkdir(exist_ok=True)
+            page.screenshot(path=str(OUT / "report-above-the-fold.png"))
+        finally:
+            browser.close()
+    assert facts["scrollY"] == 0 and facts["height"] == 800
+    block = facts["block"]
+    assert block is not None, "no fix-first block"
+    assert 0 <= block["top"] and block["bottom"] <= 800, f"the fix-first block is not all above the fold: {block}"
+    assert facts["firstVisibleText"].strip() == "Fix first", facts["firstVisible"]
+    assert facts["cards"] is None or facts["cards"]["top"] > block["bottom"]  # the cards come after it
+    expected = [g for g in group_findings(report.findings, sort="time") if g.severity.value != "info"][:3]
+    assert len(facts["actions"]) == len(expected) == 3
+    for action, g in zip(facts["actions"], expected):
+        for part in ("line", "what", "fix", "saving"):
+            box = action[part]
+            assert box is not None and box["text"].strip(), (part, action)
+            assert 0 <= box["top"] and box["bottom"] <= 800, (part, box)
+        assert action["line"]["text"] == g.location
+        assert action["saving"]["text"].startswith("saves ") and "per call" in action["saving"]["text"]
+        assert "(measured)" in action["saving"]["text"]  # confirm=True: a time from the unprofiled call
+        assert action["fix"]["text"].startswith("fix: ")
 
 
 def test_a_model_with_graph_breaks_and_rewrites(tmp_path):

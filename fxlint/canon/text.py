@@ -204,8 +204,9 @@ _ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?(?:[-+*/@%&|^]|//|<<|>>
 
 
 def source_statement(node: CanonNode | None) -> Any:
-    """The node's source line parsed as one Python statement (``ast``), or None (no source, or a line
-    that is not a whole statement: a continuation of a call over several lines)."""
+    """The node's source statement parsed as one Python statement (``ast``), or None. The line alone
+    when it is a whole statement; else the simple statement of the node's file that spans the line (a
+    call or a subscript written over several lines: the reported line is one of them)."""
     import ast
 
     src = node.source if node is not None else None
@@ -214,24 +215,69 @@ def source_statement(node: CanonNode | None) -> Any:
     try:
         tree = ast.parse(src.strip())
     except SyntaxError:
-        return None
+        loc = node.location if node is not None else None
+        return _spanning_statement(loc.file, loc.line) if loc is not None else None
     return tree.body[0] if len(tree.body) == 1 else None
+
+
+_TREES: dict[tuple[str, int], list[Any]] = {}
+
+
+def _spanning_statement(file: str | None, line: int | None) -> Any:
+    """The innermost simple statement (not an ``if``/``for``/``def`` with a body) of ``file`` whose lines
+    include ``line``, or None (no such file, or it does not parse)."""
+    import ast
+    import linecache
+
+    if not file or line is None:
+        return None
+    text = "".join(linecache.getlines(file))
+    if not text:
+        return None
+    key = (file, hash(text))
+    stmts = _TREES.get(key)
+    if stmts is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            tree = None
+        stmts = [n for n in ast.walk(tree) if isinstance(n, ast.stmt) and not hasattr(n, "body")] if tree else []
+        if len(_TREES) > 64:
+            _TREES.clear()
+        _TREES[key] = stmts
+    spans = [n for n in stmts if n.lineno <= line <= (n.end_lineno or n.lineno)]
+    return min(spans, key=lambda n: (n.end_lineno or n.lineno) - n.lineno) if spans else None
 
 
 def source_subscript(node: CanonNode | None, base: str) -> list[str] | None:
     """``["perm // num_top_k"]``: the items of the subscript of ``base`` as the user's line writes them
     (the one subscript of that name on the line), or None when the line does not show exactly one."""
+    found = written_subscript(node, base)
+    return found[1] if found is not None else None
+
+
+def written_subscript(node: CanonNode | None, base: str) -> tuple[str, list[str]] | None:
+    """(the subscripted value, its items) as the user's statement writes them: ``("self.table",
+    ["self.index.view(-1)"])`` for a parameter ``blocks.1.attn.table`` (its attribute is what the line
+    spells), ``("hidden_states", ["perm // num_top_k"])``; None when the statement does not show exactly
+    one subscript of that name."""
     import ast
 
     stmt = source_statement(node)
     if stmt is None:
         return None
-    found = [n for n in ast.walk(stmt) if isinstance(n, ast.Subscript)
-             and (ast.unparse(n.value) == base or ast.unparse(n.value).endswith("." + base))]
+    leaf = base.rsplit(".", 1)[-1]
+
+    def spelled(value: ast.expr) -> bool:
+        text = ast.unparse(value)
+        return text == base or text.endswith("." + base) or ("." in base and text.endswith("." + leaf))
+
+    found = [n for n in ast.walk(stmt) if isinstance(n, ast.Subscript) and spelled(n.value)]
     if len(found) != 1:
         return None
     sl = found[0].slice
-    return [ast.unparse(e) for e in sl.elts] if isinstance(sl, ast.Tuple) else [ast.unparse(sl)]
+    items = [ast.unparse(e) for e in sl.elts] if isinstance(sl, ast.Tuple) else [ast.unparse(sl)]
+    return ast.unparse(found[0].value), items
 
 
 def user_name(node: CanonNode) -> str | None:

@@ -173,6 +173,15 @@ class GradientCut(Violation):
     def fix_title(self) -> str:
         return self.wording().fix
 
+    def gain(self) -> str | None:
+        """No bytes: the parameters it cuts off get their gradient again."""
+        lost, partial = self.lost_parameters, self.partial_parameters
+        if lost:
+            return f"{names_text(lost)} train{'s' if len(lost) == 1 else ''} again"
+        if partial:
+            return f"{names_text(partial)} learn{'s' if len(partial) == 1 else ''} through every path again"
+        return None
+
 
 def site_facts(flow: GradFlow, site: CutSite) -> dict[str, Any] | None:
     """A ``GradientCut``'s fields for one cut site, or None when it stops no parameter's gradient."""

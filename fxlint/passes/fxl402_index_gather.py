@@ -63,7 +63,7 @@ from dataclasses import dataclass
 
 from ..analysis.indexing import basic_equivalent
 from ..canon import GraphView
-from ..canon.text import operand_name, source_subscript
+from ..canon.text import operand_name, written_subscript
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
 
@@ -116,10 +116,10 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             continue  # a constant progression: FXL401 (a free slice) says it better
         tensor = operand_name(base)
         idx = operand_name(item.index) if item.index is not None else (item.spelled or "idx")
-        written = source_subscript(node, tensor)  # the user's spelling of the index (`perm // k`)
+        found = written_subscript(node, tensor)  # the user's spelling of the index (`perm // k`)
         pos = spec.items.index(item)  # the canonical spec pads the dims the subscript leaves out
-        if written is not None and pos < len(written) <= len(spec.items) and "..." not in written:
-            idx = written[pos]
+        if found is not None and pos < len(found[1]) <= len(spec.items) and "..." not in found[1]:
+            tensor, idx = found[0], found[1][pos]  # `self.table`, as the line spells the parameter
         violation = IndexGather(
             tensor=tensor,
             subscript=spec.render({spec.items.index(item): idx}),

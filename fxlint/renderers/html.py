@@ -38,7 +38,7 @@ from .._version import __version__
 from ..findings import Report, Severity
 from ..reporting.grouping import Group, group_findings, library_of, short_path
 from ..tensor.info import human_bytes
-from .text import ms, time_sentence
+from .text import ms, saving_text, time_sentence
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..rewrite.base import RewriteResult
@@ -163,7 +163,7 @@ def render_html(report: Report, *, title: str = "fxlint report", rewrites: Rewri
                f" · {s['graphs']} graph{'s' if s['graphs'] != 1 else ''} analysed"
                + (f" · {s['graph_breaks']} graph break{'s' if s['graph_breaks'] != 1 else ''}" if s["graph_breaks"]
                   else "") + "</div></header><main>")
-    out.append(_fix_first(groups, timed))
+    out.append(_fix_first(groups, train=bool((report.audit_summary or {}).get("train"))))
     out.append(_summary(report, groups, lines_hit, timed))
     out.append(_findings_table(groups, timed))
     out.append(_files(groups, timed))
@@ -178,7 +178,7 @@ def render_html(report: Report, *, title: str = "fxlint report", rewrites: Rewri
     return "".join(out)
 
 
-def _fix_first(groups: list[Group], timed: bool, n: int = 3) -> str:
+def _fix_first(groups: list[Group], n: int = 3, *, train: bool = False) -> str:
     """The ``n`` most valuable things to do, above the fold: errors first (a parameter that never trains,
     a program that raises on the device), then the costliest warnings; never an info. Each: the line,
     what is wrong, the fix, and what fixing it is expected to save."""
@@ -189,18 +189,13 @@ def _fix_first(groups: list[Group], timed: bool, n: int = 3) -> str:
     for i, g in enumerate(picks, 1):
         anchor = f"L-{_file_id(g.file)}-{g.line}" if g.file else ""
         where = f'<a href="#{anchor}">{_e(g.location)}</a>' if anchor else _e(g.location)
-        if g.severity is Severity.ERROR:
-            saves = "fixes an error"
-        elif g.bytes:
-            saves = f"saves {human_bytes(g.bytes)} copied per call" + (
-                f" (about {ms(g.time_ns)})" if timed and g.time_ns else "")
-        else:
-            saves = ""
+        saves = saving_text(g.saving, error=g.severity is Severity.ERROR, train=train)
         fix = f'<div class="fix">fix: {_e(g.fix)}</div>' if g.fix else ""
         src = f"<pre>{_e(g.source)}</pre>" if g.source else ""
         cards.append(f'<li class="first sev-border-{g.severity.value}"><b>{i}. {where} · {_e(g.code)} {_e(g.name)}</b>'
                      f' <span class="sev-{g.severity.value}">{_e(g.severity.value)}</span>'
-                     f'{" · " + _e(saves) if saves else ""}{src}<div>{_e(_first_sentence(g.message))}</div>{fix}</li>')
+                     f'{" · " + f"<span class=saving>{_e(saves)}</span>" if saves else ""}{src}'
+                     f'<div class="what">{_e(_first_sentence(g.message))}</div>{fix}</li>')
     return f'<h2>Fix first</h2><ol id="fix-first">{"".join(cards)}</ol>'
 
 

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..findings import Finding, Severity
+from ..findings import Finding, Saving, Severity
 
 _SITE_DIRS = ("site-packages", "dist-packages")
 
@@ -214,13 +214,20 @@ class Group:
         times = [f.time_ns for f in self.findings if f.time_ns is not None]
         return sum(times) if times else None
 
+    @property
+    def saving(self) -> Saving:
+        """What fixing the line's instances is expected to save: their bytes summed, the measured time
+        summed (with the audit), and the gain of the most expensive instance (``fxlint.findings.Saving``)."""
+        return Saving.of(self.code, self.bytes, self.backward_bytes, self.time_ns,
+                         max(self.findings, key=lambda f: f.bytes or 0).saving.gain)
+
     def to_dict(self) -> dict[str, object]:
         return {"id": self.key, "code": self.code, "name": self.name, "severity": self.severity.value,
                 "file": self.file, "line": self.line, "node": self.node, "location": self.location,
                 "library": self.library, "instances": self.count, "modules": self.modules,
                 "module_paths": self.module_paths, "bytes": self.bytes, "bytes_expr": self.bytes_expr,
                 "backward_bytes": self.backward_bytes, "time_ns": self.time_ns, "message": self.message,
-                "fix": self.fix, "statuses": self.statuses}
+                "fix": self.fix, "statuses": self.statuses, "saving": self.saving.to_dict()}
 
 
 #: a number, with its byte unit when it is a size (``784 B`` and ``1.8 kB`` are the same template)

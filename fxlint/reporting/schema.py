@@ -15,7 +15,7 @@ import types
 import typing
 from typing import Any, Union
 
-from ..findings import Finding, Severity
+from ..findings import Finding, Saving, Severity
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -40,7 +40,8 @@ _FIELD_DOCS = {
     "repeats": "times the line runs per call (a loop); bytes is the total",
     "tensor_shape": "for a claim that nothing is copied: the tensor it is about",
     "dedup": "tells two findings of one rule on one line apart",
-    "time_ns": "with the runtime audit: measured time of the copies that back it, per call (profiler)",
+    "time_ns": "with the runtime audit: time of the copies that back it, per call: the call timed without the "
+               "profiler, split by the profiled shares",
     "nodes": "with repeats > 1: the FX node of each instance (null: one instance)",
     "compiled": "what Inductor's lowering does with a copy finding's copy: survives, fused (no memory traffic of "
                 "its own) or unknown; null when not compiled with Inductor or not a copy",
@@ -53,6 +54,17 @@ _FIELD_DOCS = {
     "eager_site": "with the runtime audit, for a compiled_only finding: [file, line] where eager makes the same "
                   "copy instead (null: none found, or not such a finding)",
     "details": "the rule's own data: the fields of its violation type",
+}
+
+_SAVING_DOCS = {
+    "bytes_per_call": "bytes fixing it saves per call: its copies' bytes (null: not a copy finding, e.g. a gradient "
+                      "cut, or a symbolic size)",
+    "bytes_per_step": "with the backward's copies (backward_bytes), per training step (null: not modelled, or the "
+                      "backward adds nothing)",
+    "time_ns": "measured with the runtime audit (confirm=True): its copies' time, the call timed without the "
+               "profiler split by the profiled shares, per call (per training step with train=True); null: not "
+               "measured",
+    "gain": "what fixing it gains besides bytes (a gradient cut: the parameters that train again); null: none",
 }
 
 
@@ -101,6 +113,10 @@ def _dataclass_schema(cls: type, docs: dict[str, str] | None = None, skip: tuple
     return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
+SAVING: dict[str, Any] = {**_dataclass_schema(Saving, _SAVING_DOCS),
+                          "description": "what fixing it is expected to save (never an invented number)"}
+
+
 def finding_schema(registry: Any = None) -> dict[str, Any]:
     """One finding: the typed fields, and per rule code the shape of ``details``."""
     from ..registry import default_registry
@@ -109,6 +125,8 @@ def finding_schema(registry: Any = None) -> dict[str, Any]:
     base["properties"]["severity"] = {"enum": [s.value for s in Severity], "description": _FIELD_DOCS["severity"]}
     base["properties"]["details"] = {"type": "object", "description": _FIELD_DOCS["details"]}
     base["required"].append("details")
+    base["properties"]["saving"] = SAVING
+    base["required"].append("saving")
     base["properties"]["group"] = {"type": ["string", "null"],
                                    "description": "the id of its (code, source line) group in 'groups'"}
     for key, what in (("column", "first column"), ("end_line", "last line"), ("end_column", "column after the end")):
@@ -149,6 +167,7 @@ GROUP: dict[str, Any] = {
         "time_ns": {**_NULL_INT, "description": "measured time of its copies per call (with the audit)"},
         "message": {"type": "string"}, "fix": _NULL_STR,
         "statuses": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "saving": SAVING,
     },
 }
 

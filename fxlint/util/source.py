@@ -159,6 +159,8 @@ def _with_via(frames: list[Location], i: int) -> Location:
 
 _PATH_PATTERNS = [
     (re.compile(r"getattr\((.*?), '([^']*)'\)"), r"\1.\2"),
+    # a module's table read through its __dict__ (transformers' Swin: `blocks[0].__dict__['_modules']['attention']`)
+    (re.compile(r"\.__dict__\['_(?:modules|parameters|buffers)'\]\['([^']*)'\]"), r".\1"),
     (re.compile(r"\._(?:modules|parameters|buffers)\['([^']*)'\]"), r".\1"),
     (re.compile(r"\[(\d+)\]"), r".\1"),
     (re.compile(r"\['([^']*)'\]"), r".\1"),
@@ -171,6 +173,7 @@ def clean_path(raw: str | None, keep_root: bool = False) -> str | None:
     ``L['self'].encoder.layers[3].attn`` -> ``encoder.layers.3.attn``;
     ``L['self']._modules['lin']._parameters['weight']`` -> ``lin.weight``;
     ``G['lin']._parameters['weight']`` (a module in a global) -> ``lin.weight``;
+    ``L['self'].blocks[0].__dict__['_modules']['attn']`` -> ``blocks.0.attn``;
     with ``keep_root`` the local's name stays: ``L['G']._modules['net']...``
     -> ``G.net...``.
     """
