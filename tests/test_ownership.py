@@ -114,12 +114,41 @@ class TiledTable(nn.Module):
         return torch.bmm(q, k.transpose(-1, -2))
 
 
+class GatherIntoNodes(nn.Module):
+    """A subscript gather summed into nodes: FXL406 (a sparse matmul, no gather) owns it over FXL402
+    (index_select for the subscript)."""
+
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        keys = torch.randperm(64, generator=g)[:24]
+        self.register_buffer("src", keys // 8)
+        self.register_buffer("dst", keys % 8)
+
+    def forward(self, x):
+        return torch.zeros_like(x).index_add_(0, self.dst, x[self.src])
+
+
+class FixedGraphTable(GatherIntoNodes):
+    """The same message passing from a parameter table in inference: FXL404 (compute it once) owns the gather
+    over FXL406 (a sparse matmul every call)."""
+
+    def __init__(self):
+        super().__init__()
+        self.h = nn.Parameter(torch.randn(8, 4))
+
+    def forward(self, x):
+        return x + torch.zeros_like(x).index_add_(0, self.dst, self.h.index_select(0, self.src))
+
+
 OVERLAPS = [
     (PermuteBeforeConv, (2, 9, 9, 3), {"FXL204"}),
     (PermuteBeforeConvAndRelu, (2, 16, 16, 3), {"FXL101"}),
     (ContiguousOfExpand, (3, 8), {"FXL104"}),
     (RepeatOfABuffer, (4, 8), {"FXL104"}),
     (TiledTable, (6, 5, 8), {"FXL112"}),
+    (GatherIntoNodes, (8, 4), {"FXL406"}),
+    (FixedGraphTable, (8, 4), {"FXL404"}),
 ]
 
 
@@ -128,13 +157,14 @@ def test_each_overlap_has_one_owner_whatever_the_selection(cls, shape, owner):
     torch.manual_seed(0)
     with torch.no_grad():
         codes = _assert_ownership_is_selection_free(cls().eval(), (torch.randn(*shape),))
-    assert codes & {"FXL101", "FXL104", "FXL112", "FXL204", "FXL405"} == owner
+    assert codes & {"FXL101", "FXL104", "FXL112", "FXL204", "FXL402", "FXL404", "FXL405", "FXL406"} == owner
 
 
 def test_every_supersedes_pair_is_exercised_above():
     """A new `supersedes` entry needs an overlap program here, so the property covers it."""
     pairs = {(r.code, s) for r in default_registry().rules() for s in r.supersedes}
-    covered = {("FXL204", "FXL101"), ("FXL104", "FXL101"), ("FXL104", "FXL405"), ("FXL112", "FXL405")}
+    covered = {("FXL204", "FXL101"), ("FXL104", "FXL101"), ("FXL104", "FXL405"), ("FXL112", "FXL405"),
+               ("FXL406", "FXL402"), ("FXL404", "FXL406")}
     assert pairs == covered, pairs ^ covered
 
 

@@ -43,7 +43,10 @@ fine-tuning): keep the gather. Silence a line with
 `# fxlint: ignore[FXL404]`.
 
 Other copies of such fixed values (a `clone`, a mask built by subscript
-writes) are FXL405's.
+writes) are FXL405's. A gather from a parameter table by a fixed graph whose
+rows are summed into nodes (FXL406's message passing) is this rule's in
+inference: computed once, the gather costs nothing per call, less than
+FXL406's sparse matmul.
 
 `details` (the fields of `ConstantGather`): `table` (the parameter or buffer
 indexed), `indices` (the index tensors' nodes), `copied` (bytes per call).
@@ -80,7 +83,7 @@ class ConstantGather(Violation):
                 "when the index depends on it), or let torch.compile fuse the gather into its consumer")
 
 
-@rule("FXL404", "constant-gather", "info", violation=ConstantGather)
+@rule("FXL404", "constant-gather", "info", violation=ConstantGather, supersedes=("FXL406",))
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     if ctx.training:
         return iter(())
