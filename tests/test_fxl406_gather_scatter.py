@@ -144,6 +144,23 @@ def test_pyg_convs_given_an_edge_index_are_found(name):
     assert "to_torch_csr_tensor(edge_index.flip(0))" in f.fix
 
 
+def test_pyg_gather_is_confirmed_where_eager_makes_it():
+    """PyG gathers on a branch only torch.compile takes (``if torch.jit.is_scripting() or is_compiling():``
+    in ``_index_select``); eager gathers in ``_index_select_safe``: the finding says so and the audit
+    confirms it with eager's copy, on the other line."""
+    x, edge_index = _pyg_graph()
+    from torch_geometric import nn as gnn
+
+    with torch.no_grad():
+        rep = fxlint.lint(Conv(gnn.SAGEConv(16, 16)).eval(), (x, edge_index), config=False, select="FXL406",
+                          confirm=True)
+    [f] = findings(rep, "FXL406")
+    assert f.compiled_only is not None and "is_compiling()" in f.compiled_only
+    assert f.status == "confirmed" and f.eager_site is not None
+    assert f.eager_site[0] == f.file and f.eager_site[1] != f.line
+    assert not [u for u in rep.unexplained if (u["file"], u["line"]) == f.eager_site]
+
+
 def test_pyg_csr_adjacency_gives_the_same_output_without_the_gather():
     """The fix for a PyG conv: the CSR of the flipped edge_index; the audit sees no index_select then."""
     x, edge_index = _pyg_graph()

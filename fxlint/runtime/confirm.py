@@ -132,7 +132,8 @@ def _eager_twin(f: Finding, audit: AuditReport, taken: set[int] | frozenset[int]
         return []
     sizes = sorted(f.copy_sizes or (f.bytes,), reverse=True)
     pool = [c for c in audit.copies if c.phase == "forward" and c.avoidable and id(c) not in taken
-            and c.module_path == f.module_path and c.file == f.file and c.line != f.line]
+            and (f.module_path is None or c.module_path == f.module_path)  # a resumed frame has no module
+            and c.file == f.file and c.line != f.line]
     return _match_sizes(sizes, pool) or []
 
 
