@@ -818,5 +818,5 @@ for _name, _build, _note in _XT:
 #: the fast subset: small, quick models, at least one per library
 QUICK = ("timm/beit_base_patch16_224", "timm/hiera_tiny_224", "torchvision/shufflenet_v2_x0_5",
          "torchvision/vit_small_config", "transformers/bert", "transformers/swin",
-         "diffusers/dit", "monai/vit_3d", "smp/fpn_mobilenet_v2", "pyg/gcn", "torchaudio/conformer",
-         "x_transformers/decoder")
+         "diffusers/pixart", "monai/vit_3d", "smp/segformer_mit_b0", "pyg/gcn", "torchaudio/wav2vec2",
+         "x_transformers/encoder")
