@@ -84,7 +84,8 @@ SCHEMA_VERSION = 1
 DEFAULT_MIN_BYTES = 256
 DEFAULT_TIMEOUT_S = 900
 COPY_PREFIXES = ("FXL1", "FXL2", "FXL4")
-LIBRARIES = ("timm", "torchvision", "transformers")
+LIBRARIES = ("timm", "torchvision", "transformers", "diffusers", "monai", "smp", "pyg", "torchaudio",
+             "x_transformers")
 MARK_START, MARK_END = "<!-- census:start -->", "<!-- census:end -->"
 
 # --------------------------------------------------------------------------- the JSON schema
