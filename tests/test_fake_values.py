@@ -8,8 +8,11 @@ import re
 import pytest
 import torch
 import torch.fx as fx
+import torch.nn as nn
+import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensor
 
+import fxlint
 from fxlint.canon._fx import value_of
 from fxlint.canon.values import FakeProp, fake_mode_of, size_hint
 from tests.test_layers import MODULES, ROOT
@@ -99,3 +102,44 @@ def test_no_other_fake_tensor_propagator_in_the_package():
                  for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
                  if pattern.search(line) and not line.lstrip().startswith(("#", '"', "``"))]
     assert not offenders, offenders
+
+
+class _PoolBranch(nn.Module):
+    """A pyramid-pooling branch (smp's UPerNet, MONAI's SwinUNETR bottleneck): a global pool gives a
+    (2, 32, 1, 1) tensor that is contiguous and channels_last at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pool_conv, self.bn = nn.Conv2d(64, 32, 1), nn.BatchNorm2d(32)
+        self.out = nn.Conv2d(96, 32, 3, padding=1)
+
+    def forward(self, x):
+        p = self.bn(self.pool_conv(F.adaptive_avg_pool2d(x, 1)))
+        up = F.interpolate(torch.relu(p), size=x.shape[-2:], mode="bilinear", align_corners=False)
+        return self.out(torch.cat([up, x[:, :64]], dim=1))
+
+
+def test_cpu_batch_norm_layout_is_eager_s_not_the_meta_kernel_s():
+    """CPU batch_norm allocates NCHW whenever its input is_contiguous(); the meta kernel keeps the input's
+    (channels_last) strides of a size-1-spatial tensor, and a conv two ops later was said to convert its
+    weight (FXL202, refuted by the audit). The view now carries eager's strides, and the graph's own
+    values are back after the view is built."""
+    from fxlint.capture.graphs import capture
+
+    x = torch.randn(2, 64, 8, 8).contiguous(memory_format=torch.channels_last)
+    model = _PoolBranch().eval()
+    seen = {}
+    hook = model.out.register_forward_pre_hook(lambda m, inp: seen.update(eager=inp[0].stride()))
+    with torch.no_grad():
+        model(x)
+    hook.remove()
+    with torch.no_grad():
+        report = fxlint.lint(model, x, confirm=True, config=False)
+        cap = capture(model, x)
+    assert not [f for f in report.findings if f.status == "refuted"], report.findings
+    assert "FXL202" not in {f.code for f in report.findings}
+    [conv] = [n for v in cap.views for n in v.nodes if n.op == "conv" and n.module_path == "out"]
+    assert tuple(conv.input.tensor.stride) == seen["eager"]
+    bn = next(n for v in cap.views for n in v.nodes if n.op == "batch_norm" or "batch_norm" in n.spelling)
+    meta = bn.node.meta.get("example_value")
+    assert meta is not None and tuple(meta.stride()) != tuple(bn.tensor.stride)  # Dynamo's own value, restored

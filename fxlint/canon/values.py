@@ -123,6 +123,81 @@ class FakeProp(FakeTensorProp):
                 node.meta[k] = value
 
 
+# ------------------------------------------------------------------ where a meta kernel's layout is not eager's
+
+#: ``F.batch_norm`` and its spellings in Dynamo and ATen graphs
+_BATCH_NORM = ("batch_norm", "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
+               "_batch_norm_impl_index")
+
+
+def _target_name(n: fx.Node) -> str:
+    t = n.target
+    return str(getattr(t, "__name__", None) or getattr(t, "_opname", None) or t).split(".")[-1]
+
+
+def _eager_layout(n: fx.Node, value: Any) -> Any:
+    """The value eager gives ``n`` where its fake value's strides are the meta kernel's, not the CPU kernel's;
+    None when they agree. CPU ``batch_norm`` allocates its output contiguous whenever its input
+    ``is_contiguous()`` (ATen's ``suggest_memory_format_contig``), while the meta kernel keeps the input's
+    strides: on a tensor with size-1 dims that is contiguous and channels_last at once ((2, 256, 1, 1) with
+    strides (256, 1, 256, 256), after a global pool) eager hands on NCHW strides and the meta kernel
+    channels_last ones, and every later layout decision (a conv converting its weight, FXL202) follows."""
+    if n.op != "call_function" or _target_name(n) not in _BATCH_NORM:
+        return None
+    out = value[0] if isinstance(value, (tuple, list)) and value else value
+    x = value_of(n.args[0]) if n.args and isinstance(n.args[0], fx.Node) else None
+    if not isinstance(out, torch.Tensor) or not isinstance(x, torch.Tensor) or out.device.type != "cpu":
+        return None
+    try:
+        if not x.is_contiguous() or tuple(out.stride()) == _contiguous_strides(out.shape):
+            return None
+    except Exception:  # noqa: BLE001 - symbolic strides: leave the value alone
+        return None
+    fixed = torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    return (fixed, *value[1:]) if isinstance(value, (tuple, list)) else fixed
+
+
+def _contiguous_strides(shape: Any) -> tuple[Any, ...]:
+    strides, acc = [], 1
+    for size in reversed(tuple(shape)):
+        strides.append(acc)
+        acc = acc * size
+    return tuple(reversed(strides))
+
+
+@contextlib.contextmanager
+def eager_layouts(gm: fx.GraphModule) -> Any:
+    """While open, the values of ``gm``'s nodes carry the strides eager gives them where a meta kernel picks
+    another layout (``_eager_layout``), and every node downstream is recomputed from them (``FakeProp.update``);
+    on exit the graph's own values are back (the compiler after fxlint reads them)."""
+    mode = fake_mode_of(gm)
+    if mode is None:
+        yield
+        return
+    saved = {n: {k: n.meta[k] for k in VALUE_KEYS if k in n.meta} for n in gm.graph.nodes}
+    changed = []
+    try:
+        with mode:
+            for n in gm.graph.nodes:
+                fixed = _eager_layout(n, value_of(n))
+                if fixed is not None:
+                    for k in saved[n]:
+                        n.meta[k] = fixed
+                    changed.append(n)
+        if changed:
+            users = [u for n in changed for u in n.users]
+            try:
+                FakeProp(gm, mode).update(users, on_error=lambda node, exc: None)
+            except Exception:  # noqa: BLE001 - a graph fxlint cannot re-run: keep the first correction only
+                pass
+        yield
+    finally:
+        for n, vals in saved.items():
+            for k in VALUE_KEYS:
+                n.meta.pop(k, None)
+            n.meta.update(vals)
+
+
 def _is_fake(t: torch.Tensor) -> bool:
     from torch._subclasses.fake_tensor import FakeTensor
 

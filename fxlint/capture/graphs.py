@@ -130,14 +130,19 @@ def ended_by(gm: fx.GraphModule, label: str) -> GraphBreak | None:
 
 
 def view_from_dynamo(gm: fx.GraphModule, label: str) -> GraphView:
-    """The canonical view of a graph handed to a Dynamo backend (with the graph break that ended it)."""
-    view = build_view(
-        gm,
-        origin="dynamo",
-        label=label,
-        grad_enabled=torch.is_grad_enabled(),
-        roles=dynamo_roles(gm),
-    )
+    """The canonical view of a graph handed to a Dynamo backend (with the graph break that ended it). Its
+    values carry the strides eager gives them (``fxlint.canon.values.eager_layouts``); the graph's own
+    are back once the view is built."""
+    from ..canon.values import eager_layouts
+
+    with eager_layouts(gm):
+        view = build_view(
+            gm,
+            origin="dynamo",
+            label=label,
+            grad_enabled=torch.is_grad_enabled(),
+            roles=dynamo_roles(gm),
+        )
     view.graph_break = ended_by(gm, label)
     return view
 
