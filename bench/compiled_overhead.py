@@ -1,6 +1,8 @@
 """What reading Inductor's lowering (``fxlint.compiled``) adds to Inductor's compile time.
 
     .venv/bin/python bench/compiled_overhead.py            # three small models, 3 compiles each way
+    .venv/bin/python bench/compiled_overhead.py --real     # three real models (timm ResNet-18, ViT-Tiny,
+                                                           # CaiT-XXS24 at 64 px), 2 compiles each way
 
 Each model's Dynamo graph is captured once, then compiled with ``compile_fx`` alternately with and
 without ``fxlint.compiled.observe`` (Inductor's FX-graph and AOTAutograd caches off both ways, so every
@@ -16,6 +18,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -64,6 +67,29 @@ MODELS = {
 }
 
 
+def _timm(name: str, size: int = 64) -> tuple[Callable[[], nn.Module], Callable[[], tuple]]:
+    def build() -> nn.Module:
+        from fxlint.util.compat import ensure_torchvision_importable
+
+        ensure_torchvision_importable()
+        import timm
+
+        try:
+            return timm.create_model(name, pretrained=False, num_classes=10, img_size=size)
+        except TypeError:
+            return timm.create_model(name, pretrained=False, num_classes=10)
+
+    return build, lambda: (torch.randn(2, 3, size, size),)
+
+
+#: real architectures (timm, random weights, no download): a conv net, a plain ViT, CaiT's class attention
+REAL = {
+    "resnet18": _timm("resnet18"),
+    "vit_tiny": _timm("vit_tiny_patch16_224"),
+    "cait_xxs24": _timm("cait_xxs24_224"),
+}
+
+
 def capture(model: nn.Module, args: tuple) -> tuple[torch.fx.GraphModule, list]:
     got: dict = {}
 
@@ -76,7 +102,7 @@ def capture(model: nn.Module, args: tuple) -> tuple[torch.fx.GraphModule, list]:
     return got["gm"], got["inputs"]
 
 
-def main(runs: int = 3) -> None:
+def main(runs: int = 3, models: dict | None = None) -> None:
     from torch._inductor.compile_fx import compile_fx
 
     read_s: list[float] = []
@@ -93,7 +119,7 @@ def main(runs: int = 3) -> None:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {runs} compiles each way")
     print(f"{'model':<10} {'plain s':>8} {'watched s':>10} {'reader ms':>10} {'reader/compile':>15}")
     with torch.no_grad():
-        for name, (cls, make) in MODELS.items():
+        for name, (cls, make) in (models or MODELS).items():
             torch.manual_seed(0)
             gm, inputs = capture(cls().eval(), make())
             plain, watched, reads = [], [], []
@@ -115,4 +141,5 @@ def main(runs: int = 3) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    real = "--real" in sys.argv[1:]
+    main(runs=2 if real else 3, models=REAL if real else MODELS)
