@@ -31,12 +31,35 @@ def _view_read_again(a, b, mask):
     return t.view(-1, 4, 8, 8).masked_fill(~mask, -1e9).softmax(-1) + t.view(-1, 4, 8, 8)
 
 
+def cloned_first(a, b, mask):
+    sim = a @ b.transpose(-1, -2)
+    kept = sim.clone()  # read before the fill: its result is other memory (x-transformers' qk_similarities)
+    sim = sim.masked_fill(mask, -1e9)  # cloned first
+    return sim.softmax(-1), kept
+
+
+def float_of_float(a, b, mask):
+    w = torch.bmm(a, b.transpose(1, 2))
+    wf = w.float()  # float32 already: the same tensor (torchaudio's Emformer)
+    wf = wf.masked_fill(mask, -1e8)  # float of float
+    return wf.softmax(-1)
+
+
+def _view_taken_first(a, b, mask):
+    sim = a @ b.transpose(-1, -2)
+    first = sim[:, 0]  # a view: the in-place fill would change it
+    return sim.masked_fill(mask, -1e9).softmax(-1), first * 2
+
+
 S, MASK = torch.randn(8, 8, 8), torch.rand(2, 1, 1, 8) > 0.3
+M8 = torch.rand(8, 8) > 0.5
 
 POSITIVE = [
     ("masked_fill chain (torchvision swin)", swin_mask, (A,), [Expect("# chain", 4 * 49 * 49 * 4)]),
     ("masked_fill of a fresh product", fresh, (A,), [Expect("# fresh", 4 * 49 * 4)]),
     ("a whole view of a fresh sum (deberta)", deberta_scores, (S, S, MASK), [Expect("# view", 8 * 8 * 8 * 4)]),
+    ("read by a clone before the fill", cloned_first, (S, S, M8), [Expect("# cloned first", 8 * 8 * 8 * 4)]),
+    ("a no-op .float() of a fresh product", float_of_float, (S, S, M8), [Expect("# float of float", 8 * 8 * 8 * 4)]),
 ]
 
 
@@ -55,6 +78,7 @@ NEGATIVE = [
     ("the temporary is read again", _read_again, (A,)),
     ("a view of a temporary", lambda x: (x * 2)[:, :3].masked_fill(x[:, :3] > 0, 0.0), (A,)),
     ("the base of the view is read again", _view_read_again, (S, S, MASK)),
+    ("a view taken before the fill is read after it", _view_taken_first, (S, S, M8)),
     ("a transposed view (in place would keep its strides)",
      lambda a, b, m: (a + b).transpose(0, 1).masked_fill(m, 0.0).view(-1), (S, S, torch.rand(8, 8, 8) > 0.5)),
     ("an expanded view", lambda a, m: (a * 2).expand(2, 4, 8, 8).masked_fill(~m, 0.0), (torch.randn(1, 4, 8, 8), MASK)),

@@ -2,8 +2,9 @@
 
 ## What it does
 Finds `t.masked_fill(mask, value)` where `t` is a fresh tensor computed in
-this graph (not an input, parameter or buffer, not a view of one), whose
-only reader is this `masked_fill`, and which is not returned; or a view of
+this graph (not an input, parameter or buffer, not a view of one), that
+nothing reads after this `masked_fill` (an earlier `t.clone()` or `t + 1`
+may read it: their results are other memory), and which is not returned; or a view of
 such a temporary covering all of it and itself contiguous (a `view` or
 `reshape`; not a slice, a transpose or an expand), each step read by nothing else
 (`(scores + bias).view(b, h, q, k).masked_fill(...)`, DeBERTa's attention
@@ -100,7 +101,7 @@ def _hits(view: GraphView) -> Iterator[Hit]:
             base = _private_base(src)
             if base is None or base.kind != "op" or base.is_view or base.aliases or base.mutates:
                 continue  # the caller's tensor, or memory shared with another tensor
-            if [u.node for u in real_users(src)] != [node.node] or escapes(base, view):
+            if not _read_only_before(src, node) or escapes(base, view):
                 continue  # read again (m == 0 after m.masked_fill(...)) or returned
             if src.tensor.requires_grad and node.grad_enabled:
                 continue  # autograd may have saved it: an in-place write would fail in backward
@@ -111,11 +112,26 @@ def _hits(view: GraphView) -> Iterator[Hit]:
             yield Hit(node, violation, bytes=src.tensor.nbytes, backward_bytes=0)
 
 
+def _read_only_before(t: CanonNode, reader: CanonNode) -> bool:
+    """Every other reader of ``t`` runs before ``reader`` and leaves nothing that shares ``t``'s memory (x-transformers
+    keeps ``qk_similarities = sim.clone()`` before ``sim = sim.masked_fill(...)``): writing ``t`` in place at
+    ``reader`` changes nothing anyone reads later."""
+    for u in real_users(t):
+        if u.node is reader.node:
+            continue
+        if u.position > reader.position or u.is_view or u.is_maybe_view or t in u.aliases or t in u.mutates:
+            return False
+    return True
+
+
 def _private_base(src: CanonNode) -> CanonNode | None:
     """The tensor whose memory ``src`` is: ``src`` itself, or the base of a chain of views each read only
     by the next (``(a + b).view(...)``: writing the view in place writes a temporary nobody else reads).
     None when a view's base is read by something else too."""
-    chain = src.view_chain()
+    chain = [src]
+    while chain[-1].input is not None and (chain[-1].is_view or (
+            chain[-1].is_maybe_view and chain[-1].input in chain[-1].aliases)):
+        chain.append(chain[-1].input)  # a `.float()` of a float32 tensor (`reshape`, `contiguous`) is its input
     if chain[-1].is_view:
         return None  # a view of nothing the graph shows
     for view, base in itertools.pairwise(chain):
@@ -124,7 +140,7 @@ def _private_base(src: CanonNode) -> CanonNode | None:
             # out-of-place masked_fill returns a contiguous clone, the in-place one keeps the view's
             # strides: a transposed or expanded view would change what later ops see (or can view)
             return None
-        if [u.node for u in real_users(base)] != [view.node]:
+        if not _read_only_before(base, view):
             return None
         if base.tensor is None or base.tensor.numel != t.numel:
             return None  # a part of the base (a slice): the result would keep the whole base alive
