@@ -1,39 +1,47 @@
 """Real-zoo census: fxlint's precision and recall on timm, torchvision and transformers models,
 measured line by line against the runtime audit.
 
-    nice -n 10 .venv/bin/python bench/census.py                 # every model (20-40 min on 2 cores)
-    .venv/bin/python bench/census.py --quick                    # the fast subset
+    nice -n 10 .venv/bin/python bench/census.py                 # every model, both modes (about an hour on 2 cores)
+    .venv/bin/python bench/census.py --quick                    # the fast subset, both modes
+    .venv/bin/python bench/census.py --mode train               # training mode only
     .venv/bin/python bench/census.py --library torchvision
     .venv/bin/python bench/census.py --models pvt_v2_b0,transformers/bert
     .venv/bin/python bench/census.py --from-json out/census.json   # re-render a saved run
 
-Each architecture of ``bench/census_models.py`` is built with random weights (no download), put in
-``eval()`` mode, run once as a smoke test (a model that cannot be built or run is "not built",
-with the reason, and is not fxlint's failure), then linted under ``torch.no_grad()`` (inference)
-with ``fxlint.lint(model, inputs, confirm=True, config=False)``: the static rules, then the
-runtime audit (``torch.profiler``, nested ATen copies) that marks every copy finding confirmed,
-refuted or not-run. The audit's ``CopyEvent`` list of that same run is kept (``fxlint.audit`` is
-wrapped for the call; if a future ``lint`` stops calling it, the census runs ``fxlint.audit``
-once more and says so in ``audit_source``).
+Each architecture of ``bench/census_models.py`` is built with random weights (no download) and
+measured in each mode of ``--mode`` (default ``both``: inference, then training):
 
-What is measured, per model, per library and overall:
+* ``infer``: ``eval()``, run once as a smoke test under ``torch.no_grad()``, then linted under
+  ``torch.no_grad()`` with ``fxlint.lint(model, inputs, confirm=True, config=False)``; forward copies scored.
+* ``train``: ``train()``, ``torch.manual_seed(0)``, one training step as a smoke test (forward, the audit's
+  own loss ``fxlint.runtime.training_loss``, backward), then ``fxlint.lint(model, inputs, train=True,
+  confirm=True, config=False)`` with autograd on: the audit profiles a training step, and forward *and*
+  backward copies are scored (a backward copy is attributed to the forward line that made its autograd node).
+
+A model that cannot be built or run (in train mode: cannot train, e.g. no floating-point output that
+requires grad) is "not built" in that mode, with the reason, and is not fxlint's failure. The static rules
+run, then the runtime audit (``torch.profiler``, nested ATen copies) marks every copy finding confirmed,
+refuted or not-run. The audit's ``CopyEvent`` list of that same run is kept (``fxlint.audit`` is wrapped
+for the call; if a future ``lint`` stops calling it, the census runs ``fxlint.audit`` once more and says
+so in ``audit_source``).
+
+What is measured, per model, per library and overall, per mode:
 
 * **precision**: copy findings (FXL1xx, FXL2xx, FXL4xx) that the runtime ``confirmed`` over
-  confirmed + ``refuted``; ``not-run`` findings (their line did not run) are counted apart.
-* **recall**: the source lines (file, line; library files count, the models live there) where
-  the audit saw an avoidable forward copy, that carry at least one finding of any code. A line's
-  copies leave out dtype casts (``kind == "dtype"``), and what the audit itself marks unavoidable
-  (``avoidable=False``: bias copies into BLAS/native-conv outputs and their fills, embedding
-  lookups, copies inside fused RNN kernels, Python scalars wrapped into one-element tensors),
-  with one exception: the copy an RNN kernel makes of its own non-contiguous input
-  (``aten::lstm>aten::contiguous``: an LSTM fed a permuted sequence) is the caller's layout, not
-  the kernel's work, and counts as avoidable here. A line whose
-  remaining copies add up to less than ``--min-bytes`` (default 256 bytes: 64 float32
-  elements, four cache lines; below that a copy costs its dispatch, not its bytes, and such
-  copies come from constant-size tables, not from the activations a rule is about) is left out
-  and reported as "small". Recall is given in model-lines (a line counted once per model that
-  runs it), in distinct lines (a line missed in any model counts as missed) and in bytes per
-  call.
+  confirmed + ``refuted``; ``not-run`` findings (their line did not run) are counted apart. In train
+  mode a finding with ``backward_bytes > 0`` makes a second, backward claim (``backward_claims``:
+  confirmed when the avoidable backward copies of its line, as ``confirm._backward_hits`` takes them, add
+  up to at least ``backward_bytes``), and precision counts both kinds.
+* **recall**: the source lines (file, line; library files count, the models live there) where the audit
+  saw an avoidable copy (forward; in train mode forward and backward, a row per line and phase), that
+  carry at least one finding of any code. Avoidable is the audit's one classification
+  (``CopyEvent.avoidable``, ``fxlint.runtime.profiler.classify``; docs/census.md says why each class is
+  unavoidable); dtype casts (``kind == "dtype"``) are left out. A line whose remaining copies add up to
+  less than ``--min-bytes`` (default 256 bytes: 64 float32 elements, four cache lines; below that a copy
+  costs its dispatch, not its bytes, and such copies come from constant-size tables, not from the
+  activations a rule is about) is left out and reported as "small". Recall is given in model-lines (a
+  line counted once per model that runs it), in distinct lines (a line missed in any model counts as
+  missed) and in bytes per call.
 * **explained bytes** (for reference): the share of all avoidable forward bytes the audit saw
   (dtype casts included) that the confirmed findings account for, copy by copy (the audit's own
   ``Report.unexplained`` is the rest): stricter than line coverage.
@@ -44,7 +52,7 @@ What is measured, per model, per library and overall:
   ``x[...] += y`` / ``x[...] = y`` is labelled ``__setitem__>aten::copy_``), with bytes per call,
   line counts and an example ``file:line`` with its source text: the list rule authors work from.
 
-Models run one at a time in a worker process (imports are paid once; a model that kills its
+Models run one at a time (each mode in turn) in a worker process (imports are paid once; a model that kills its
 process, or runs past ``--timeout``, is recorded and a fresh worker takes the next model).
 Progress goes to stderr, one line per model. Output: ``out/census.json`` (everything, per model
 and per line; ``SCHEMA`` below describes it) and ``out/census.md`` (printed too). ``--readme``
@@ -220,17 +228,22 @@ def _line_key(file: str | None, line: int | None, function: str | None) -> tuple
     return (os.path.realpath(file), line)
 
 
-def backward_claims(report: Any, audit: Any) -> tuple[Counter, dict[int, str]]:
+def backward_claims(report: Any, audit: Any) -> tuple[Counter, dict[int, str], list[Any]]:
     """The training step's second claim of each copy finding that predicts a backward copy
     (``Finding.backward_bytes > 0``): ``confirmed`` when the avoidable backward copies on its line
     (its module's, where the audit tells modules apart), taken largest first as ``confirm`` takes
     them (``_backward_hits``: a copy backs one finding only), add up to at least ``backward_bytes``;
-    ``refuted`` when they do not; ``not-run`` when the line did not run. (statuses by finding index)"""
+    ``refuted`` when they do not; ``not-run`` when the line did not run. ``_backward_hits`` takes the
+    copies of the finding's line first, then those a view earlier in the same function makes of the
+    gradient (autograd copies a gradient made non-contiguous by ``transpose(...).contiguous()`` in the
+    earlier view's node). Returns the counts, the statuses by finding index and the backward copies
+    the confirmed claims explain."""
     from fxlint.runtime.confirm import _backward_hits
 
     counts: Counter = Counter()
     status: dict[int, str] = {}
     taken: set[int] = set()
+    explained: list[Any] = []
     order = sorted(range(len(report.findings)), key=lambda i: report.findings[i].bytes == 0)
     for i in order:
         f = report.findings[i]
@@ -242,8 +255,10 @@ def backward_claims(report: Any, audit: Any) -> tuple[Counter, dict[int, str]]:
             hits = _backward_hits(f, audit, taken)
             taken.update(id(c) for c in hits)
             status[i] = "confirmed" if sum(c.bytes for c in hits) >= f.backward_bytes else "refuted"
+            if status[i] == "confirmed":
+                explained += hits
         counts[status[i]] += 1
-    return counts, status
+    return counts, status, explained
 
 
 def analyse(report: Any, audit: Any, min_bytes: int, mode: str = "infer") -> dict[str, Any]:
@@ -253,7 +268,9 @@ def analyse(report: Any, audit: Any, min_bytes: int, mode: str = "infer") -> dic
     row per (line, phase)), and the findings' backward claims are judged (``backward_claims``)."""
     train = mode == "train"
     claims = Counter()
-    back_claims, back_status = backward_claims(report, audit) if train else (Counter(), {})
+    back_claims, back_status, back_explained = backward_claims(report, audit) if train else (Counter(), {}, [])
+    #: backward rows a confirmed backward claim explains (the view's line upstream of the finding's)
+    claimed_rows = {(*_line_key(c.file, c.line, c.function), "backward") for c in back_explained}
     finding_codes: dict[tuple, set[str]] = defaultdict(set)
     findings = []
     for i, f in enumerate((*report.findings, *getattr(report, "suppressed", []))):
@@ -301,6 +318,7 @@ def analyse(report: Any, audit: Any, min_bytes: int, mode: str = "infer") -> dic
             g["sizes"].add(c.bytes)
         nbytes = sum(c.bytes for c in events)
         codes = sorted(finding_codes.get(key[:2], ()))
+        by_claim = not codes and key in claimed_rows
         small = nbytes < min_bytes
         if small:
             excluded["small_lines"] += 1
@@ -308,7 +326,8 @@ def analyse(report: Any, audit: Any, min_bytes: int, mode: str = "infer") -> dic
         lines.append({
             "file": first.file, "path": display_path(first.file) if not first.file.startswith("<") else
             f"<graph>:{first.function}", "line": first.line, "phase": first.phase, "code": first.code, "bytes": nbytes,
-            "calls": len(events), "covered": bool(codes), "codes": codes, "small": small,
+            "calls": len(events), "covered": bool(codes) or by_claim, "codes": codes, "by_claim": by_claim,
+            "small": small,
             "groups": sorted(({"label": g["label"], "kind": g["kind"], "chain": g["chains"].most_common(1)[0][0],
                                "calls": g["calls"], "bytes": g["bytes"], "sizes": sorted(g["sizes"], reverse=True)[:8]}
                               for g in groups.values()), key=lambda g: -g["bytes"]),

@@ -385,6 +385,35 @@ def test_train_mode_scores_the_backward_copy_of_a_line_and_its_backward_claim(mo
     assert infer["backward_claims"]["confirmed"] == 0 and infer["findings"][0]["backward_status"] is None
 
 
+class _Shuffle(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(4, 4, 1)
+
+    def forward(self, x):
+        x = self.conv(x)
+        b, c, h, w = x.shape
+        x = x.view(b, 2, c // 2, h, w)  # the view whose backward copies the gradient
+        x = torch.transpose(x, 1, 2).contiguous()  # the shuffle: a copy, again in backward
+        return x.view(b, c, h, w) * 2
+
+
+def test_a_backward_copy_autograd_makes_in_an_earlier_views_node_backs_the_claim(monkeypatch):
+    """``x.view(...)`` then ``transpose(...).contiguous()``: the gradient arrives transposed at the
+    view's node, which copies it there; the audit files that copy at the view's line, and the
+    shuffle's finding (whose backward_bytes predicts it) claims it, so the view's row is covered."""
+    _register(monkeypatch, "timm/fake_shuffle", lambda: (_Shuffle(), torch.randn(2, 4, 6, 6)))
+    rec = census.run_model("timm/fake_shuffle", mode="train")
+    assert rec["status"] == "ok", rec["reason"]
+    [f] = [f for f in rec["findings"] if f["code"] == "FXL101"]
+    assert f["backward_bytes"] == 2 * 4 * 6 * 6 * 4 and f["backward_status"] == "confirmed"
+    rows = {(r["code"].split("#")[1].strip(), r["phase"]): r for r in rec["lines"] if "#" in (r["code"] or "")}
+    view = rows[("the view whose backward copies the gradient", "backward")]
+    assert view["covered"] and view["by_claim"] and view["codes"] == []
+    assert rows[("the shuffle: a copy, again in backward", "forward")]["covered"]
+    assert rec["backward_claims"]["confirmed"] == 1 and rec["backward_claims"]["refuted"] == 0
+
+
 def test_a_backward_claim_the_backward_does_not_pay_is_refuted():
     audit = AuditReport(copies=[_ev(10, 4096), _ev(10, 1024, phase="backward")], lines_run={("/lib/model.py", 10)})
     f = Finding(code="FXL202", name="x", severity=Severity.WARNING, message="m", file="/lib/model.py", line=10,
