@@ -709,7 +709,8 @@ def build_data(models: list[dict[str, Any]], *, command: str, started: str, dura
     recall by kind; the unconfirmed claims (with their mode) and the model records (with theirs)."""
     for m in models:
         m.setdefault("mode", "infer")
-    modes = [mode for mode in MODES if any(m["mode"] == mode for m in models)] or list(settings.get("modes") or ["infer"])
+    modes = [mode for mode in MODES if any(m["mode"] == mode for m in models)] or list(
+        settings.get("modes") or ["infer"])
     summary: dict[str, Any] = {}
     misses_by_kind: dict[str, Any] = {}
     recall_by_kind: dict[str, Any] = {}
@@ -809,6 +810,10 @@ def missed_lines(models: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows.values(), key=lambda r: (-r["bytes"], r["path"], r["line"] or 0, r["phase"]))
 
 
+def _claims_cell(c: dict[str, int]) -> str:
+    return f"{c['confirmed']} / {c['refuted']} / {c['not_run']}"
+
+
 MODE_TEXT = {"infer": "inference: `eval()`, linted under `torch.no_grad()`, forward copies scored",
              "train": "training: `train()`, `lint(..., train=True)`, a training step audited, forward and backward "
                       "copies scored"}
@@ -850,7 +855,7 @@ def render_markdown(data: dict[str, Any], *, per_model: bool = True) -> str:
             out.append(
                 f"| {mode} | {lib} | {v['models']} ({v['ok']} / {v['not_built']} / {crashes}) "
                 f"| {c['confirmed']} / {c['refuted']} / {c['not_run']}{unmarked} "
-                f"| {(str(b['confirmed']) + ' / ' + str(b['refuted']) + ' / ' + str(b['not_run'])) if mode == 'train' else '-'} "
+                f"| {_claims_cell(b) if mode == 'train' else '-'} "
                 f"| {_pct(v['precision'])} "
                 f"| {r['covered_lines']} / {r['lines']} = {_pct(v['recall_lines'])} "
                 f"| {(str(bw['covered_lines']) + ' / ' + str(bw['lines'])) if bw else '-'} "
@@ -863,7 +868,8 @@ def render_markdown(data: dict[str, Any], *, per_model: bool = True) -> str:
     for mode in modes:
         o = s[mode]["overall"]
         lo = o["left_out"]
-        out.append(f"Left out of recall in {mode}, per call over all models: dtype casts {human_bytes(lo['dtype_bytes'])}; "
+        out.append(f"Left out of recall in {mode}, per call over all models: dtype casts "
+                   f"{human_bytes(lo['dtype_bytes'])}; "
                    f"copies the audit marks unavoidable {human_bytes(lo['unavoidable_bytes'])} (docs/census.md, "
                    f"\"What counts as avoidable\"); "
                    + (f"backward copies {human_bytes(lo['backward_bytes'])} (not scored in inference); "
@@ -917,7 +923,8 @@ def render_markdown(data: dict[str, Any], *, per_model: bool = True) -> str:
         missed = missed_lines([x for x in data["models"] if x["mode"] == mode])
         out += ["", f"### Missed lines ({mode})", "",
                 "Every distinct line with an avoidable copy and no finding, most bytes first.", "",
-                "| line | phase | copies | models | bytes/call (sum) | source |", "| --- | --- | --- | --- | --- | --- |"]
+                "| line | phase | copies | models | bytes/call (sum) | source |",
+                "| --- | --- | --- | --- | --- | --- |"]
         for r in missed:
             models = ", ".join(x.split("/", 1)[1] for x in r["models"][:3]) + (
                 f" +{len(r['models']) - 3}" if len(r["models"]) > 3 else "")
@@ -934,8 +941,9 @@ def render_markdown(data: dict[str, Any], *, per_model: bool = True) -> str:
         c, b, r = x["claims"], x["backward_claims"], x["recall"]
         out.append(f"| {x['name']} | {x['mode']} | {_cell(x['input'], 50)} | ok "
                    f"| {c['confirmed']} / {c['refuted']} / {c['not_run']} "
-                   f"| {(str(b['confirmed']) + ' / ' + str(b['refuted']) + ' / ' + str(b['not_run'])) if x['mode'] == 'train' else '-'} "
-                   f"| {r['covered_lines']} / {r['lines']} | {human_bytes(r['covered_bytes'])} / {human_bytes(r['bytes'])} "
+                   f"| {_claims_cell(b) if x['mode'] == 'train' else '-'} "
+                   f"| {r['covered_lines']} / {r['lines']} "
+                   f"| {human_bytes(r['covered_bytes'])} / {human_bytes(r['bytes'])} "
                    f"| {len(x['findings'])} | {_secs(x['times']['lint_s'])} | {_secs(x['times']['audit_s'])} |")
     return "\n".join(out) + "\n"
 
@@ -1001,8 +1009,8 @@ def progress_line(i: int, n: int, rec: dict[str, Any], took: float, elapsed: flo
         body = (f"lint {rec['times']['lint_s']:.1f}s (audit {rec['times']['audit_s']:.1f}s)  "
                 f"claims {c['confirmed']}/{c['confirmed'] + c['refuted']} confirmed"
                 + (f", {c['not_run']} not-run" if c["not_run"] else "")
-                + (f", backward {b['confirmed']}/{b['confirmed'] + b['refuted']}" if b.get("confirmed") or b.get("refuted")
-                   else "")
+                + (f", backward {b['confirmed']}/{b['confirmed'] + b['refuted']}"
+                   if b.get("confirmed") or b.get("refuted") else "")
                 + f"  recall {r['covered_lines']}/{r['lines']} lines")
     return f"{head}{body}  | {_fmt_s(elapsed)} elapsed, ~{_fmt_s(left)} left"
 
@@ -1119,7 +1127,8 @@ def main(argv: Iterable[str] | None = None) -> int:
         command = "python bench/census.py" + ("" if not argv else " " + " ".join(argv))
         started = time.strftime("%Y-%m-%d %H:%M")
         modes = MODES if args.mode == "both" else (args.mode,)
-        print(f"census: {len(archs)} models x {'/'.join(modes)}, worker {'in process' if args.in_process else 'process'}, "
+        where = "in process" if args.in_process else "process"
+        print(f"census: {len(archs)} models x {'/'.join(modes)}, worker {where}, "
               f"min {args.min_bytes} B per line", file=sys.stderr, flush=True)
         if args.interleave:
             archs = interleaved(archs)

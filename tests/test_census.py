@@ -52,7 +52,8 @@ def test_subset_runs_without_crash_and_claims_hold(run):
         assert m["rule_errors"] == [], (m["name"], m["rule_errors"])
         assert m["audit_source"] == "lint"  # the audit that confirmed the findings is the one measured
         assert m["times"]["lint_s"] >= m["times"]["audit_s"] > 0
-    o = data["summary"]["overall"]
+    assert data["modes"] == ["infer"] and {m["mode"] for m in data["models"]} == {"infer"}
+    o = data["summary"]["infer"]["overall"]
     assert o["crashes"] == o["died"] == o["timeouts"] == 0
     c = o["claims"]
     assert c["confirmed"] > 0  # the subset makes copy claims, so the bar below can fail
