@@ -13,6 +13,7 @@ import fxlint
 from fxlint.findings import Finding, Severity
 from fxlint.runtime.confirm import match
 from fxlint.runtime.oracle import check
+from fxlint.runtime.profiler import REDUCTION_KERNELS, UNAVOIDABLE
 from tests.conftest import line_of, run_cli
 
 HERE = __file__
@@ -376,3 +377,62 @@ def test_the_audit_does_not_change_which_attention_path_runs(grad):
     else:
         assert "aten::_native_multi_head_attention" in chains and "aten::layer_norm" not in chains
     assert torch.overrides.has_torch_function is before  # the hook is gone again
+
+
+# ------------------------------------------------------------------ reductions are not copies
+
+
+class MessagePassing(nn.Module):
+    """A graph layer's aggregation: scatter-add of messages into their target nodes (reductions),
+    next to a real copy of the messages' transpose."""
+
+    def forward(self, x, edge, mask_idx):
+        msg = x[edge[0]]  # gather the source nodes
+        out = torch.zeros_like(x).index_add_(0, edge[1], msg)  # aggregate with index_add_
+        out = out.scatter_add_(0, edge[1][:, None].expand_as(msg), msg)  # aggregate with scatter_add_
+        out.index_put_((mask_idx,), msg[: mask_idx.numel()], accumulate=True)  # aggregate with index_put_
+        out = out + x.index_add(0, edge[1], msg)  # out-of-place index_add
+        return out + msg.t().contiguous().t()[: x.shape[0]]  # a real copy next to them
+
+
+def test_accumulating_scatters_are_reductions_not_copies_and_a_real_copy_still_counts():
+    x = torch.randn(16, 8, requires_grad=True)
+    edge = torch.randint(0, 16, (2, 40))
+    mask_idx = torch.randint(0, 16, (10,))
+    for train in (False, True):
+        report = fxlint.audit(MessagePassing(), (x, edge, mask_idx), train=train)
+        for marker in ("# aggregate with index_add_", "# aggregate with scatter_add_",
+                       "# aggregate with index_put_"):
+            got = report.at(HERE, _line(marker), phase="forward")
+            assert got == [], (marker, train, [(c.phase, c.chain, c.bytes) for c in got])
+            # their backward gathers the gradient of the messages (a gather, not the reduction)
+            back = report.at(HERE, _line(marker), phase="backward")
+            assert not [c.chain for c in back if c.kernel in REDUCTION_KERNELS or c.kind == "scatter"]
+            assert not train or "gather" in [c.kind for c in back]
+        # nor the gather's backward (an accumulating index_put_ of the gradient)
+        assert not [c.chain for c in report.copies if c.kind == "scatter" or c.kernel in REDUCTION_KERNELS]
+        # the out-of-place index_add first copies x into its output: a copy every such call pays
+        init = report.at(HERE, _line("# out-of-place index_add"), phase="forward")
+        assert [(c.bytes, c.avoidable) for c in init] == [(16 * 8 * 4, False)]
+        assert init[0].reason == UNAVOIDABLE["reduction-init"]
+        real = report.at(HERE, _line("# a real copy next to them"), phase="forward")
+        assert [c.bytes for c in real] == [40 * 8 * 4] and real[0].avoidable
+        s = report.summary()
+        assert s["forward_bytes"] == sum(c.bytes for c in report.copies if c.phase == "forward")
+        # the gather's own output is a copy; the summary counts it and the real copy, not the reductions
+        gather = report.at(HERE, _line("# gather the source nodes"), phase="forward")
+        assert [c.kind for c in gather] == ["gather"]
+        assert s["avoidable_bytes_per_call"] == sum(c.bytes for c in (*gather, *real)) + sum(
+            c.bytes for c in report.copies if c.avoidable and c.phase == "backward")
+
+
+def test_a_plain_scatter_still_writes_its_values():
+    class Write(nn.Module):
+        def forward(self, x, idx, v):
+            x = x.clone()
+            x.index_put_((idx,), v)  # a plain index_put_
+            return x
+
+    report = fxlint.audit(Write(), (torch.randn(16, 8), torch.arange(4), torch.randn(4, 8)))
+    got = report.at(HERE, _line("# a plain index_put_"))
+    assert [(c.kind, c.bytes) for c in got] == [("scatter", 4 * 8 * 4)]

@@ -37,7 +37,7 @@ def run(tmp_path_factory):
     pytest.importorskip("timm")
     pytest.importorskip("torchvision")
     pytest.importorskip("transformers")
-    rc = census.main(["--models", ",".join(SUBSET), "--in-process", "--out", str(out)])
+    rc = census.main(["--models", ",".join(SUBSET), "--mode", "infer", "--in-process", "--out", str(out)])
     data = json.loads((out / "census.json").read_text())
     return rc, out, data
 
@@ -52,7 +52,8 @@ def test_subset_runs_without_crash_and_claims_hold(run):
         assert m["rule_errors"] == [], (m["name"], m["rule_errors"])
         assert m["audit_source"] == "lint"  # the audit that confirmed the findings is the one measured
         assert m["times"]["lint_s"] >= m["times"]["audit_s"] > 0
-    o = data["summary"]["overall"]
+    assert data["modes"] == ["infer"] and {m["mode"] for m in data["models"]} == {"infer"}
+    o = data["summary"]["infer"]["overall"]
     assert o["crashes"] == o["died"] == o["timeouts"] == 0
     c = o["claims"]
     assert c["confirmed"] > 0  # the subset makes copy claims, so the bar below can fail
@@ -69,8 +70,8 @@ def test_json_schema_and_markdown_from_json(run, tmp_path, capsys):
     md = (out / "census.md").read_text()
     assert census.render_markdown(data) == md
     for lib in ("timm", "torchvision", "transformers", "**overall**"):
-        assert f"| {lib} |" in md
-    assert "### Remaining misses by kind" in md
+        assert f"| infer | {lib} |" in md
+    assert "### Remaining misses by kind (infer)" in md
     capsys.readouterr()
     assert census.main(["--from-json", str(out / "census.json")]) == 0
     assert capsys.readouterr().out.strip() == md.strip()
@@ -80,7 +81,7 @@ def test_json_schema_and_markdown_from_json(run, tmp_path, capsys):
     census.update_readme(readme, census.render_markdown(data, per_model=False))
     text = readme.read_text()
     assert text.startswith("intro\n") and text.endswith(f"{census.MARK_END}\nrest\n") and "old" not in text
-    assert "| **overall** |" in text and "### Remaining misses by kind" in text
+    assert "| infer | **overall** |" in text and "### Remaining misses by kind (infer)" in text
     assert "### Per model" not in text and "### Recall by kind" not in text
 
 
@@ -147,24 +148,26 @@ def test_misses_by_kind_and_summary_across_models():
     nb = census._empty_record(census_models.Arch("torchvision/d", "torchvision", lambda: None))
     nb.update(status="not-built", reason="ValueError: no")
     data = census.build_data(models + [nb], command="x", started="now", duration_s=1.0,
-                             settings={"min_bytes": 256, "grad": False, "timeout_s": 1})
-    misses = {k["label"]: k for k in data["misses_by_kind"]}
+                             settings={"min_bytes": 256, "modes": ["infer"], "timeout_s": 1})
+    assert data["modes"] == ["infer"]
+    misses = {k["label"]: k for k in data["misses_by_kind"]["infer"]}
     assert set(misses) == {"aten::avg_pool2d>aten::contiguous", "__setitem__>aten::copy_"}
     pool = misses["aten::avg_pool2d>aten::contiguous"]
     assert (pool["lines"], pool["model_lines"], pool["bytes"], pool["max_line_bytes"]) == (1, 3, 3 * 4096, 4096)
     assert pool["example"]["path"] == "/lib/model.py" and pool["example"]["line"] == 31
     assert misses["__setitem__>aten::copy_"]["model_lines"] == 2
-    o = data["summary"]["overall"]
+    o = data["summary"]["infer"]["overall"]
     assert (o["models"], o["ok"], o["not_built"]) == (4, 3, 1)
     assert o["recall"] == {"lines": 6, "covered_lines": 1, "bytes": 3 * 6144, "covered_bytes": 2048}
     assert o["distinct_lines"] == 2 and o["distinct_covered"] == 0  # line 30 is missed in two models
-    assert data["summary"]["libraries"]["timm"]["recall_lines"] == pytest.approx(1 / 4)
-    assert "torchvision/d: not built (ValueError: no)" in census.render_markdown(data)
+    assert data["summary"]["infer"]["libraries"]["timm"]["recall_lines"] == pytest.approx(1 / 4)
+    assert "torchvision/d (infer): not built (ValueError: no)" in census.render_markdown(data)
     assert data["unconfirmed_claims"] == []  # every claim of these models was confirmed
     models[0]["findings"].append({"code": "FXL102", "status": "refuted", "path": "x.py", "line": 3, "bytes": 64,
                                   "module_path": None, "severity": "warning", "suppressed": False})
-    assert census.unconfirmed_claims(models) == [{"model": "timm/a", "code": "FXL102", "status": "refuted",
-                                                 "path": "x.py", "line": 3, "count": 1, "bytes": 64}]
+    assert census.unconfirmed_claims(models) == [{"model": "timm/a", "mode": "infer", "phase": "forward",
+                                                 "code": "FXL102", "status": "refuted", "path": "x.py", "line": 3,
+                                                 "count": 1, "bytes": 64}]
 
 
 @pytest.mark.parametrize("code,label", [
@@ -185,19 +188,37 @@ def test_copy_label_keeps_the_top_op():
     assert census.copy_label("aten::pad", "aten::clone", "x = F.pad(x, (0, 0))") == "aten::pad>aten::clone"
 
 
-def test_rnn_input_copy_counts_as_avoidable_other_kernel_copies_do_not():
-    def ev(chain: tuple, avoidable: bool) -> CopyEvent:
-        return CopyEvent(kernel="aten::copy_", op="aten::contiguous", top_op=chain[0], chain=chain, bytes=4096,
-                         shape=(1024,), dtype="float32", kind="layout", phase="forward", file="/lib/m.py", line=1,
-                         function="f", code="y, _ = self.rnn(x)", module_path="rnn", avoidable=avoidable,
-                         reason=None if avoidable else "made inside the fused RNN kernel itself")
+def test_the_census_reads_the_audits_one_classification():
+    """The census has no verdict of its own: an event the audit marks unavoidable is left out with
+    the audit's reason, whatever its chain; ``profiler.classify`` is the one place that decides."""
+    from fxlint.runtime.profiler import UNAVOIDABLE, classify
 
-    # an LSTM fed a permuted sequence makes its input contiguous: the caller's layout
-    assert census.counts_as_avoidable(ev(("aten::lstm", "aten::contiguous", "aten::clone", "aten::copy_"), False))
+    # an LSTM fed a permuted sequence makes its input contiguous: the caller's layout, avoidable
+    assert classify(("aten::lstm", "aten::contiguous", "aten::clone", "aten::copy_"), None, (1024,)) == (True, None)
     # a clone inside a fused cell, a bias copy into a BLAS output: the kernel's own work
-    assert not census.counts_as_avoidable(ev(("aten::gru", "aten::gru_cell", "aten::clone", "aten::copy_"), False))
-    assert not census.counts_as_avoidable(ev(("aten::linear", "aten::addmm", "aten::copy_"), False))
-    assert census.counts_as_avoidable(ev(("aten::contiguous", "aten::clone", "aten::copy_"), True))
+    assert classify(("aten::gru", "aten::gru_cell", "aten::clone", "aten::copy_"), None, (1024,)) == (
+        False, UNAVOIDABLE["rnn-kernel"])
+    assert classify(("aten::linear", "aten::addmm", "aten::copy_"), None, (1024,)) == (False, UNAVOIDABLE["blas-bias"])
+    assert classify(("aten::contiguous", "aten::clone", "aten::copy_"), None, (1024,)) == (True, None)
+    audit = AuditReport(copies=[
+        _ev(10, 4096, top="aten::lstm", op="aten::contiguous", avoidable=False),  # whatever the chain says
+        _ev(11, 4096)])
+    audit.copies[0] = CopyEvent(**{**audit.copies[0].__dict__, "reason": UNAVOIDABLE["rnn-kernel"]})
+    a = census.analyse(Report(findings=[]), audit, min_bytes=256)
+    assert [r["line"] for r in a["lines"]] == [11]
+    assert a["unavoidable_by_reason"] == {UNAVOIDABLE["rnn-kernel"]: 4096}
+    assert not hasattr(census, "counts_as_avoidable")
+
+
+def test_every_unavoidable_class_is_documented_with_its_reason():
+    from fxlint.runtime.profiler import UNAVOIDABLE
+
+    doc = (ROOT / "docs" / "census.md").read_text()
+    section = doc.split("## What counts as avoidable", 1)[1].split("\n## ", 1)[0]
+    for key, reason in UNAVOIDABLE.items():
+        assert f"`{key}`" in section, key
+        flat = " ".join(section.replace("``", "`").split())  # the doc wraps its lines
+        assert reason.replace("``", "`") in flat, reason
 
 
 def test_select_filters_and_rejects_unknown_names():
@@ -321,6 +342,143 @@ def test_real_lint_on_a_small_model_and_the_separate_audit_fallback(monkeypatch)
     assert rec["recall"]["lines"] == 1 and rec["recall"]["covered_lines"] == 0  # the copy is seen, unclaimed
 
 
+# ------------------------------------------------------------------ training mode
+
+
+class _Video(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv3d(3, 4, 3, padding=1)
+
+    def forward(self, clips):  # (B, T, C, H, W)
+        return self.conv(clips.permute(0, 2, 1, 3, 4))  # a copy in forward, again in backward
+
+
+class _ArgMax(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.lin(x.t().contiguous().t()).argmax(-1)  # an integer output: nothing to train
+
+
+CLIPS = (2, 3, 3, 6, 6)
+
+
+def test_train_mode_scores_the_backward_copy_of_a_line_and_its_backward_claim(monkeypatch):
+    _register(monkeypatch, "timm/fake_video", lambda: (_Video(), torch.randn(*CLIPS)))
+    nbytes = torch.randn(*CLIPS).numel() * 4
+    train = census.run_model("timm/fake_video", mode="train")
+    assert train["status"] == "ok" and train["mode"] == "train", train["reason"]
+    by_phase = {r["phase"]: r for r in train["lines"]}
+    assert set(by_phase) == {"forward", "backward"}
+    fwd, bwd = by_phase["forward"], by_phase["backward"]
+    assert fwd["line"] == bwd["line"] and fwd["bytes"] == bwd["bytes"] == nbytes
+    assert bwd["covered"] and "FXL202" in bwd["codes"]
+    assert bwd["groups"][0]["chain"].startswith("aten::convolution_backward")
+    assert train["recall"] == {"lines": 2, "covered_lines": 2, "bytes": 2 * nbytes, "covered_bytes": 2 * nbytes}
+    assert train["excluded"]["backward_bytes"] == 0
+    # the finding claims the copy twice: in forward, and again in backward (backward_bytes)
+    assert train["claims"]["confirmed"] == 1 and train["claims"]["refuted"] == 0
+    assert train["backward_claims"] == {"confirmed": 1, "refuted": 0, "not_run": 0, "unmarked": 0}
+    [f] = [f for f in train["findings"] if f["code"] == "FXL202"]
+    assert f["backward_bytes"] == nbytes and f["backward_status"] == "confirmed"
+    # inference: forward only, no backward ran
+    infer = census.run_model("timm/fake_video", mode="infer")
+    assert infer["mode"] == "infer" and [r["phase"] for r in infer["lines"]] == ["forward"]
+    assert infer["backward_claims"]["confirmed"] == 0 and infer["findings"][0]["backward_status"] is None
+
+
+class _Shuffle(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(4, 4, 1)
+
+    def forward(self, x):
+        x = self.conv(x)
+        b, c, h, w = x.shape
+        x = x.view(b, 2, c // 2, h, w)  # the view whose backward copies the gradient
+        x = torch.transpose(x, 1, 2).contiguous()  # the shuffle: a copy, again in backward
+        return x.view(b, c, h, w) * 2
+
+
+def test_a_backward_copy_autograd_makes_in_an_earlier_views_node_backs_the_claim(monkeypatch):
+    """``x.view(...)`` then ``transpose(...).contiguous()``: the gradient arrives transposed at the
+    view's node, which copies it there; the audit files that copy at the view's line, and the
+    shuffle's finding (whose backward_bytes predicts it) claims it, so the view's row is covered."""
+    _register(monkeypatch, "timm/fake_shuffle", lambda: (_Shuffle(), torch.randn(2, 4, 6, 6)))
+    rec = census.run_model("timm/fake_shuffle", mode="train")
+    assert rec["status"] == "ok", rec["reason"]
+    [f] = [f for f in rec["findings"] if f["code"] == "FXL101"]
+    assert f["backward_bytes"] == 2 * 4 * 6 * 6 * 4 and f["backward_status"] == "confirmed"
+    rows = {(r["code"].split("#")[1].strip(), r["phase"]): r for r in rec["lines"] if "#" in (r["code"] or "")}
+    view = rows[("the view whose backward copies the gradient", "backward")]
+    assert view["covered"] and view["by_claim"] and view["codes"] == []
+    assert rows[("the shuffle: a copy, again in backward", "forward")]["covered"]
+    assert rec["backward_claims"]["confirmed"] == 1 and rec["backward_claims"]["refuted"] == 0
+
+
+def test_a_backward_claim_the_backward_does_not_pay_is_refuted():
+    audit = AuditReport(copies=[_ev(10, 4096), _ev(10, 1024, phase="backward")], lines_run={("/lib/model.py", 10)})
+    f = Finding(code="FXL202", name="x", severity=Severity.WARNING, message="m", file="/lib/model.py", line=10,
+                bytes=4096, backward_bytes=4096, status="confirmed")
+    a = census.analyse(Report(findings=[f]), audit, 256, mode="train")
+    assert a["backward_claims"]["refuted"] == 1 and a["findings"][0]["backward_status"] == "refuted"
+    s = census.summarise([{**census._empty_record(census_models.Arch("timm/x", "timm", lambda: None), "train"), **a}])
+    assert s["precision"] == pytest.approx(1 / 2) and s["precision_forward"] == 1 and s["precision_backward"] == 0
+    assert s["recall_phases"]["backward"] == {"lines": 1, "covered_lines": 1, "bytes": 1024, "covered_bytes": 1024}
+
+
+def test_a_model_that_cannot_train_is_not_built_in_train_mode_only(monkeypatch):
+    _register(monkeypatch, "timm/fake_argmax", lambda: (_ArgMax(), torch.randn(8, 16)))
+    assert census.run_model("timm/fake_argmax", mode="infer")["status"] == "ok"
+    rec = census.run_model("timm/fake_argmax", mode="train")
+    assert (rec["status"], rec["mode"]) == ("not-built", "train")
+    assert "cannot train" in rec["reason"]
+
+
+def test_both_modes_json_markdown_resume_and_from_json(tmp_path, monkeypatch, capsys):
+    _register(monkeypatch, "timm/fake_video", lambda: (_Video(), torch.randn(*CLIPS)))
+    _register(monkeypatch, "timm/fake_argmax", lambda: (_ArgMax(), torch.randn(8, 16)))
+    out = tmp_path / "out"
+    argv = ["--models", "timm/fake_video,timm/fake_argmax", "--in-process", "--out", str(out)]
+    assert census.main(argv) == 0  # the default: both modes
+    data = json.loads((out / "census.json").read_text())
+    assert data["modes"] == ["infer", "train"] and data["settings"]["modes"] == ["infer", "train"]
+    assert [(m["name"], m["mode"], m["status"]) for m in data["models"]] == [
+        ("timm/fake_video", "infer", "ok"), ("timm/fake_video", "train", "ok"),
+        ("timm/fake_argmax", "infer", "ok"), ("timm/fake_argmax", "train", "not-built")]
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(data, census.SCHEMA)
+    t = data["summary"]["train"]["overall"]
+    assert (t["ok"], t["not_built"]) == (1, 1) and t["recall_phases"]["backward"]["lines"] == 1
+    assert t["backward_claims"]["confirmed"] == 1 and t["precision"] == 1
+    md = (out / "census.md").read_text()
+    for mode in ("infer", "train"):
+        assert f"| {mode} | timm |" in md and f"| {mode} | **overall** |" in md
+        assert f"### Remaining misses by kind ({mode})" in md and f"### Missed lines ({mode})" in md
+    assert "- timm/fake_argmax (train): not built" in md
+    capsys.readouterr()
+    assert census.main(["--from-json", str(out / "census.json")]) == 0
+    assert capsys.readouterr().out.strip() == md.strip()
+    # --resume: records are keyed by (name, mode); a train-only run resumed from it runs nothing
+    monkeypatch.setattr(census, "run_model", lambda *a, **k: pytest.fail("ran again"))
+    assert census.main([*argv, "--mode", "train", "--resume"]) == 0
+    again = json.loads((out / "census.json").read_text())
+    assert [(m["name"], m["mode"]) for m in again["models"]] == [("timm/fake_video", "train"),
+                                                                 ("timm/fake_argmax", "train")]
+    assert again["modes"] == ["train"]
+    # a census JSON of schema 1 (inference only) still renders
+    v1 = {**data, "schema": 1, "settings": {**data["settings"], "grad": False},
+          "models": [{k: v for k, v in m.items() if k not in ("mode", "backward_claims")}
+                     for m in data["models"] if m["mode"] == "infer"]}
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(v1))
+    assert census.main(["--from-json", str(path)]) == 0
+    assert "| infer | **overall** |" in capsys.readouterr().out
+
+
 # ------------------------------------------------------------------ long runs: checkpoint, resume, partial
 
 
@@ -331,27 +489,28 @@ def test_checkpoint_resume_and_a_partial_run_render(tmp_path, monkeypatch, capsy
     names = [a.name for a in archs]
     ran: list[str] = []
 
-    def fake_run(name: str, min_bytes: int) -> dict:
+    def fake_run(name: str, min_bytes: int, mode: str = "infer") -> dict:
         arch = next(a for a in archs if a.name == name)
         ran.append(arch.name)
         if len(ran) == 2 and stop["now"]:
             raise KeyboardInterrupt("SIGTERM")
-        rec = census._empty_record(arch)
+        rec = census._empty_record(arch, mode)
         rec["times"].update(build_s=0.1, lint_s=0.2, audit_s=0.1, static_s=0.1)
         return rec
 
     stop = {"now": True}
     monkeypatch.setattr(census, "run_model", fake_run)
     out = tmp_path / "out"
-    assert census.main(["--models", ",".join(names), "--in-process", "--out", str(out)]) == 0
+    assert census.main(["--models", ",".join(names), "--mode", "infer", "--in-process", "--out", str(out)]) == 0
     data = json.loads((out / "census.json").read_text())
     assert [m["name"] for m in data["models"]] == names[:1]  # the second was interrupted
     assert data["settings"]["partial"] and data["settings"]["selected"] == 3
-    assert "**Partial run: 1 of the 3 models selected**" in (out / "census.md").read_text()
+    assert "**Partial run: 1 of the 3 model runs selected**" in (out / "census.md").read_text()
     assert "stopped (SIGTERM) after 1 of 3" in capsys.readouterr().err
     # --resume: the first model is not run again; the run completes
     stop["now"], ran[:] = False, []
-    assert census.main(["--models", ",".join(names), "--in-process", "--out", str(out), "--resume"]) == 0
+    assert census.main(["--models", ",".join(names), "--mode", "infer", "--in-process", "--out", str(out),
+                        "--resume"]) == 0
     assert ran == names[1:]
     data = json.loads((out / "census.json").read_text())
     assert sorted(m["name"] for m in data["models"]) == sorted(names) and not data["settings"]["partial"]

@@ -144,16 +144,32 @@ def _claimed_calls(f: Finding) -> frozenset[str] | None:
     return named() if callable(named) else None
 
 
+#: the backward nodes of views: they reshape the gradient back to the view's input, and a gradient
+#: that arrives non-contiguous (a transpose later in the same function: ``x.view(...)`` then
+#: ``x.transpose(1, 2).contiguous()``) is copied there, in the view's node, not the transpose's
+_VIEW_BACKWARDS = ("ViewBackward", "UnsafeViewBackward", "ReshapeAliasBackward", "ReshapeBackward")
+
+
 def _backward_hits(f: Finding, audit: AuditReport, taken: set[int]) -> list[CopyEvent]:
-    """Backward copies on the finding's line that pay its ``backward_bytes`` again (largest first,
-    until they add up to it); none when the finding predicts no backward copy."""
+    """Backward copies that pay the finding's ``backward_bytes`` again (largest first, until they
+    add up to it); none when the finding predicts no backward copy. The copies of its own line come
+    first; then those a view earlier in the same function (and module) makes of the gradient the
+    finding's layout change sends back (autograd runs that copy in the view's node, so the audit
+    files it at the view's line)."""
     if not f.backward_bytes or f.file is None:
         return []
-    cands = [c for c in audit.copies if c.phase == "backward" and c.avoidable and id(c) not in taken
-             and c.file == f.file and c.line == f.line
-             and (not _same_module(f, audit) or c.module_path == f.module_path)]
+    same_module = _same_module(f, audit)
+
+    def fits(c: CopyEvent) -> bool:
+        return (c.phase == "backward" and c.avoidable and id(c) not in taken and c.file == f.file
+                and (not same_module or c.module_path == f.module_path))
+
+    here = [c for c in audit.copies if fits(c) and c.line == f.line]
+    functions = {c.function for c in audit.copies if c.file == f.file and c.line == f.line and c.function}
+    upstream = [c for c in audit.copies if fits(c) and c.line is not None and f.line is not None and c.line < f.line
+                and c.function in functions and (c.grad_fn or "").startswith(_VIEW_BACKWARDS)]
     picked, total = [], 0
-    for c in sorted(cands, key=lambda c: -c.bytes):
+    for c in [*sorted(here, key=lambda c: -c.bytes), *sorted(upstream, key=lambda c: (-c.line, -c.bytes))]:
         if total >= f.backward_bytes:
             break
         picked.append(c)

@@ -11,7 +11,11 @@ How a copy is found and attributed:
 * Copy kernels are the leaves that move data: ``aten::copy_`` (every clone,
   contiguous, ``_to_copy``, repeat, reshape-copy goes through it), gathers
   (``aten::index``, ``index_select``, ``gather``, ``take``, ``masked_select``)
-  and scatters (``index_put_``, ``index_add_``, ``scatter_``...).
+  and scatters that write values (``index_put_``, ``scatter_``, ``index_copy_``...).
+  A scatter that *accumulates* (``index_add_``, ``scatter_add_``, ``scatter_reduce_``,
+  ``index_reduce_``, ``index_put_(..., accumulate=True)``, ``scatter_(..., reduce=)``) is a
+  reduction, like ``sum``: not a copy (``is_reduction``). The copy an out-of-place reduction
+  makes of its input first (``x.index_add(...)``) is a copy, every such call pays it.
 * Bytes: ``copy_`` writes its destination (shape x itemsize); a gather writes
   its output (the largest allocation the op makes, from ``profile_memory``); a
   scatter writes its source values; a host read (``aten::_local_scalar_dense``
@@ -52,10 +56,23 @@ GATHER_KERNELS = {
 #: device-to-host copy and a sync
 HOST_READ_KERNELS = {"aten::_local_scalar_dense"}
 SCATTER_KERNELS = {  # op name -> position of the values/source argument
-    "aten::index_put_": 2, "aten::_index_put_impl_": 2, "aten::index_put": 2, "aten::index_add_": 3,
-    "aten::index_add": 3, "aten::scatter_": 3, "aten::scatter_add_": 3, "aten::scatter": 3,
-    "aten::index_copy_": 3, "aten::masked_scatter_": 2,
+    "aten::index_put_": 2, "aten::_index_put_impl_": 2, "aten::index_put": 2, "aten::scatter_": 3,
+    "aten::scatter": 3, "aten::index_copy_": 3, "aten::index_copy": 3, "aten::masked_scatter_": 2,
 }
+#: scatters that accumulate into their destination: reductions (message passing's aggregation, the
+#: backward of a gather), not copies. On the CPU ``index_add_`` runs ``scatter_add_`` inside.
+REDUCTION_KERNELS = {
+    "aten::index_add_", "aten::index_add", "aten::scatter_add_", "aten::scatter_add", "aten::scatter_reduce_",
+    "aten::scatter_reduce", "aten::index_reduce_", "aten::index_reduce",
+}
+#: scatters that reduce only with some arguments: op -> (position, what the profiler records there
+#: when they do). ``index_put_``'s ``accumulate`` is recorded as a bool; ``scatter_``'s ``reduce``
+#: string is not recorded, but only its reducing overloads have a fifth argument
+_ACCUMULATING_WHEN = {"aten::index_put_": (3, True), "aten::_index_put_impl_": (3, True),
+                      "aten::index_put": (3, True), "aten::scatter_": (4, None), "aten::scatter": (4, None)}
+#: out-of-place reductions: their output starts as a copy of their input (``x.index_add(...)``)
+_OUT_OF_PLACE_REDUCTIONS = {"aten::index_add", "aten::scatter_add", "aten::scatter_reduce", "aten::index_reduce",
+                            "aten::index_put", "aten::scatter"}
 #: ops that name *why* a copy happened; the first of these in a copy's chain is reported as its op
 #: (reshape, flatten and to are not among them: they copy only through clone / _to_copy, which are)
 COPY_ENTRY_OPS = {
@@ -63,7 +80,7 @@ COPY_ENTRY_OPS = {
     "aten::expand_copy", "aten::_reshape_copy", "aten::copy_",
     "aten::index", "aten::_unsafe_index", "aten::index_select", "aten::gather", "aten::take",
     "aten::masked_select", "aten::take_along_dim", "aten::repeat_interleave", "aten::lift_fresh_copy",
-} | set(SCATTER_KERNELS)
+} | set(SCATTER_KERNELS) | REDUCTION_KERNELS
 #: conversions the user calls whose copy sits under ``aten::_to_copy``: a one-element tensor converted
 #: by the user (``x.half().float()`` on a scalar loss) is the user's copy, not a wrapped Python scalar
 _USER_CONVERSIONS = {"aten::to", "aten::type_as"}
@@ -164,7 +181,7 @@ class _SiteMode(TorchFunctionMode):
         mod = self._module_stack[-1] if self._module_stack else None
         name = getattr(func, "__name__", str(func))
         if name == "__setitem__" and _writes_itself(args):
-            name = SELF_ASSIGN  # its own site: the copy under it moves nothing (see _classify)
+            name = SELF_ASSIGN  # its own site: the copy under it moves nothing (see classify)
         key = (site[0], mod, name)
         idx = self._cache.get(key)
         if idx is None:
@@ -448,7 +465,7 @@ def _extract(roots: list[Any], sites: dict[int, CallSite]) -> RawAudit:
             chain, evs = (), ()
         elif name.startswith("aten::"):
             chain, evs = chain + (name,), evs + (e,)
-            event = _as_copy(e, chain)
+            event = None if is_reduction(e) else _as_copy(e, chain)
             if event is not None:
                 event["events"] = evs
                 _record(raw, event, sites.get(site) if site is not None else None, grad_fn, phase)
@@ -470,6 +487,21 @@ def _duration(e: Any) -> int:
         return max(0, int(e.end_time_ns) - int(e.start_time_ns))
     except Exception:  # noqa: BLE001 - an event without times costs nothing we can tell
         return 0
+
+
+def is_reduction(e: Any) -> bool:
+    """Is this profiler event a scatter that accumulates (a reduction, not a copy)?"""
+    name = e.name
+    if name in REDUCTION_KERNELS:
+        return True
+    when = _ACCUMULATING_WHEN.get(name)
+    if when is None:
+        return False
+    pos, value = when
+    inputs = e.extra_fields.inputs
+    if value is None:
+        return len(inputs) > pos
+    return pos < len(inputs) and inputs[pos] is value
 
 
 def _as_copy(e: Any, chain: tuple[str, ...]) -> dict[str, Any] | None:
@@ -527,23 +559,45 @@ def _rnn_input_copy(chain: tuple[str, ...]) -> bool:
     return chain[1] == "aten::contiguous" or chain[1:4] == ("aten::linear", "aten::matmul", "aten::reshape")
 
 
-def _classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...]) -> tuple[bool, str | None]:
+#: the one classification of a copy as unavoidable, shared by the audit, ``confirm`` and the census
+#: (bench/census.py reads ``CopyEvent.avoidable`` / ``reason`` and nothing else): class -> the reason
+#: a ``CopyEvent`` carries. docs/census.md ("What counts as avoidable") says why each is one.
+#: Every other copy is avoidable, host reads included.
+UNAVOIDABLE: dict[str, str] = {
+    "scalar": "a Python scalar wrapped into a one-element tensor for the op",
+    "fill": "one value broadcast into the indexed elements (``t[mask] = v``): a fill, nothing copied",
+    "blas-bias": "bias copied into the output buffer before the BLAS call (every addmm pays it)",
+    "conv-bias": "bias written into the output before the native conv kernel accumulates (every such conv pays it)",
+    "embedding": "the embedding lookup itself",
+    "rnn-kernel": "made inside the fused RNN kernel itself",
+    "reduction-init": "the output of an out-of-place reduction starts as a copy of its input (``x.index_add(...)``: "
+                      "every such call pays it)",
+}
+
+
+def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...]) -> tuple[bool, str | None]:
+    """(avoidable, reason) of one copy: its op chain (top op down to the kernel that wrote the
+    bytes), the backward node it ran in (None in forward) and its shape. The reasons are the values
+    of ``UNAVOIDABLE``."""
     parent = chain[-2] if len(chain) >= 2 else None
     if chain[-1] in HOST_READ_KERNELS:
         return True, None
     if _numel(shape) <= 1 and chain[0] not in COPY_ENTRY_OPS and chain[0] not in _USER_CONVERSIONS:
-        return False, "a Python scalar wrapped into a one-element tensor for the op"
+        return False, UNAVOIDABLE["scalar"]
     if chain[-1] in _FILL_SCATTERS and _numel(shape) == 1:
-        return False, "one value broadcast into the indexed elements (``t[mask] = v``): a fill, nothing copied"
+        return False, UNAVOIDABLE["fill"]
     if chain[-1] == "aten::copy_" and parent in _BIAS_INTO_OUTPUT:
-        return False, "bias copied into the output buffer before the BLAS call (every addmm pays it)"
+        return False, UNAVOIDABLE["blas-bias"]
     if chain[-1] == "aten::copy_" and (parent in _CONV_BIAS_INTO_OUTPUT or (
             parent == "aten::fill_" and len(chain) >= 3 and chain[-3] in _CONV_BIAS_INTO_OUTPUT)):
-        return False, "bias written into the output before the native conv kernel accumulates (every such conv pays it)"
+        return False, UNAVOIDABLE["conv-bias"]
     if any(op in _EMBEDDING for op in chain) or (grad_fn or "").startswith("Embedding"):
-        return False, "the embedding lookup itself"
+        return False, UNAVOIDABLE["embedding"]
     if chain[0] in _RNN_KERNELS and not _rnn_input_copy(chain):
-        return False, "made inside the fused RNN kernel itself"
+        return False, UNAVOIDABLE["rnn-kernel"]
+    if chain[-1] == "aten::copy_" and any(op in _OUT_OF_PLACE_REDUCTIONS for op in chain[:-1]):
+        # only a reducing index_put / scatter is descended into (a writing one is a copy itself)
+        return False, UNAVOIDABLE["reduction-init"]
     return True, None
 
 
@@ -556,7 +610,7 @@ def _record(raw: RawAudit, ev: dict[str, Any], site: CallSite | None, grad_fn: s
         return  # a view copied onto itself: ATen returns before moving a byte (see _writes_itself)
     at = next((i for i, c in enumerate(chain) if c in COPY_ENTRY_OPS), len(chain) - 1)
     op = chain[at]
-    avoidable, reason = _classify(chain, grad_fn, ev["shape"])
+    avoidable, reason = classify(chain, grad_fn, ev["shape"])
     loc = site.location if site is not None else None
     raw.copies.append(
         CopyEvent(
