@@ -277,6 +277,9 @@ def analyse(report: Any, audit: Any, min_bytes: int, mode: str = "infer") -> dic
     for i, f in enumerate((*report.findings, *getattr(report, "suppressed", []))):
         if f.file is not None:
             finding_codes[_line_key(f.file, f.line, None)].add(f.code)
+            eager = getattr(f, "eager_site", None)
+            if eager:  # a line only torch.compile runs: eager makes the copy the finding claims there instead
+                finding_codes[_line_key(eager[0], eager[1], None)].add(f.code)
         elif f.node:
             finding_codes[("<graph>", f.node)].add(f.code)
         if f.code.startswith(COPY_PREFIXES) and not f.suppressed:
