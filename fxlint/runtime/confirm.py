@@ -169,7 +169,7 @@ def _backward_hits(f: Finding, audit: AuditReport, taken: set[int]) -> list[Copy
     upstream = [c for c in audit.copies if fits(c) and c.line is not None and f.line is not None and c.line < f.line
                 and c.function in functions and (c.grad_fn or "").startswith(_VIEW_BACKWARDS)]
     picked, total = [], 0
-    for c in [*sorted(here, key=lambda c: -c.bytes), *sorted(upstream, key=lambda c: (-c.line, -c.bytes))]:
+    for c in [*sorted(here, key=lambda c: -c.bytes), *sorted(upstream, key=lambda c: (-(c.line or 0), -c.bytes))]:
         if total >= f.backward_bytes:
             break
         picked.append(c)

@@ -1,0 +1,218 @@
+"""Pieces of a tensor taken one subscript at a time in training: each piece's backward zero-fills a gradient the size of the whole tensor; `unbind`/`split` give the same views with one backward write.
+
+## What it does
+Finds two or more pieces of one tensor taken along the same dim by one
+statement, each by its own subscript, where a gradient flows back through them:
+`q, k, v = qkv[0], qkv[1], qkv[2]` (selects) and `cls, x = x[:, :1],
+x[:, 1:]` or `torch.tensor_split(x, (1,), dim=1)` (slices), with every
+other dim taken whole and no two pieces overlapping. Only pieces whose
+gradient reaches the output count (a piece cut off by a `detach` gets no
+backward). Only in training: in inference the pieces are free views and
+nothing runs backward.
+
+Bytes are what the backward copies per training step: each piece's
+gradient copied into its place in a zero-filled tensor of the whole
+size (`aten::select_backward` / `aten::slice_backward` > `aten::copy_`,
+the pieces' bytes together). The forward copies nothing.
+
+## Why is this bad?
+Autograd differentiates each subscript on its own. Measured with the
+profiler (torch 2.13, CPU) for `q, k, v = x[0], x[1], x[2]`: the backward
+runs three `aten::zeros` of the whole tensor, three `aten::copy_` of one
+piece each, and two `aten::add_` of the whole tensor to sum the three
+gradients: six writes of the whole tensor's size and two temporary buffers
+of it. With `q, k, v = x.unbind(0)` the backward is one `aten::stack` of
+the three gradients: one write. The same for slices: `x[:, :, :1]` and
+`x[:, :, 1:]` (or `torch.tensor_split`, which is built from slices) run
+two zero fills, two copies and an `add_`; `x.split([1, 64], dim=2)` runs
+one `aten::cat`.
+
+## Example
+```python
+q, k, v = qkv[0], qkv[1], qkv[2]
+cls_token, tokens = x[:, :1], x[:, 1:]
+```
+
+## Use instead
+```python
+q, k, v = qkv.unbind(0)
+cls_token, tokens = x.split([1, x.shape[1] - 1], dim=1)
+```
+
+## When it is intentional
+Pieces that overlap, or a single piece (`x[:, 1:]` alone: its gradient
+must be zero elsewhere anyway), are not reported. Silence a line with
+`# fxlint: ignore[FXL113]`.
+
+`details` (the fields of `SlicesInsteadOfSplit`): `tensor` (the sliced
+tensor, in the user's names), `dim`, `pieces` (how many), `kind`
+(`select` or `slice`), `suggestion` (the spelling with `unbind`/`split`),
+`copied` (backward bytes per training step).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ..analysis.gradflow import cut_kind
+from ..canon import CanonNode, GraphView
+from ..canon.text import bytes_text, bytes_value, operand_name
+from ..findings import Violation
+from ..registry import Hit, RuleContext, rule
+
+
+@dataclass(frozen=True)
+class SlicesInsteadOfSplit(Violation):
+    """Pieces of one tensor taken by separate subscripts, with a gradient flowing back through them."""
+
+    tensor: str
+    dim: int
+    pieces: int
+    kind: str  # "select" (x[0], x[1]) or "slice" (x[:, :1], x[:, 1:], tensor_split)
+    suggestion: str
+    copied: int | str | None  # backward bytes per training step
+    spelled: str = "subscripts"  # "subscripts" or "tensor_split" (built from slices)
+
+    def message(self) -> str:
+        how = "select" if self.kind == "select" else "slice"
+        taken = "one subscript each" if self.spelled == "subscripts" else "by `torch.tensor_split` (one slice each)"
+        return (f"{self.pieces} pieces of `{self.tensor}` along dim {self.dim}, {taken}: in the backward each "
+                f"{how} copies its gradient into a zero-filled tensor the size of `{self.tensor}`, and the pieces are "
+                f"summed ({bytes_text(self.copied)} copied per training step, plus the zero fills and the sums)")
+
+    def fix_title(self) -> str:
+        return f"take the pieces at once: `{self.suggestion}` (one backward write)"
+
+
+def _piece(node: CanonNode) -> tuple[int, str, int, int] | None:
+    """(dim, kind, start, stop) of a subscript that takes one piece along one dim, every other dim whole."""
+    spec = node.args.get("index")
+    x = node.input
+    if spec is None or x is None or x.tensor is None:
+        return None
+    items = [it for it in spec.items if it.kind != "ellipsis"]
+    cut = [it for it in items if not (it.kind == "slice" and it.start in (None, 0) and it.stop is None
+                                      and it.step in (None, 1))]
+    if len(cut) != 1 or cut[0].dim is None:
+        return None
+    it = cut[0]
+    size = x.tensor.shape[it.dim]
+    if not isinstance(size, int):
+        return None
+    if it.kind == "int" and isinstance(it.value, int):
+        i = it.value % size if size else it.value
+        return it.dim, "select", i, i + 1
+    if it.kind == "slice" and it.step in (None, 1):
+        start = it.start if isinstance(it.start, int) else 0 if it.start is None else None
+        stop = it.stop if isinstance(it.stop, int) else size if it.stop is None else None
+        if start is None or stop is None:
+            return None
+        start, stop = (s + size if s < 0 else s for s in (start, stop))
+        start, stop = max(0, min(start, size)), max(0, min(stop, size))
+        return (it.dim, "slice", start, stop) if stop > start else None
+    return None
+
+
+def _grads(node: CanonNode) -> bool:
+    """A gradient flows back through ``node``: it requires grad and a path of ops that require grad, with no
+    cut (``detach``, a no-grad region, a host read), leads from it to what the graph returns."""
+    t = node.tensor
+    if t is None or not t.requires_grad or not node.grad_enabled:
+        return False
+    seen, todo = {id(node)}, [node]
+    while todo:
+        n = todo.pop()
+        for u in n.users:
+            if u.kind == "output":
+                return True
+            if id(u) in seen or cut_kind(u) is not None or (u.tensor is not None and not u.tensor.requires_grad):
+                continue
+            seen.add(id(u))
+            todo.append(u)
+    return False
+
+
+def _pieces_of_split(node: CanonNode) -> tuple[int, list[tuple[CanonNode, int, int]]] | None:
+    """``torch.tensor_split(x, indices, dim)``: (dim, [(the getitem of each used piece, start, stop)])."""
+    x = node.input
+    args = node.args.get("args") or []
+    kwargs = node.args.get("kwargs") or {}
+    if x is None or x.tensor is None:
+        return None
+    indices = kwargs.get("indices", kwargs.get("indices_or_sections", args[1] if len(args) > 1 else None))
+    dim = kwargs.get("dim", args[2] if len(args) > 2 else 0)
+    if not isinstance(indices, (tuple, list)) or not all(isinstance(i, int) for i in indices) or \
+            not isinstance(dim, int):
+        return None
+    dim = dim % x.tensor.ndim
+    size = x.tensor.shape[dim]
+    if not isinstance(size, int):
+        return None
+    bounds = [0, *indices, size]
+    used = []
+    for u in node.users:
+        k = u.node.args[1] if len(u.node.args) > 1 else None
+        if isinstance(k, int) and 0 <= k < len(bounds) - 1 and u.tensor is not None and u.tensor.numel:
+            used.append((u, bounds[k], bounds[k + 1]))
+    return dim, used
+
+
+@rule("FXL113", "slices-instead-of-split", "warning", violation=SlicesInsteadOfSplit)
+def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
+    # the pieces one statement takes (`q, k, v = qkv[0], qkv[1], qkv[2]`): other subscripts of the same
+    # tensor elsewhere (`tail = h[:, 1:]`) are another decision
+    groups: dict[tuple[int, int, object], list[tuple[CanonNode, str, int, int]]] = defaultdict(list)
+    for node in view.ops("slice"):
+        p = _piece(node)
+        if p is None or not _grads(node) or node.input is None:
+            continue
+        dim, kind, start, stop = p
+        where = (node.location.file, node.location.line) if node.location is not None else None
+        groups[(id(node.input), dim, where)].append((node, kind, start, stop))
+    for (_, dim, _), pieces in groups.items():
+        yield from _hit(pieces, dim)
+    for node in view.ops("tensor_split"):
+        got = _pieces_of_split(node)
+        if got is None or not _grads(node.input or node):
+            continue
+        dim, used = got
+        if len(used) >= 2:
+            yield from _hit([(u, "slice", a, b) for u, a, b in used], dim, anchor=node, spelled="tensor_split")
+
+
+def _hit(pieces: list[tuple[CanonNode, str, int, int]], dim: int, anchor: CanonNode | None = None,
+         spelled: str = "subscripts") -> Iterator[Hit]:
+    spans = sorted({(a, b) for _, _, a, b in pieces})
+    if len(spans) < 2 or any(b1 > a2 for (_, b1), (a2, _) in itertools.pairwise(spans)):
+        return  # one piece, or pieces that overlap: no partition to take at once
+    first = anchor or min((n for n, *_ in pieces), key=lambda n: n.position)
+    x = pieces[0][0].input if anchor is None else anchor.input
+    if x is None or x.tensor is None:
+        return
+    size = x.tensor.shape[dim]
+    name = operand_name(x)
+    kinds = {k for _, k, _, _ in pieces}
+    if kinds == {"select"}:
+        n = len(spans)
+        whole = [a for a, _ in spans] == list(range(size))
+        suggestion = f"{name}.unbind({dim})" if whole else f"{name}.unbind({dim})[...]"
+        kind = "select"
+    else:
+        cuts = [0]
+        for a, b in spans:
+            if a > cuts[-1]:
+                cuts.append(a)
+            cuts.append(b)
+        if cuts[-1] != size:
+            cuts.append(size)
+        sizes = [b - a for a, b in itertools.pairwise(cuts)]
+        suggestion = f"{name}.split({sizes}, dim={dim})"
+        kind = "slice"
+        n = len(spans)
+    copied = sum((node.tensor.nbytes for node, *_ in pieces if node.tensor is not None), 0)
+    yield Hit(first, SlicesInsteadOfSplit(tensor=name, dim=dim, pieces=n, kind=kind, suggestion=suggestion,
+                                          copied=bytes_value(copied), spelled=spelled),
+              bytes=0, backward_bytes=copied, dedup=f"{name}:{dim}")
