@@ -436,3 +436,26 @@ def test_a_plain_scatter_still_writes_its_values():
     report = fxlint.audit(Write(), (torch.randn(16, 8), torch.arange(4), torch.randn(4, 8)))
     got = report.at(HERE, _line("# a plain index_put_"))
     assert [(c.kind, c.bytes) for c in got] == [("scatter", 4 * 8 * 4)]
+
+
+def test_instance_norm_repeating_its_parameters_is_the_op_s_own_not_a_copy_to_fix():
+    """ATen's instance_norm repeats weight and bias (and running stats) once per sample to run batch_norm on a
+    (1, B x C, ...) view: the audit sees the repeats and files them unavoidable; a real copy next to it stays."""
+    import torch.nn as nn
+
+    from fxlint.runtime.profiler import UNAVOIDABLE
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = nn.InstanceNorm3d(8, affine=True)
+
+        def forward(self, x):
+            return self.norm(x).transpose(1, 2).contiguous()
+
+    with torch.no_grad():
+        audit = fxlint.audit(M().eval(), torch.randn(2, 8, 4, 4, 4))
+    repeats = [c for c in audit.copies if c.top_op == "aten::instance_norm"]
+    assert len(repeats) == 2 and all(not c.avoidable and c.reason == UNAVOIDABLE["instance-norm-params"]
+                                     for c in repeats)
+    assert [c.bytes for c in audit.copies if c.avoidable] == [2 * 8 * 64 * 4]

@@ -570,6 +570,9 @@ UNAVOIDABLE: dict[str, str] = {
     "conv-bias": "bias written into the output before the native conv kernel accumulates (every such conv pays it)",
     "embedding": "the embedding lookup itself",
     "rnn-kernel": "made inside the fused RNN kernel itself",
+    "instance-norm-params": "instance_norm repeats its per-channel weight, bias and running stats once per sample "
+                            "inside ATen (batch x channels values) to run batch_norm on the (1, batch x channels, "
+                            "...) view: parameters, not activations, every such call pays it",
     "reduction-init": "the output of an out-of-place reduction starts as a copy of its input (``x.index_add(...)``: "
                       "every such call pays it)",
 }
@@ -595,6 +598,8 @@ def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...]
         return False, UNAVOIDABLE["embedding"]
     if chain[0] in _RNN_KERNELS and not _rnn_input_copy(chain):
         return False, UNAVOIDABLE["rnn-kernel"]
+    if chain[0] == "aten::instance_norm" and "aten::repeat" in chain[1:]:  # ATen repeats only parameters there
+        return False, UNAVOIDABLE["instance-norm-params"]
     if chain[-1] == "aten::copy_" and any(op in _OUT_OF_PLACE_REDUCTIONS for op in chain[:-1]):
         # only a reducing index_put / scatter is descended into (a writing one is a copy itself)
         return False, UNAVOIDABLE["reduction-init"]
