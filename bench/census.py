@@ -707,6 +707,23 @@ def unconfirmed_claims(models: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                                 r["line"] or 0, r["phase"]))
 
 
+def merge_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several census JSONs (a run per mode) as one: the model records of all of them (a later run's record of
+    the same model and mode replaces an earlier one's), the commands and start times joined, durations summed."""
+    records: dict[tuple[str, str], dict[str, Any]] = {}
+    for run in runs:
+        for m in run.get("models", []):
+            records[(m["name"], m.get("mode", "infer"))] = m
+    settings = {**runs[0].get("settings", {}), "modes": [mode for mode in MODES if any(k[1] == mode for k in records)],
+                "partial": any(r.get("settings", {}).get("partial") for r in runs),
+                "selected": sum(r.get("settings", {}).get("selected") or 0 for r in runs)}
+    return build_data(list(records.values()), command=" ; ".join(f"`{r.get('command', '?')}`".strip("`")
+                                                                 for r in runs),
+                      started=" / ".join(str(r.get("started", "?")) for r in runs),
+                      duration_s=sum(float(r.get("duration_s") or 0) for r in runs), settings=settings,
+                      machine_info=runs[-1].get("machine"))
+
+
 def build_data(models: list[dict[str, Any]], *, command: str, started: str, duration_s: float,
                settings: dict[str, Any], machine_info: dict[str, Any] | None = None) -> dict[str, Any]:
     """The census JSON: per mode that ran, the summaries (overall, per library), the misses and the
@@ -1095,7 +1112,10 @@ def main(argv: Iterable[str] | None = None) -> int:
                    help=f"leave out lines copying fewer bytes per call (default {DEFAULT_MIN_BYTES})")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per model (default 900)")
     p.add_argument("--in-process", action="store_true", help="no worker process (debugging; a crash ends the run)")
-    p.add_argument("--from-json", metavar="PATH", help="render a saved census.json; run nothing")
+    p.add_argument("--from-json", metavar="PATH", nargs="+",
+                   help="render a saved census.json; run nothing. Several (one run per mode, e.g. out/census.json "
+                        "out_train/census.json): their model records are rendered as one census, a later file's "
+                        "record of the same model and mode replacing an earlier one's")
     p.add_argument("--readme", metavar="PATH", help="also write the tables between the census markers of PATH")
     p.add_argument("--resume", action="store_true",
                    help="go on from OUT/census.partial.jsonl (each finished model is written there at once): "
@@ -1115,14 +1135,18 @@ def main(argv: Iterable[str] | None = None) -> int:
             p.error(str(exc))
 
     if args.from_json:
-        try:
-            data = json.loads(Path(args.from_json).read_text())
-        except (OSError, ValueError) as exc:
-            p.error(f"cannot read {args.from_json}: {exc}")
-        if isinstance(data, dict) and data.get("schema") == 1:
-            data = upgrade_v1(data)
-        if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION:
-            p.error(f"{args.from_json}: not a census JSON of schema {SCHEMA_VERSION} (or 1)")
+        runs = []
+        for path in args.from_json:
+            try:
+                one = json.loads(Path(path).read_text())
+            except (OSError, ValueError) as exc:
+                p.error(f"cannot read {path}: {exc}")
+            if isinstance(one, dict) and one.get("schema") == 1:
+                one = upgrade_v1(one)
+            if not isinstance(one, dict) or one.get("schema") != SCHEMA_VERSION:
+                p.error(f"{path}: not a census JSON of schema {SCHEMA_VERSION} (or 1)")
+            runs.append(one)
+        data = runs[0] if len(runs) == 1 else merge_runs(runs)
     else:
         try:
             archs = select(args.models, args.library, args.quick)

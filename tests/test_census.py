@@ -529,3 +529,28 @@ def test_read_checkpoint_drops_a_torn_last_line(tmp_path):
     p.write_text('{"name": "a"}\n{"name": "b"}\n{"name": ')
     assert [r["name"] for r in census.read_checkpoint(p)] == ["a", "b"]
     assert census.read_checkpoint(tmp_path / "missing.jsonl") == []
+
+
+def test_runs_of_each_mode_render_as_one_census(tmp_path, capsys):
+    """`--from-json infer.json train.json`: one census of both runs' records (a later record of the same model
+    and mode replaces the earlier), the commands joined and the durations summed."""
+    def run(mode: str, names: list[str], command: str, seconds: float) -> Path:
+        recs = []
+        for name in names:
+            rec = census._empty_record(census_models.Arch(name, name.split("/")[0], lambda: None))
+            recs.append({**rec, "mode": mode})
+        data = census.build_data(recs, command=command, started="2026-12-02 02:00", duration_s=seconds,
+                                 settings={"modes": [mode], "selected": len(recs), "partial": False, "min_bytes": 256})
+        path = tmp_path / f"{mode}.json"
+        path.write_text(json.dumps(data))
+        return path
+
+    a = run("infer", ["timm/a", "pyg/b"], "python bench/census.py --mode infer", 60)
+    b = run("train", ["timm/a"], "python bench/census.py --mode train", 120)
+    assert census.main(["--from-json", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "python bench/census.py --mode infer ; python bench/census.py --mode train" in out and "(3.0 min" in out
+    merged = census.merge_runs([json.loads(a.read_text()), json.loads(b.read_text())])
+    assert sorted((m["name"], m["mode"]) for m in merged["models"]) == [("pyg/b", "infer"), ("timm/a", "infer"),
+                                                                         ("timm/a", "train")]
+    assert merged["modes"] == ["infer", "train"]
