@@ -39,7 +39,7 @@ demo: $(DEMO_STAMP)
 
 ## run the test suite (fails when no test ran), then the CPU-dependent tests with the CPU paths forced down
 test: $(STAMP)
-	$(PY) -m pytest -q -n auto --dist loadscope
+	$(PY) -m pytest -q -n auto --dist loadscope --durations=25
 	$(MAKE) --no-print-directory test-portability
 
 # The kernel model must hold on any x86-64 CPU: rerun the tests of what depends on the CPU with ATen's
