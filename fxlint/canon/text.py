@@ -179,6 +179,8 @@ def factory_text(node: CanonNode) -> str:
 # --------------------------------------------------------------------------- operands and places
 
 _DYNAMO_INPUT = re.compile(r"L\['(\w+)'\]")
+#: the slots of the value stack Dynamo hands a resumed frame (``L['stack0']``, ``l_stack0_1_``)
+_RESUME_SLOT = re.compile(r"stack\d+(_\d+)*")
 
 
 def operand_name(node: CanonNode | None) -> str:
@@ -189,7 +191,14 @@ def operand_name(node: CanonNode | None) -> str:
         return "x"
     if node.kind == "input":
         m = _DYNAMO_INPUT.fullmatch(node.param_name or "")
-        return m.group(1) if m else (node.name.removeprefix("l_").removesuffix("_") or node.name)
+        if m and not _RESUME_SLOT.fullmatch(m.group(1)):
+            return m.group(1)
+        bare = node.name.removeprefix("l_").removesuffix("_") or node.name
+        if _RESUME_SLOT.fullmatch(bare) or (m and _RESUME_SLOT.fullmatch(m.group(1))):
+            # an input of the frame Dynamo resumes after a graph break: a value of the user's code before the
+            # break (Dynamo calls it stack0, stack0_1...), with no name of the user's in this graph
+            return "a value from before the graph break"
+        return bare
     name = node.param_name or node.name
     m = _DYNAMO_INPUT.fullmatch(name)
     if m:

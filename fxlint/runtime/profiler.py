@@ -14,7 +14,9 @@ How a copy is found and attributed:
   and scatters that write values (``index_put_``, ``scatter_``, ``index_copy_``...).
   A scatter that *accumulates* (``index_add_``, ``scatter_add_``, ``scatter_reduce_``,
   ``index_reduce_``, ``index_put_(..., accumulate=True)``, ``scatter_(..., reduce=)``) is a
-  reduction, like ``sum``: not a copy (``is_reduction``). The copy an out-of-place reduction
+  reduction, like ``sum``: not a copy (``is_reduction``), except in the backward of a gather
+  (``IndexBackward0``, ``IndexSelectBackward0``, ``GatherBackward0``), where it writes the gathered
+  gradient back, as ``slice_backward`` copies a slice's. The copy an out-of-place reduction
   makes of its input first (``x.index_add(...)``) is a copy, every such call pays it.
 * Bytes: ``copy_`` writes its destination (shape x itemsize); a gather writes
   its output (the largest allocation the op makes, from ``profile_memory``); a
@@ -465,7 +467,14 @@ def _extract(roots: list[Any], sites: dict[int, CallSite]) -> RawAudit:
             chain, evs = (), ()
         elif name.startswith("aten::"):
             chain, evs = chain + (name,), evs + (e,)
-            event = None if is_reduction(e) else _as_copy(e, chain)
+            # an accumulating scatter is a reduction (message passing's sum), except where it is the gradient
+            # of a gather: the backward of `x[idx]`/`index_select`/`gather` writes the gathered gradient back,
+            # as `slice_backward` copies a slice's (the two spellings of one gather cost the same)
+            if is_reduction(e):
+                event = _gradient_scatter(e, chain) if phase == "backward" and (grad_fn or "").startswith(
+                    _GATHER_BACKWARDS) else None
+            else:
+                event = _as_copy(e, chain)
             if event is not None:
                 event["events"] = evs
                 _record(raw, event, sites.get(site) if site is not None else None, grad_fn, phase)
@@ -487,6 +496,29 @@ def _duration(e: Any) -> int:
         return max(0, int(e.end_time_ns) - int(e.start_time_ns))
     except Exception:  # noqa: BLE001 - an event without times costs nothing we can tell
         return 0
+
+
+#: backward nodes of gathers: their accumulating scatter writes the gathered gradient back (a copy of it)
+_GATHER_BACKWARDS = ("IndexBackward", "IndexSelectBackward", "GatherBackward")
+
+
+#: accumulating scatters -> the position of the values they write
+_ACCUMULATED_VALUES = {"aten::index_add_": 3, "aten::index_add": 3, "aten::scatter_add_": 3, "aten::scatter_add": 3,
+                       "aten::index_put_": 2, "aten::_index_put_impl_": 2, "aten::index_put": 2}
+
+
+def _gradient_scatter(e: Any, chain: tuple[str, ...]) -> dict[str, Any] | None:
+    """The copy a gather's backward makes writing the gathered gradient back (an accumulating scatter)."""
+    pos = _ACCUMULATED_VALUES.get(e.name)
+    vals = _tensor_meta(e, pos) if pos is not None else None
+    if vals is None:
+        return None
+    sizes = tuple(int(s) for s in vals.sizes)
+    n = _numel(sizes)
+    if n == 0:
+        return None
+    return {"kernel": e.name, "bytes": n * _itemsize(vals.dtype), "shape": sizes, "dtype": str(vals.dtype),
+            "kind": "scatter", "chain": chain}
 
 
 def is_reduction(e: Any) -> bool:
