@@ -186,14 +186,21 @@ class CanonNode:
         """``reshape``, ``contiguous``, ``to``: a view of its input or a copy, depending on the layout."""
         return self.op in _traits.MAYBE_VIEW
 
-    def view_chain(self, *, maybe_views: bool = False) -> list[CanonNode]:
+    def view_chain(self, *, maybe_views: bool = False, aliasing: bool = False) -> list[CanonNode]:
         """This node, then each view's input up to the tensor they all view (the last item, itself
         when this node is no view): the one walk up a chain of views every analysis uses.
 
         ``maybe_views=True`` walks through ``reshape``/``contiguous``/``to`` too: the ops a layout travels
-        through unchanged in meaning (how an operand's layout came about, and its text)."""
+        through unchanged in meaning (how an operand's layout came about, and its text). ``aliasing=True``
+        walks through those only where they return their input's memory here (``aliases``: a ``.float()``
+        of a float32 tensor), so the chain ends at the memory the node shares."""
+        def through(n: CanonNode) -> bool:
+            if n.is_view:
+                return True
+            return n.is_maybe_view and (maybe_views or (aliasing and n.input in n.aliases))
+
         chain = [self]
-        while (chain[-1].is_view or (maybe_views and chain[-1].is_maybe_view)) and chain[-1].input is not None:
+        while through(chain[-1]) and chain[-1].input is not None:
             chain.append(chain[-1].input)
         return chain
 

@@ -128,10 +128,7 @@ def _private_base(src: CanonNode) -> CanonNode | None:
     """The tensor whose memory ``src`` is: ``src`` itself, or the base of a chain of views each read only
     by the next (``(a + b).view(...)``: writing the view in place writes a temporary nobody else reads).
     None when a view's base is read by something else too."""
-    chain = [src]
-    while chain[-1].input is not None and (chain[-1].is_view or (
-            chain[-1].is_maybe_view and chain[-1].input in chain[-1].aliases)):
-        chain.append(chain[-1].input)  # a `.float()` of a float32 tensor (`reshape`, `contiguous`) is its input
+    chain = src.view_chain(aliasing=True)  # a `.float()` of a float32 tensor (`reshape`, `contiguous`) is its input
     if chain[-1].is_view:
         return None  # a view of nothing the graph shows
     for view, base in itertools.pairwise(chain):

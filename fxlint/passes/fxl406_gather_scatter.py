@@ -316,9 +316,18 @@ def _as_scatter(u: CanonNode, msg: CanonNode, dim: int) -> tuple[CanonNode, str]
     if reduction not in _LINEAR_REDUCE:
         return None  # amax, amin, prod: no sparse matmul
     # the scatter's index, as the user wrote it: a view/expand of the destinations is their name
-    while index.op in ("view", "expand", "reshape", "unsqueeze") and index.input is not None:
-        index = index.input
-    return index, _LINEAR_REDUCE[reduction]
+    return _named(index), _LINEAR_REDUCE[reduction]
+
+
+#: ops that only reshape a value for the scatter or the product: the user's name is that of what they reshape
+_RESHAPING = ("view", "expand", "reshape", "unsqueeze")
+
+
+def _named(node: CanonNode) -> CanonNode:
+    """``node``, or what a chain of ``_RESHAPING`` ops above it reshapes (``dst.view(-1, 1).expand_as(x_j)``:
+    ``dst``), walked with ``CanonNode.view_chain``."""
+    chain = node.view_chain(maybe_views=True)
+    return chain[next((i for i, n in enumerate(chain) if n.op not in _RESHAPING), len(chain) - 1)]
 
 
 def _coefficient(u: CanonNode, msg: CanonNode, after: set[int], dim: int) -> str | None:
@@ -344,9 +353,7 @@ def _coefficient(u: CanonNode, msg: CanonNode, after: set[int], dim: int) -> str
     broadcast = known(shape[dim]) == 1
     if not (per_edge or broadcast):
         return None  # varies along edges and features: not an adjacency's value
-    while other.op in ("view", "reshape", "unsqueeze", "expand") and other.input is not None:
-        other = other.input
-    return operand_name(other)
+    return operand_name(_named(other))
 
 
 def _divided_by_count(scatter: CanonNode) -> bool:

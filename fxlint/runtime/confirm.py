@@ -147,7 +147,7 @@ def _claimed_calls(f: Finding) -> frozenset[str] | None:
 #: the backward nodes of views: they reshape the gradient back to the view's input, and a gradient
 #: that arrives non-contiguous (a transpose later in the same function: ``x.view(...)`` then
 #: ``x.transpose(1, 2).contiguous()``) is copied there, in the view's node, not the transpose's
-_VIEW_BACKWARDS = ("ViewBackward", "UnsafeViewBackward", "ReshapeAliasBackward", "ReshapeBackward")
+_BACKWARD_OF_VIEWS = ("ViewBackward", "UnsafeViewBackward", "ReshapeAliasBackward", "ReshapeBackward")
 
 
 def _backward_hits(f: Finding, audit: AuditReport, taken: set[int]) -> list[CopyEvent]:
@@ -167,7 +167,7 @@ def _backward_hits(f: Finding, audit: AuditReport, taken: set[int]) -> list[Copy
     here = [c for c in audit.copies if fits(c) and c.line == f.line]
     functions = {c.function for c in audit.copies if c.file == f.file and c.line == f.line and c.function}
     upstream = [c for c in audit.copies if fits(c) and c.line is not None and f.line is not None and c.line < f.line
-                and c.function in functions and (c.grad_fn or "").startswith(_VIEW_BACKWARDS)]
+                and c.function in functions and (c.grad_fn or "").startswith(_BACKWARD_OF_VIEWS)]
     picked, total = [], 0
     for c in [*sorted(here, key=lambda c: -c.bytes), *sorted(upstream, key=lambda c: (-(c.line or 0), -c.bytes))]:
         if total >= f.backward_bytes:
