@@ -28,7 +28,9 @@ def _out_and_grads(module, inputs):
 
 
 @pytest.mark.parametrize("name", REWRITE_TARGETS)
-def test_rewrite_scenario_applies_matches_and_copies_less(name):
+def test_rewrite_scenario_applies_matches_and_copies_less(name, in_fresh_interpreter):
+    if not in_fresh_interpreter:
+        return  # its body ran in a fresh interpreter and passed
     mod = _load(name)
     model, inputs = mod.make()
     result = fxlint.rewrite(model, inputs)
