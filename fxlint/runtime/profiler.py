@@ -510,7 +510,12 @@ _ACCUMULATED_VALUES = {"aten::index_add_": 3, "aten::index_add": 3, "aten::scatt
 def _gradient_scatter(e: Any, chain: tuple[str, ...]) -> dict[str, Any] | None:
     """The copy a gather's backward makes writing the gathered gradient back (an accumulating scatter)."""
     pos = _ACCUMULATED_VALUES.get(e.name)
-    vals = _tensor_meta(e, pos) if pos is not None else None
+    return _scatter_write(e, pos, chain) if pos is not None else None
+
+
+def _scatter_write(e: Any, pos: int, chain: tuple[str, ...]) -> dict[str, Any] | None:
+    """A scatter's copy: the values (argument ``pos``) it writes into its destination."""
+    vals = _tensor_meta(e, pos)
     if vals is None:
         return None
     sizes = tuple(int(s) for s in vals.sizes)
@@ -567,15 +572,7 @@ def _as_copy(e: Any, chain: tuple[str, ...]) -> dict[str, Any] | None:
         return {"kernel": name, "bytes": _itemsize(src.dtype), "shape": (), "dtype": str(src.dtype),
                 "kind": "host-read", "chain": chain}
     if name in SCATTER_KERNELS:
-        vals = _tensor_meta(e, SCATTER_KERNELS[name])
-        if vals is None:
-            return None
-        sizes = tuple(int(s) for s in vals.sizes)
-        n = _numel(sizes)
-        if n == 0:
-            return None
-        return {"kernel": name, "bytes": n * _itemsize(vals.dtype), "shape": sizes, "dtype": str(vals.dtype),
-                "kind": "scatter", "chain": chain}
+        return _scatter_write(e, SCATTER_KERNELS[name], chain)
     return None
 
 
