@@ -208,11 +208,25 @@ class Finding:
         return MappingProxyType(d)
 
     @property
+    def judged_compiled(self) -> bool:
+        """Judged on the compiled program: Inductor's lowering said what happens to the copy."""
+        return self.compiled in ("survives", "fused") and self.compiled_bytes is not None
+
+    @property
+    def cost_bytes(self) -> int | None:
+        """The bytes per call of the program the finding is judged on: what the compiled program copies
+        (``compiled_bytes``) when Inductor's lowering said (survives or fused), else eager's ``bytes``.
+        Harm order, savings and the per-line figures read this."""
+        return self.compiled_bytes if self.judged_compiled else self.bytes
+
+    @property
     def saving(self) -> Saving:
-        """What fixing it is expected to save: its bytes per call (and per training step), the measured
-        time with the audit, or for a gradient cut what it gains instead (``Saving``)."""
+        """What fixing it is expected to save: its bytes per call (``cost_bytes``: the compiled program's
+        when judged under Inductor; and per training step, where eager's backward copies again), the
+        measured time with the audit, or for a gradient cut what it gains instead (``Saving``)."""
         gain = self.violation.gain() if self.violation is not None else None
-        return Saving.of(self.code, self.bytes, self.backward_bytes, self.time_ns, gain)
+        backward = None if self.judged_compiled else self.backward_bytes
+        return Saving.of(self.code, self.cost_bytes, backward, self.time_ns, gain)
 
     def key(self) -> tuple:
         """Identity used to deduplicate the same finding across graphs and recompiles."""
@@ -252,12 +266,13 @@ def dedupe(findings: Iterable[Finding]) -> list[Finding]:
 
 def sort_by_harm(findings: Iterable[Finding]) -> list[Finding]:
     """Most harmful first: errors (a parameter that never trains, a program that raises on the target
-    device), then warnings, then infos; within each, the most bytes per call first, then by location."""
+    device), then warnings, then infos; within each, the most bytes per call first (``cost_bytes``: the
+    compiled program's under Inductor), then by location."""
     return sorted(
         findings,
         key=lambda f: (
             -f.severity.rank,
-            -(f.bytes or 0),
+            -(f.cost_bytes or 0),
             f.file or "",
             f.line or 0,
             f.code,

@@ -12,7 +12,7 @@ only reads; the kernels Inductor generates are the same with and without it. For
   a dtype conversion...), or when it is a generated kernel whose loop body (``LoopBody``) only loads
   and stores (an extern kernel's input made contiguous by ``require_stride_order`` /
   ``realize_input`` has the extern op among its origins, and a body of ``load``/``store``);
-* its **bytes**: the buffer's layout ``storage_size()`` (size hints for symbols) times the item size;
+* its **bytes**: the elements of the buffer's layout (size hints for symbols) times the item size;
 * its **sources**: the Dynamo graph's nodes its origins come from, read from the provenance chain
   ``node.meta["from_node"]`` (``torch.fx.traceback.NodeSource``), keeping the sources that live in the
   observed graph (``graph_id == id(graph)``), in the graph's order; its **producer**: the source of
@@ -66,6 +66,28 @@ class CompiledBuffer:
     #: why it is a copy: ``"copy ops"`` (its origins are layout/copy ops only) or ``"load/store"`` (a
     #: generated kernel that only moves data); None when it is not a copy
     why: str | None = None
+    #: the ATen kernels Inductor calls that read it (``"convolution"``, ``"bmm"``, a fallback's op): a copy
+    #: read by one is the layout that kernel requires of its input
+    consumers: tuple[str, ...] = ()
+    #: the captured graph's nodes whose ops those kernels run (where a layout they require comes from)
+    consumer_nodes: tuple[str, ...] = ()
+    #: the graph inputs it reads, as the captured graph's placeholders (a parameter laid out for a kernel)
+    inputs: tuple[str, ...] = ()
+    #: it reads graph inputs and nothing the graph computes (an input laid out as it comes in)
+    only_inputs: bool = False
+    #: the captured graph's nodes whose values it reads from memory (an input's placeholder, the node that
+    #: made a buffer): what a copy copies
+    read_nodes: tuple[str, ...] = ()
+    #: the captured graph's input it writes into (a mutated input copied back), None when none
+    mutates: str | None = None
+    #: ``"cat"`` when it is written into a slice of a concatenation's output (a ``cat`` input Inductor
+    #: could not compute in place), None otherwise
+    into: str | None = None
+    #: it is an output of the compiled graph (returned in the layout eager would return it)
+    output: bool = False
+    #: its size and strides (size hints for symbols; None when unknown): the layout Inductor gave it
+    size: tuple[int, ...] | None = None
+    stride: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -105,6 +127,7 @@ class _Watch:
     def __init__(self, graph: fx.Graph, lowering: Lowering) -> None:
         self.graph_id = id(graph)
         self.order = {n.name: i for i, n in enumerate(graph.nodes)}
+        self.placeholders = [n.name for n in graph.nodes if n.op == "placeholder"]
         self.lowering = lowering
 
     def read(self, scheduler: Any) -> None:
@@ -171,14 +194,17 @@ def uncached() -> Iterator[None]:
         yield
 
 
-def compile_and_read(gm: fx.GraphModule, example_inputs: list[Any]) -> Lowering:
+def compile_and_read(gm: fx.GraphModule, example_inputs: list[Any], *, inference: bool = False) -> Lowering:
     """Compile ``gm`` (a Dynamo graph) with Inductor on ``example_inputs`` and read its lowering; the
-    compiled program is dropped. Any failure is the lowering's ``error``."""
+    compiled program is dropped. ``inference``: compile it as an inference program runs, autograd off
+    (Inductor compiles another graph when parameters require grad: its attention pattern, for one, only
+    matches the inference graph). Any failure is the lowering's ``error``."""
+    import torch
     from torch._inductor.compile_fx import compile_fx
 
     with observe(gm.graph) as lowering:
         try:
-            with uncached():
+            with uncached(), torch.set_grad_enabled(torch.is_grad_enabled() and not inference):
                 compile_fx(gm, list(example_inputs))
         except Exception as exc:  # noqa: BLE001
             lowering.error = f"Inductor failed to compile the graph ({type(exc).__name__}: {_first_line(exc)})"
@@ -224,18 +250,64 @@ def _moves_only(snode: Any) -> bool:
 
 
 def _bytes(buf: Any) -> int | None:
+    from torch._inductor.utils import sympy_product
     from torch._inductor.virtualized import V
 
-    try:
-        layout = buf.get_layout()
-        numel = V.graph.sizevars.optimization_hint(layout.storage_size())
+    try:  # the elements it writes (a cat input's slice spans gaps its storage size would count)
+        numel = V.graph.sizevars.optimization_hint(sympy_product(buf.get_layout().size))
         return int(numel) * buf.get_dtype().itemsize
     except Exception:  # noqa: BLE001 - a layout without a size (a mutation, a multi-output)
         return None
 
 
+def _placeholders(watch: _Watch) -> dict[str, str]:
+    """Inductor's graph inputs (``arg0_1``, ``primals_1``) -> the observed graph's placeholders, by position
+    (AOTAutograd keeps the order of a Dynamo graph's inputs); empty when the counts differ (frozen
+    parameters, effect tokens): the inputs are then not named rather than guessed."""
+    from torch._inductor.virtualized import V
+
+    names = list(V.graph.graph_input_names)
+    if len(names) != len(watch.placeholders):
+        return {}
+    return dict(zip(names, watch.placeholders))
+
+
+def _extern_op(node: Any) -> str | None:
+    """The aten op an extern kernel runs (``bmm``, ``convolution``), from the FX node it lowers (else its
+    only origin, else the kernel's Python name)."""
+    origin = node.get_origin_node() if hasattr(node, "get_origin_node") else None
+    if origin is None:
+        origins = list(getattr(node, "origins", None) or ())
+        origin = origins[0] if len(origins) == 1 else None
+    op = _op_name(origin) if origin is not None else None
+    if op is None:
+        overload = getattr(node, "op_overload", None)
+        op = getattr(overload, "_opname", None)
+    if op is None:  # "torch.ops.aten.bmm.default", "extern_kernels.bmm": the op, not its overload
+        parts = (getattr(node, "python_kernel_name", None) or "").split(".")
+        op = parts[-2] if len(parts) > 1 and parts[-1] in ("default", "out", "Tensor", "Scalar") else parts[-1]
+    return op or None
+
+
+def _into(buf: Any) -> str | None:
+    """``"cat"`` when ``buf`` is written into a slice of a concatenation's output (a ``NonOwningLayout``
+    over a ``ConcatKernel``'s buffer)."""
+    from torch._inductor import ir
+    from torch._inductor.virtualized import V
+
+    layout = getattr(buf.node, "layout", None)
+    if not isinstance(layout, ir.NonOwningLayout):
+        return None
+    try:
+        owner = V.graph.name_to_buffer.get(layout.view.get_name())
+    except Exception:  # noqa: BLE001 - a view fxlint cannot follow: say nothing
+        return None
+    return "cat" if isinstance(owner, ir.ConcatKernel) else None
+
+
 def _read_scheduler(scheduler: Any, watch: _Watch) -> None:
     from torch._inductor import ir
+    from torch._inductor.dependencies import MemoryDep
     from torch._inductor.virtualized import V
 
     out = watch.lowering
@@ -244,7 +316,13 @@ def _read_scheduler(scheduler: Any, watch: _Watch) -> None:
     post_grad: Any = V.graph.module  # the post-grad GraphModule the lowering interprets
     for post in post_grad.graph.nodes:
         out.lowered |= _roots(post, watch)
+    graph_inputs = _placeholders(watch)
+    try:
+        returned = set(V.graph.get_output_names())
+    except Exception:  # noqa: BLE001 - an Inductor without it: no buffer is known to be returned
+        returned = set()
     order = watch.order
+    made: dict[str, str] = dict(graph_inputs)  # Inductor's buffer -> the observed graph's node that made it
     for group in scheduler.nodes:
         for snode in group.get_nodes():
             node = getattr(snode, "node", None)
@@ -257,17 +335,83 @@ def _read_scheduler(scheduler: Any, watch: _Watch) -> None:
                 sources |= _roots(o, watch)
             extern = isinstance(node, ir.ExternKernel)
             origin = node.get_origin_node() if hasattr(node, "get_origin_node") else None
-            made_by = sorted(_roots(origin, watch), key=order.__getitem__) if origin is not None else []
+            if origin is not None:
+                made_by = sorted(_roots(origin, watch), key=order.__getitem__)
+            else:  # an extern kernel lowered without an origin node: what its origins come from
+                made_by = sorted(_made_by(node, watch), key=order.__getitem__) if extern else []
             if extern:
                 out.extern_sources |= set(made_by)
             ordered = sorted(sources, key=order.__getitem__)
             producer = made_by[-1] if made_by else (ordered[-1] if ordered else None)
             why = "copy ops" if ops and ops <= COPY_OPS else "load/store" if not extern and _moves_only(snode) else None
-            copy = why is not None
+            reads = {dep.name for dep in getattr(snode.read_writes, "reads", ()) if isinstance(dep, MemoryDep)}
+            # a node that only moves data is a copy when it reads memory: a value the fused kernel computed
+            # in registers (its buffer removed) and stores once here is that computation's own output
+            copy = why is not None and any(r not in removed for r in reads)
+            inputs = tuple(sorted((graph_inputs[r] for r in reads if r in graph_inputs), key=order.__getitem__))
             for buf in snode.get_outputs():
                 name = buf.get_name()
+                if producer is not None:
+                    made[name] = producer
                 if name in removed or isinstance(buf.node.get_output_spec(), (ir.NoneLayout, ir.MultiOutputLayout)):
                     continue
+                readers = [_consumer(u, watch) for u in buf.users]
+                consumers = sorted({op for op, _ in readers if op is not None})
+                consumer_nodes = sorted({n for _, nodes in readers for n in nodes}, key=order.__getitem__)
+                mutated = [graph_inputs[m] for m in buf.node.get_mutation_names() if m in graph_inputs]
+                size, stride = _layout(buf.node)
                 out.buffers.append(CompiledBuffer(
                     name=name, kernel="extern" if extern else "generated", copy=copy, bytes=_bytes(buf.node),
-                    sources=tuple(ordered), ops=tuple(sorted(ops)), producer=producer, why=why))
+                    sources=tuple(ordered), ops=tuple(sorted(ops)), producer=producer, why=why,
+                    consumers=tuple(consumers), consumer_nodes=tuple(consumer_nodes), inputs=inputs,
+                    only_inputs=bool(reads) and all(r in graph_inputs for r in reads),
+                    mutates=mutated[0] if mutated else None, into=_into(buf), size=size, stride=stride,
+                    output=name in returned,
+                    read_nodes=tuple(sorted({made[r] for r in reads if r in made}, key=order.__getitem__))))
+
+
+def _consumer(user: Any, watch: _Watch) -> tuple[str | None, set[str]]:
+    """The op of the extern kernel a scheduler buffer's user runs and the observed graph's nodes it
+    comes from; (None, empty) for a generated kernel."""
+    from torch._inductor import ir
+
+    node = getattr(user.node, "node", None)
+    if not isinstance(node, ir.ExternKernel):
+        return None, set()
+    return _extern_op(node), _made_by(node, watch)
+
+
+def _made_by(node: Any, watch: _Watch) -> set[str]:
+    """The observed graph's nodes an IR node's op comes from: its origin node's (the FX node it lowers),
+    else its origins' (an extern kernel lowered without one, as the convolution is in a training graph)."""
+    origin = node.get_origin_node() if hasattr(node, "get_origin_node") else None
+    if origin is not None:
+        return _roots(origin, watch)
+    outputs: set[str] = set()  # a kernel of several outputs (a fallback): the nodes its outputs stand for
+    for out in getattr(node, "outputs", None) or ():
+        made = out.get_origin_node() if hasattr(out, "get_origin_node") else None
+        outputs |= _roots(made, watch) if made is not None else set()
+    if outputs:
+        return outputs
+    origins = list(getattr(node, "origins", None) or ())
+    op = _extern_op(node)
+    own = [o for o in origins if _op_name(o) == op]  # the node of its own op, where it has provenance
+    for group in (own, origins):
+        found: set[str] = set()
+        for o in group:
+            found |= _roots(o, watch)
+        if found:
+            return found
+    return set()
+
+
+def _layout(node: Any) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+    """A buffer's size and strides as ints (size hints for symbols), (None, None) when unknown."""
+    from torch._inductor.virtualized import V
+
+    try:
+        layout = node.get_layout()
+        hint = V.graph.sizevars.optimization_hint
+        return tuple(int(hint(x)) for x in layout.size), tuple(int(hint(x)) for x in layout.stride)
+    except Exception:  # noqa: BLE001 - a layout without strides (a mutation, a multi-output)
+        return None, None

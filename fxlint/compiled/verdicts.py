@@ -20,7 +20,7 @@ Other findings (gradient breaks, graph breaks) keep ``compiled=None``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..findings import Finding, Severity
@@ -80,7 +80,11 @@ def credit(findings: Sequence[Finding], lowering: Lowering, sites: Sites | None 
     """Each copy buffer credited to one finding (by index in ``findings``); the findings whose node has
     copies that cannot be told apart between them; and the copies no finding explains.
 
-    A buffer goes to the finding on its producer (the node whose op made Inductor realise it). Where
+    A buffer goes to the finding on its producer (the node whose op made Inductor realise it); one
+    realised for an ATen kernel's input whose node has no finding goes to the finding on the latest of
+    its sources that has one (the user's `.contiguous()` merged with the layout the kernel wants); one
+    laid out for an ATen kernel goes to that kernel's finding about the operand it copies (eager's
+    convolution converts the same weight). Where
     several copy findings share that node (a matmul's two operands), the one whose operand node
     (``Sites.operand``) is among the buffer's sources takes it; if none or several do, those findings
     are ambiguous (their verdict is unknown)."""
@@ -95,6 +99,18 @@ def credit(findings: Sequence[Finding], lowering: Lowering, sites: Sites | None 
     unexplained: list[CompiledBuffer] = []
     for buf in lowering.copies():
         mine = owners.get(buf.producer or "", [])
+        if not mine and (buf.producer is None or buf.producer in lowering.extern_sources):
+            # realised for an ATen kernel's input (a convolution Inductor gives a channels_last input),
+            # whose node has no finding: a copy a finding names among the ops lowered into it is where
+            # those bytes move (the `.contiguous()` the user wrote, merged with the layout the kernel wants)
+            mine = next((owners[n] for n in reversed(buf.sources)
+                         if n in owners and n not in lowering.extern_sources), [])
+        if not mine:
+            # laid out for an ATen kernel whose finding is about the very operand it copies (a weight that
+            # eager's convolution converts on every call too): that finding's copy survives as this one
+            about = [[i for i in owners.get(n, ()) if sites.operand(findings[i], n) in buf.read_nodes]
+                     for n in buf.consumer_nodes]
+            mine = next((found for found in about if len(found) == 1), [])
         if len(mine) > 1:
             srcs = set(buf.sources)
             picked = [i for i in mine if sites.operand(findings[i], buf.producer or "") in srcs]
@@ -147,16 +163,21 @@ def unknown_verdicts(findings: list[Finding]) -> list[Finding]:
     return [f.with_(compiled=UNKNOWN, compiled_bytes=None) if is_copy_finding(f) else f for f in findings]
 
 
-def describe(findings: Iterable[Finding], lowering: Lowering | None, sites: Sites | None = None) -> dict[str, Any]:
+def describe(findings: Iterable[Finding], lowering: Lowering | None, sites: Sites | None = None,
+             explained: Callable[[CompiledBuffer], bool] | None = None) -> dict[str, Any]:
     """What the verdicts say, for ``Report.extras["compiled"]``: counts, the surviving bytes, the copies
-    no finding explains and, when the lowering could not be read, why."""
+    no finding explains (less those ``explained`` says a compiled rule reports) and, when the lowering
+    could not be read, why."""
     fs = list(findings)
     out: dict[str, Any] = {v: sum(f.compiled == v for f in fs) for v in (SURVIVES, FUSED, UNKNOWN)}
     out["bytes_per_call"] = sum(f.compiled_bytes or 0 for f in fs if f.compiled == SURVIVES)
     if lowering is not None:
         _, _, unexplained = credit(fs, lowering, sites)
+        unexplained = [b for b in unexplained if explained is None or not explained(b)]
         out["unexplained"] = [{"buffer": b.name, "bytes": b.bytes, "ops": list(b.ops), "nodes": list(b.sources),
-                               "producer": b.producer, "why": b.why, **(sites or Sites()).where(b.producer)}
+                               "producer": b.producer, "why": b.why, "consumers": list(b.consumers),
+                               "inputs": list(b.inputs), "mutates": b.mutates, "into": b.into,
+                               **(sites or Sites()).where(b.producer)}
                               for b in unexplained]
         if not lowering.readable:
             out["why_unknown"] = lowering.why_unreadable

@@ -25,8 +25,9 @@ from ..util.source import clean_path
 
 
 def _bytes_cell(f: Finding | Group) -> str:
-    if f.bytes is not None:
-        return human_bytes(f.bytes)
+    nbytes = f.cost_bytes if isinstance(f, Finding) else f.bytes  # the compiled program's under Inductor
+    if nbytes is not None:
+        return human_bytes(nbytes)
     if f.bytes_expr:
         return f"{f.bytes_expr} B"
     return "-"

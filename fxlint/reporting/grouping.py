@@ -165,12 +165,13 @@ class Group:
 
     @property
     def bytes(self) -> int | None:
-        known = [f.bytes for f in self.findings if f.bytes is not None]
+        """The instances' bytes per call (``Finding.cost_bytes``: the compiled program's under Inductor)."""
+        known = [f.cost_bytes for f in self.findings if f.cost_bytes is not None]
         return sum(known) if known else None
 
     @property
     def backward_bytes(self) -> int | None:
-        known = [f.backward_bytes for f in self.findings if f.backward_bytes is not None]
+        known = [f.backward_bytes for f in self.findings if f.backward_bytes is not None and not f.judged_compiled]
         return sum(known) if known else None
 
     @property
@@ -191,14 +192,14 @@ class Group:
     @property
     def message(self) -> str:
         """The message once: the most expensive instance's, noting when the others' sizes differ."""
-        top = max(self.findings, key=lambda f: f.bytes or 0)
+        top = max(self.findings, key=lambda f: f.cost_bytes or 0)
         if len({f.message for f in self.findings}) > 1:
             return top.message + f" (sizes differ between the {self.count} instances; this is the largest)"
         return top.message
 
     @property
     def fix(self) -> str | None:
-        return max(self.findings, key=lambda f: f.bytes or 0).fix
+        return max(self.findings, key=lambda f: f.cost_bytes or 0).fix
 
     @property
     def statuses(self) -> dict[str, int]:
@@ -219,7 +220,7 @@ class Group:
         """What fixing the line's instances is expected to save: their bytes summed, the measured time
         summed (with the audit), and the gain of the most expensive instance (``fxlint.findings.Saving``)."""
         return Saving.of(self.code, self.bytes, self.backward_bytes, self.time_ns,
-                         max(self.findings, key=lambda f: f.bytes or 0).saving.gain)
+                         max(self.findings, key=lambda f: f.cost_bytes or 0).saving.gain)
 
     def to_dict(self) -> dict[str, object]:
         return {"id": self.key, "code": self.code, "name": self.name, "severity": self.severity.value,
