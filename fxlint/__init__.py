@@ -176,8 +176,10 @@ def lint(
         from .compiled.captured import judge_capture
 
         why_not = f"linted for {simulation.device}, simulated on this machine" if simulation is not None else None
-        report.findings, report.extras["compiled"] = judge_capture(
-            report.findings, captured.views, captured.example_inputs, why_not=why_not)
+        report.findings, quiet, report.extras["compiled"] = judge_capture(
+            report.findings, captured.views, captured.example_inputs, why_not=why_not, rules=settings.rules,
+            ctx=RuleContext(training=training), settings=settings)
+        report.suppressed.extend(quiet)
         captured.example_inputs.clear()
     if confirm:
         from .runtime.confirm import confirm as _confirm

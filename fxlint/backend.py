@@ -211,7 +211,7 @@ def fxlint_backend(
     # a view can cost more than the copy it replaces where the inner backend fuses ops
     fusing = not (isinstance(inner_choice, str) and inner_choice in _EAGER_INNER)
     to_compile = gm
-    deferred: list[tuple[str, Report, Any]] = []  # linted, logged once the compile says what survives
+    deferred: list[tuple[str, Report, Any, Any]] = []  # linted, logged once the compile says what survives
     try:
         to_compile = _lint_and_rewrite(gm, example_inputs, opts, settings, fusing, deferred)
     except Exception as exc:  # noqa: BLE001 - never break the user's compile
@@ -235,9 +235,9 @@ def fxlint_backend(
     finally:
         from .session import publish
 
-        for label, report, view in deferred:
+        for label, report, view, ctx in deferred:
             try:
-                watch.judge(label, report, view)
+                watch.judge(label, report, view, settings, ctx)
                 _log_report(label, report, opts.ranks)
                 publish(report)
             except Exception as exc:  # noqa: BLE001 - reporting must not cost the user the compile
@@ -268,17 +268,22 @@ class _Watch:
                 self.error = f"could not watch Inductor ({type(exc).__name__}: {exc})"
             return _call_inner(inner, opts, gm, example_inputs, mode, extra)
 
-    def judge(self, label: str, report: Report, view: Any) -> None:
+    def judge(self, label: str, report: Report, view: Any, settings: Settings | None = None,
+              ctx: Any = None) -> None:
+        """The verdicts of ``report``'s findings and the findings of the compiled rules (the copies the
+        compiled program makes that no eager finding explains), from the lowering this watch read."""
         if not self.active:
             return
         try:
             from .compiled.lowering import Lowering
-            from .compiled.verdicts import Sites, apply_verdicts, describe
+            from .compiled.program import judge
 
             lowering = self.lowering if self.lowering is not None else Lowering(error=self.error or "not compiled")
-            sites = Sites(view)
-            report.findings = apply_verdicts(report.findings, lowering, demote=True, sites=sites)
-            report.extras["compiled"] = {label: describe(report.findings, lowering, sites)}
+            rules = settings.rules if settings is not None else ()
+            report.findings, quiet, said = judge(report.findings, lowering, view, label, demote=True, rules=rules,
+                                                 ctx=ctx, settings=settings)
+            report.suppressed.extend(quiet)
+            report.extras["compiled"] = {label: said}
         except Exception as exc:  # noqa: BLE001 - the eager findings stand, marked unknown; say why
             from .compiled.verdicts import unknown_verdicts
 
@@ -318,7 +323,7 @@ def _user_file(gm: fx.GraphModule) -> str | None:
 
 def _lint_and_rewrite(
     gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, settings: Settings, fusing: bool,
-    deferred: list[tuple[str, Report, Any]] | None = None,
+    deferred: list[tuple[str, Report, Any, Any]] | None = None,
 ) -> fx.GraphModule:
     """Lint (and rewrite) ``gm``; the report of a whole graph goes to ``deferred``, to be logged after
     its compile (a DDP bucket's piece logs the graph it split at once)."""
@@ -358,7 +363,7 @@ def _lint_and_rewrite(
 
 
 def _lint(gm: fx.GraphModule, label: str, opts: BackendOptions, settings: Settings, ctx: Any,
-          deferred: list[tuple[str, Report, Any]] | None = None) -> Report:
+          deferred: list[tuple[str, Report, Any, Any]] | None = None) -> Report:
     """Lint one captured graph, log what this rank reports and hand the report to the sessions (or,
     with ``deferred``, leave both to the caller)."""
     from .analysis.engine import run_rules
@@ -380,7 +385,7 @@ def _lint(gm: fx.GraphModule, label: str, opts: BackendOptions, settings: Settin
         report.extras["breaks"] = [end]
     report.extras["frame"] = frame_key(gm)  # a recompile of this frame on the same inputs replaces it
     if deferred is not None:
-        deferred.append((label, report, view))
+        deferred.append((label, report, view, ctx))  # the compiled rules run after the compile, in this ctx
         return report
     _log_report(label, report, opts.ranks)
     publish(report)

@@ -16,7 +16,12 @@ violation=..., fix=...)``:
 
 A rule registered with ``scope="program"`` is called once per capture as
 ``check(program, ctx)`` with every graph, the graph breaks between them and the
-runtime facts (``fxlint.capture.program.Program``). The engine turns hits into
+runtime facts (``fxlint.capture.program.Program``). A rule registered with
+``scope="compiled"`` is called once per graph Inductor compiled, after the
+compile, as ``check(compiled, ctx)`` with what Inductor's lowering made of that
+graph (``fxlint.compiled.program.CompiledGraph``): the copies of the compiled
+program that no eager finding explains; such a rule's hits carry
+``compiled_bytes`` (what the compiled program copies; eager makes no copy there). The engine turns hits into
 ``Finding``s: it adds the code, name, severity, the user's source location and
 module path.
 
@@ -92,13 +97,16 @@ class Hit:
     claim is about; ``dedup`` tells two findings of one rule on one line apart (two different
     copies written on one line); ``anchors`` are other source lines whose
     ``# fxlint: ignore[...]`` also silences the hit (the ``with torch.no_grad():`` line of a
-    region reported at the first line inside it).
+    region reported at the first line inside it). ``compiled_bytes`` is set by a ``scope="compiled"``
+    rule: the bytes the compiled program copies per call at the site (the finding then ``survives``
+    under Inductor; eager makes no copy there, and ``bytes`` stays None).
     """
 
     __slots__ = (
         "anchors",
         "backward_bytes",
         "bytes",
+        "compiled_bytes",
         "copy_sizes",
         "dedup",
         "graph",
@@ -123,6 +131,7 @@ class Hit:
         anchors: tuple[Location, ...] = (),
         dedup: str = "",
         graph: str | None = None,
+        compiled_bytes: int | None = None,
     ) -> None:
         if not isinstance(violation, Violation):
             raise TypeError(f"a Hit needs the rule's Violation instance, not {type(violation).__name__}")
@@ -137,6 +146,7 @@ class Hit:
         self.anchors = tuple(anchors)
         self.dedup = dedup
         self.graph = graph
+        self.compiled_bytes = compiled_bytes
 
     def __repr__(self) -> str:
         return f"Hit({self.node!r}, {type(self.violation).__name__})"
@@ -167,7 +177,7 @@ class RuleContext:
 CheckFn = Callable[[Any, RuleContext], Iterable[Hit]]  # (GraphView | Program, ctx)
 
 #: where a rule looks: one graph at a time, or the whole capture at once
-SCOPES = ("graph", "program")
+SCOPES = ("graph", "program", "compiled")
 
 FIX_AVAILABILITY = ("none", "sometimes", "always")
 FIX_APPLICABILITY = ("safe", "unsafe")
@@ -221,7 +231,8 @@ class Rule:
     check: CheckFn
     summary: str
     doc: str
-    scope: str = "graph"  # "graph": check(view, ctx) per graph; "program": check(program, ctx) once
+    scope: str = "graph"  # "graph": check(view, ctx) per graph; "program": check(program, ctx) once;
+    # "compiled": check(compiled_graph, ctx) per graph Inductor compiled (fxlint.compiled.program)
     violation: type[Violation] | None = None
     fix: FixSpec = NO_FIX
     # the codes whose hit on the same copy this rule's hit replaces (one owner per copy: the rule with

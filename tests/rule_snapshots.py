@@ -33,6 +33,8 @@ def _block(f: Finding, fixture: str) -> str:
     cost = []
     if f.bytes is not None:
         cost.append(f"bytes={f.bytes}")
+    if f.compiled == "survives" and f.compiled_bytes is not None:
+        cost.append(f"compiled_bytes={f.compiled_bytes}")
     if f.bytes_expr:
         cost.append(f"bytes_expr={f.bytes_expr}")
     if f.backward_bytes is not None:
@@ -60,9 +62,13 @@ def rule_output(code: str, *, make: str = "make", train: bool = True) -> str:
     if not train and hasattr(model, "eval"):
         model = model.eval()
     report = fxlint.lint(model, inputs, select=code, config=False)
-    found = sorted([*report.findings, *report.suppressed], key=lambda f: (f.line or 0, f.code, f.message))
-    name = f"{code.lower()}.py"
-    text = "\n\n".join(_block(f, name) for f in found) or "(no findings)"
+    return render_findings([*report.findings, *report.suppressed], f"{code.lower()}.py")
+
+
+def render_findings(findings: list[Finding], fixture: str) -> str:
+    """Findings rendered for a snapshot, in source order (``fixture``: the file name shown)."""
+    found = sorted(findings, key=lambda f: (f.line or 0, f.code, f.message))
+    text = "\n\n".join(_block(f, fixture) for f in found) or "(no findings)"
     return text + "\n"
 
 

@@ -127,7 +127,7 @@ def test_the_text_report_shows_verdicts_and_the_compiled_programs_own_copies():
 
 def test_the_backends_judge_marks_findings_unknown_when_it_cannot_judge(monkeypatch):
     from fxlint.backend import _Watch
-    from fxlint.compiled import verdicts
+    from fxlint.compiled import program
     from fxlint.findings import Report
 
     report = Report(findings=[_finding("a")])
@@ -138,7 +138,7 @@ def test_the_backends_judge_marks_findings_unknown_when_it_cannot_judge(monkeypa
     def boom(*a, **k):
         raise RuntimeError("injected")
 
-    monkeypatch.setattr(verdicts, "apply_verdicts", boom)
+    monkeypatch.setattr(program, "apply_verdicts", boom)
     report = Report(findings=[_finding("a")])
     _Watch(True).judge("graph 0", report, None)
     assert [f.compiled for f in report] == [UNKNOWN]

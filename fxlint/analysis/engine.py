@@ -19,7 +19,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import sympy
 
@@ -75,6 +75,9 @@ def finding_from_hit(rule: Rule, hit: Hit, label: str | None) -> Finding:
         via=loc.via or None if loc else None,
         compiled_only=branch.describe() if branch is not None else None,
         violation=violation,
+        # a copy of the compiled program (a scope="compiled" rule): it survives there by construction
+        compiled="survives" if hit.compiled_bytes is not None else None,
+        compiled_bytes=hit.compiled_bytes,
     )
 
 
@@ -175,6 +178,37 @@ def evaluate(
                 run(rule, program, "program")
     if shadow or any(r.supersedes for r in rules):
         out.hits = _owned(out.hits, {r.code: r for r in (*rules, *shadow)}, shadow_codes)
+    return out
+
+
+def evaluate_compiled(subjects: Sequence[Any], rules: Iterable[Rule], ctx: RuleContext,
+                      settings: Settings | None = None) -> Evaluation:
+    """Every ``scope="compiled"`` rule of ``rules`` over each compiled graph (``subjects``: one
+    ``fxlint.compiled.program.CompiledGraph`` per graph Inductor compiled, its ``label`` the graph's).
+    The same isolation, severities and silencing as ``evaluate``. Each copy of the compiled program
+    goes to one rule: the copy's kind decides (``fxlint.compiled.kinds``), so no rule supersedes
+    another here and ignoring a code hides that code's findings only."""
+    out = Evaluation(graphs=len(subjects))
+    compiled_rules = [r for r in rules if r.scope == "compiled"]
+    for subject in subjects:
+        label = getattr(subject, "label", None)
+        for rule in compiled_rules:
+            try:
+                hits = list(rule.check(subject, ctx))
+            except Exception as exc:  # noqa: BLE001 - isolate rule failures
+                msg = f"{rule.code} {rule.name} failed on {label}: {type(exc).__name__}: {exc}"
+                warnings.warn(FxlintWarning(f"fxlint: rule skipped: {msg}"), stacklevel=3)
+                out.errors.append(msg)
+                out.failed_rules.append(rule.code)
+                continue
+            for hit in hits:
+                f = finding_from_hit(rule, hit, label)
+                if settings is not None:
+                    sev = settings.severity_for(f.code, f.severity)
+                    if sev is not f.severity:
+                        f = f.with_(severity=sev)
+                position = hit.node.position if hit.node is not None else -1
+                out.hits.append(Evaluated(f, hit, silenced_by(f, hit, settings), position))
     return out
 
 
@@ -288,6 +322,8 @@ def merge_repeats(findings: list[Finding]) -> list[Finding]:
             more = f" This line runs {len(fs)} times per call (a loop); the bytes are the total."
         message = first.message.rstrip() + stop + more
         nodes = tuple(f.node for f in fs if f.node is not None)
+        compiled = {"compiled_bytes": sum(f.compiled_bytes or 0 for f in fs)} \
+            if all(f.compiled == "survives" and f.compiled_bytes is not None for f in fs) else {}
         out.append(first.with_(bytes=total, message=message, repeats=len(fs), copy_sizes=tuple(sizes),
-                               nodes=nodes if len(nodes) == len(fs) else None))
+                               nodes=nodes if len(nodes) == len(fs) else None, **compiled))
     return out

@@ -30,6 +30,7 @@ FAMILIES = {
     "FXL4": "FXL4xx advanced-index copies",
     "FXL5": "FXL5xx capture",
     "FXL6": "FXL6xx distributed",
+    "FXL7": "FXL7xx the compiled program",
 }
 
 
