@@ -29,9 +29,12 @@ Options (``torch.compile(..., options={...})``):
             compiles (``fxlint.compiled``) and give each copy finding the verdict of the
             compiled program (default True): ``survives`` (bytes per call), ``fused``
             (demoted to info: eager makes the copy, the compiled program does not) or
-            ``unknown``; the summary line and ``fxlint.collect()`` count what survives.
-            Inductor's FX-graph and AOTAutograd caches are off for that compile (a cache
-            hit lowers nothing); ``False`` leaves them on and the findings eager-only
+            ``unknown``, and report the copies Inductor makes itself (FXL7xx); the summary
+            line and ``fxlint.collect()`` count what survives. Inductor's FX-graph and
+            AOTAutograd caches are off for that compile (a cache hit lowers nothing); in a
+            training graph AOTAutograd compiles the backward with the forward (the same
+            kernels, compiled earlier), so the backward's copies are read too; ``False``
+            leaves all that as torch does it and the findings eager-only
 ``ranks``   under ``torch.distributed``, which ranks log their findings:
             ``"first"`` (default: each finding once in the job, by the first rank
             that finds it, named in the log line), ``"all"``, or a rank number;
@@ -217,7 +220,8 @@ def fxlint_backend(
     except Exception as exc:  # noqa: BLE001 - never break the user's compile
         _warn_untouched(exc)
         to_compile = gm
-    watch = _Watch(bool(deferred) and inner == "inductor" and opts.compiled)
+    watch = _Watch(bool(deferred) and inner == "inductor" and opts.compiled,
+                   training=any(ctx.training for *_, ctx in deferred))
     try:
         if to_compile is gm:
             return watch.call(inner, opts, gm, example_inputs, mode, kwargs)
@@ -249,8 +253,9 @@ class _Watch:
     """The inner compile, with Inductor's lowering read when ``active`` (``fxlint.compiled``); reading
     it never breaks the compile, and a lowering that cannot be read leaves the verdicts unknown."""
 
-    def __init__(self, active: bool) -> None:
+    def __init__(self, active: bool, *, training: bool = False) -> None:
         self.active = active
+        self.training = training  # a training graph: AOTAutograd compiles its backward at once, and it is read too
         self.lowering: Any = None
         self.error: str | None = None
 
@@ -260,10 +265,12 @@ class _Watch:
             return _call_inner(inner, opts, gm, example_inputs, mode, extra)
         with contextlib.ExitStack() as stack:
             try:
-                from .compiled.lowering import observe, uncached
+                from .compiled.lowering import observe, uncached, with_backward
 
                 self.lowering = stack.enter_context(observe(gm.graph))
                 stack.enter_context(uncached())
+                if self.training:  # the same kernels, compiled with the forward instead of at the first backward
+                    stack.enter_context(with_backward())
             except Exception as exc:  # noqa: BLE001 - another torch: compile as if fxlint were not watching
                 self.error = f"could not watch Inductor ({type(exc).__name__}: {exc})"
             return _call_inner(inner, opts, gm, example_inputs, mode, extra)

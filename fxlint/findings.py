@@ -149,7 +149,8 @@ class Finding:
     * ``compiled``: for a copy finding, what Inductor's lowering of the graph does with the copy
       (``fxlint.compiled``): ``"survives"`` (``compiled_bytes`` per call in the compiled program),
       ``"fused"`` (no memory traffic of its own: ``compiled_bytes`` 0) or ``"unknown"``; None when
-      not asked (an eager inner backend) or not a copy finding;
+      not asked (an eager inner backend) or not a copy finding; ``compiled_backward_bytes``: what the
+      compiled backward graph copies for it per training step (None when no backward was read);
     * ``compiled_only``: the line sits in a branch only ``torch.compile`` takes (``if is_compiling():``):
       the condition and where it is; eager runs the other branch. ``eager_site``: with the runtime
       audit, the line (file, line) where eager makes the same copy instead, when it found one;
@@ -185,6 +186,7 @@ class Finding:
     nodes: tuple[str, ...] | None = None  # with repeats > 1: the FX node of each instance
     compiled: str | None = None  # under Inductor (fxlint.compiled): survives / fused / unknown
     compiled_bytes: int | None = None
+    compiled_backward_bytes: int | None = None  # what the compiled backward copies for it (None: not read)
     via: tuple[str, ...] | None = None  # the frames inside the line (a pass-through library's, torch's)
     compiled_only: str | None = None  # "`if is_compiling():` at pkg/mod.py:264": eager takes the other branch
     eager_site: tuple[str, int] | None = None  # where eager makes the copy instead (the audit found it)
@@ -210,14 +212,15 @@ class Finding:
     @property
     def judged_compiled(self) -> bool:
         """Judged on the compiled program: Inductor's lowering said what happens to the copy."""
-        return self.compiled in ("survives", "fused") and self.compiled_bytes is not None
+        return self.compiled in ("survives", "fused") and (self.compiled_bytes is not None
+                                                           or self.compiled_backward_bytes is not None)
 
     @property
     def cost_bytes(self) -> int | None:
         """The bytes per call of the program the finding is judged on: what the compiled program copies
         (``compiled_bytes``) when Inductor's lowering said (survives or fused), else eager's ``bytes``.
         Harm order, savings and the per-line figures read this."""
-        return self.compiled_bytes if self.judged_compiled else self.bytes
+        return (self.compiled_bytes or 0) if self.judged_compiled else self.bytes
 
     @property
     def saving(self) -> Saving:
@@ -225,7 +228,7 @@ class Finding:
         when judged under Inductor; and per training step, where eager's backward copies again), the
         measured time with the audit, or for a gradient cut what it gains instead (``Saving``)."""
         gain = self.violation.gain() if self.violation is not None else None
-        backward = None if self.judged_compiled else self.backward_bytes
+        backward = self.compiled_backward_bytes if self.compiled is not None else self.backward_bytes
         return Saving.of(self.code, self.cost_bytes, backward, self.time_ns, gain)
 
     def key(self) -> tuple:
@@ -352,7 +355,9 @@ class Report:
             "graph_breaks": self.graph_breaks,
             "internal_errors": len(self.errors),
             **({"compiled": {v: sum(f.compiled == v for f in self.findings) for v in ("survives", "fused", "unknown")}
-                | {"bytes_per_call": sum(f.compiled_bytes or 0 for f in self.findings if f.compiled == "survives")}}
+                | {"bytes_per_call": sum(f.compiled_bytes or 0 for f in self.findings if f.compiled == "survives")}
+                | ({"backward_bytes_per_step": sum(f.compiled_backward_bytes or 0 for f in self.findings)}
+                   if any(f.compiled_backward_bytes is not None for f in self.findings) else {})}
                if any(f.compiled is not None for f in self.findings) else {}),
             **({"confirmed": sum(f.status == "confirmed" for f in self.findings),
                 "refuted": sum(f.status == "refuted" for f in self.findings),

@@ -99,7 +99,8 @@ class Hit:
     ``# fxlint: ignore[...]`` also silences the hit (the ``with torch.no_grad():`` line of a
     region reported at the first line inside it). ``compiled_bytes`` is set by a ``scope="compiled"``
     rule: the bytes the compiled program copies per call at the site (the finding then ``survives``
-    under Inductor; eager makes no copy there, and ``bytes`` stays None).
+    under Inductor; eager makes no copy there, and ``bytes`` stays None); ``compiled_phase``
+    ``"backward"`` when the copy is the compiled backward's (its bytes are then per training step).
     """
 
     __slots__ = (
@@ -107,6 +108,7 @@ class Hit:
         "backward_bytes",
         "bytes",
         "compiled_bytes",
+        "compiled_phase",
         "copy_sizes",
         "dedup",
         "graph",
@@ -132,6 +134,7 @@ class Hit:
         dedup: str = "",
         graph: str | None = None,
         compiled_bytes: int | None = None,
+        compiled_phase: str = "forward",
     ) -> None:
         if not isinstance(violation, Violation):
             raise TypeError(f"a Hit needs the rule's Violation instance, not {type(violation).__name__}")
@@ -147,6 +150,7 @@ class Hit:
         self.dedup = dedup
         self.graph = graph
         self.compiled_bytes = compiled_bytes
+        self.compiled_phase = compiled_phase
 
     def __repr__(self) -> str:
         return f"Hit({self.node!r}, {type(self.violation).__name__})"

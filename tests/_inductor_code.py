@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from math import prod
 
 _ALLOC = re.compile(r"^\s+(buf\w+) = empty_strided_cpu\(\(([^)]*)\), \(([^)]*)\), torch\.(\w+)\)", re.M)
-_INPUT = re.compile(r"^\s+assert_size_stride\((arg\w+|primals_\w+), \(([^)]*)\), \(([^)]*)\)", re.M)
+_INPUT = re.compile(r"^\s+assert_size_stride\((\w+), \(([^)]*)\), \(([^)]*)\)", re.M)
 _REUSE = re.compile(r"^\s+(buf\w+) = (buf\w+); del \2\s+# reuse", re.M)
 _REUSE_AS = re.compile(r"^\s+(buf\w+) = reinterpret_tensor\((buf\w+), \(([^)]*)\), \(([^)]*)\), \d+\)(?:; del \2)?\s+"
                        r"# (?:reuse|alias)", re.M)

@@ -334,3 +334,75 @@ def test_a_loops_copies_and_a_matmuls_two_operands_in_the_compiled_program():
     # identical ops, recording no provenance for the merged ones): not known, rather than guessed
     assert reshape.compiled == UNKNOWN
     assert report.extras["compiled"]["graph 0"]["unexplained"] == []
+
+
+# --------------------------------------------------------------------------- the backward graph
+
+
+@pytest.mark.inductor
+def test_lint_compiled_reads_the_backward_and_the_copy_is_in_the_backward_program():
+    """A training lint compiles the backward with the forward and reads it: FXL114's copy (the reshape's
+    backward makes the permuted gradient contiguous) survives in the compiled backward with the bytes
+    eager's backward copies, and it is a kernel of the backward program Inductor generates."""
+    from tests._inductor_code import parse
+    from tests.rule_snapshots import load_fixture
+
+    model, inputs = load_fixture("fxl114").make()
+    report = fxlint.lint(model.train(), inputs, config=False, compiled=True, select="FXL114")
+    [f] = report.findings
+    assert f.compiled == SURVIVES and f.bytes == 0 and f.compiled_backward_bytes == f.backward_bytes > 0
+    assert report.summary()["compiled"]["backward_bytes_per_step"] >= f.backward_bytes
+    assert "per training step in the backward" in str(report)
+
+    from torch._inductor.utils import run_and_get_code
+
+    torch._dynamo.reset()
+    model, inputs = load_fixture("fxl114").make()
+    compiled = torch.compile(model.train(), backend="inductor")
+
+    def step():
+        out = compiled(*inputs)
+        (out if isinstance(out, torch.Tensor) else out[0]).sum().backward()
+
+    with torch._inductor.config.patch(fx_graph_cache=False):
+        _, codes = run_and_get_code(step)
+    torch._dynamo.reset()
+    backward = parse(codes[-1])
+    written = [program_buf for c in backward.calls if "clone" in c.kernel for w in c.writes
+               for program_buf in [backward.buffers.get(w)] if program_buf is not None]
+    assert any(b.nbytes == f.compiled_backward_bytes for b in written), (f.compiled_backward_bytes, written)
+
+    # inference reads no backward
+    inference = fxlint.lint(load_fixture("fxl114").make()[0].eval(), inputs, config=False, compiled=True)
+    assert all(g.compiled_backward_bytes is None for g in inference)
+
+
+@pytest.mark.inductor
+def test_the_backend_reads_a_training_graphs_backward_and_changes_no_kernel():
+    """In a training graph the backend has AOTAutograd compile the backward with the forward: the same
+    forward and backward kernels as plain Inductor, and the backward's copies are read."""
+    from torch._inductor.utils import run_and_get_code
+
+    from tests.rule_snapshots import load_fixture
+
+    def step(backend):
+        torch._dynamo.reset()
+        model, inputs = load_fixture("fxl114").make()
+        compiled = torch.compile(model.train(), backend=backend, options={"config": False} if backend == "fxlint"
+                                 else None)
+
+        def run():
+            out = compiled(*inputs)
+            (out if isinstance(out, torch.Tensor) else out[0]).sum().backward()
+
+        with torch._inductor.config.patch(fx_graph_cache=False), fxlint.collect() as session:
+            _, codes = run_and_get_code(run)
+        torch._dynamo.reset()
+        return codes, session
+
+    plain, _ = step("inductor")
+    linted, session = step("fxlint")
+    assert len(plain) == len(linted) == 2  # forward and backward
+    assert [_strip_comments(c) for c in linted] == [_strip_comments(c) for c in plain], _diff(linted, plain)
+    found = [f for f in session.findings if f.code == "FXL114"]
+    assert found and found[0].compiled == SURVIVES and found[0].compiled_backward_bytes == found[0].backward_bytes

@@ -77,7 +77,8 @@ def finding_from_hit(rule: Rule, hit: Hit, label: str | None) -> Finding:
         violation=violation,
         # a copy of the compiled program (a scope="compiled" rule): it survives there by construction
         compiled="survives" if hit.compiled_bytes is not None else None,
-        compiled_bytes=hit.compiled_bytes,
+        compiled_bytes=hit.compiled_bytes if hit.compiled_phase == "forward" else None,
+        compiled_backward_bytes=hit.compiled_bytes if hit.compiled_phase == "backward" else None,
     )
 
 
@@ -322,8 +323,8 @@ def merge_repeats(findings: list[Finding]) -> list[Finding]:
             more = f" This line runs {len(fs)} times per call (a loop); the bytes are the total."
         message = first.message.rstrip() + stop + more
         nodes = tuple(f.node for f in fs if f.node is not None)
-        compiled = {"compiled_bytes": sum(f.compiled_bytes or 0 for f in fs)} \
-            if all(f.compiled == "survives" and f.compiled_bytes is not None for f in fs) else {}
+        compiled = {key: sum(getattr(f, key) or 0 for f in fs) for key in ("compiled_bytes", "compiled_backward_bytes")
+                    if all(f.compiled == "survives" and getattr(f, key) is not None for f in fs)}
         out.append(first.with_(bytes=total, message=message, repeats=len(fs), copy_sizes=tuple(sizes),
                                nodes=nodes if len(nodes) == len(fs) else None, **compiled))
     return out

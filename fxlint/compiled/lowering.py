@@ -76,8 +76,10 @@ class CompiledBuffer:
     #: it reads graph inputs and nothing the graph computes (an input laid out as it comes in)
     only_inputs: bool = False
     #: the captured graph's nodes whose values it reads from memory (an input's placeholder, the node that
-    #: made a buffer): what a copy copies
+    #: made a buffer; in the backward, the forward op a gradient is computed for): what a copy copies
     read_nodes: tuple[str, ...] = ()
+    #: in the backward: the forward values it reads as saved for the backward (activations, not gradients)
+    saved: tuple[str, ...] = ()
     #: the captured graph's input it writes into (a mutated input copied back), None when none
     mutates: str | None = None
     #: ``"cat"`` when it is written into a slice of a concatenation's output (a ``cat`` input Inductor
@@ -85,6 +87,9 @@ class CompiledBuffer:
     into: str | None = None
     #: it is an output of the compiled graph (returned in the layout eager would return it)
     output: bool = False
+    #: ``"forward"``, or ``"backward"`` for a buffer of the backward graph (AOTAutograd compiles it apart;
+    #: its nodes are traced back to the forward ops that made their autograd nodes)
+    phase: str = "forward"
     #: its size and strides (size hints for symbols; None when unknown): the layout Inductor gave it
     size: tuple[int, ...] | None = None
     stride: tuple[int, ...] | None = None
@@ -96,8 +101,10 @@ class Lowering:
 
     buffers: list[CompiledBuffer] = field(default_factory=list)
     lowered: set[str] = field(default_factory=set)  # Dynamo nodes a node of Inductor's graph comes from
+    lowered_backward: set[str] = field(default_factory=set)  # Dynamo nodes a node of its backward graph is for
     extern_sources: set[str] = field(default_factory=set)  # Dynamo nodes whose op runs as an ATen kernel
     schedulers: int = 0  # how many schedulers were read (0: Inductor did not lower it here, e.g. a cache hit)
+    backward: bool = False  # the backward graph was lowered and read too
     error: str | None = None
 
     @property
@@ -129,6 +136,10 @@ class _Watch:
         self.order = {n.name: i for i, n in enumerate(graph.nodes)}
         self.placeholders = [n.name for n in graph.nodes if n.op == "placeholder"]
         self.lowering = lowering
+        #: autograd's sequence number of a forward op -> the observed graph's nodes it comes from: how a
+        #: backward node (which has no ``from_node``) is traced back to the forward op that made its
+        #: autograd node
+        self.by_seq: dict[int, set[str]] = {}
 
     def read(self, scheduler: Any) -> None:
         if self.lowering.error is not None:
@@ -194,17 +205,30 @@ def uncached() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def with_backward(on: bool = True) -> Iterator[None]:
+    """AOTAutograd compiles the backward graph with the forward, not at the first backward call, so the
+    compile fxlint watches lowers both (``force_non_lazy_backward_lowering``; the same kernels, compiled
+    earlier). Off: as torch does by default."""
+    import torch._functorch.config as functorch_config
+
+    with functorch_config.patch(force_non_lazy_backward_lowering=on):
+        yield
+
+
 def compile_and_read(gm: fx.GraphModule, example_inputs: list[Any], *, inference: bool = False) -> Lowering:
     """Compile ``gm`` (a Dynamo graph) with Inductor on ``example_inputs`` and read its lowering; the
     compiled program is dropped. ``inference``: compile it as an inference program runs, autograd off
     (Inductor compiles another graph when parameters require grad: its attention pattern, for one, only
-    matches the inference graph). Any failure is the lowering's ``error``."""
+    matches the inference graph); otherwise the backward graph is compiled and read too, at once
+    (``with_backward``). Any failure is the lowering's ``error``."""
     import torch
     from torch._inductor.compile_fx import compile_fx
 
     with observe(gm.graph) as lowering:
         try:
-            with uncached(), torch.set_grad_enabled(torch.is_grad_enabled() and not inference):
+            with uncached(), torch.set_grad_enabled(torch.is_grad_enabled() and not inference), \
+                    with_backward(not inference):
                 compile_fx(gm, list(example_inputs))
         except Exception as exc:  # noqa: BLE001
             lowering.error = f"Inductor failed to compile the graph ({type(exc).__name__}: {_first_line(exc)})"
@@ -231,6 +255,8 @@ def _roots(node: fx.Node, watch: _Watch) -> set[str]:
             found.add(src.name)
         else:
             stack.extend(getattr(src, "from_node", None) or ())
+    if not found and watch.by_seq:  # a backward node: the forward op whose autograd node it runs for
+        found = set(watch.by_seq.get(node.meta.get("seq_nr"), ()))  # type: ignore[arg-type]
     return found
 
 
@@ -314,15 +340,32 @@ def _read_scheduler(scheduler: Any, watch: _Watch) -> None:
     out.schedulers += 1
     removed = set(V.graph.removed_buffers) | set(getattr(V.graph, "inplaced_to_remove", ()))
     post_grad: Any = V.graph.module  # the post-grad GraphModule the lowering interprets
+    phase = "backward" if getattr(V.graph, "is_backward", False) else "forward"
+    if phase == "backward":
+        out.backward = True
     for post in post_grad.graph.nodes:
-        out.lowered |= _roots(post, watch)
-    graph_inputs = _placeholders(watch)
+        roots = _roots(post, watch)
+        if phase == "backward":
+            out.lowered_backward |= roots
+            continue
+        out.lowered |= roots
+        seq = post.meta.get("seq_nr")
+        if roots and isinstance(seq, int):
+            watch.by_seq.setdefault(seq, set()).update(roots)
+    graph_inputs = _placeholders(watch) if phase == "forward" else {}  # the backward's: saved tensors, gradients
     try:
         returned = set(V.graph.get_output_names())
     except Exception:  # noqa: BLE001 - an Inductor without it: no buffer is known to be returned
         returned = set()
     order = watch.order
     made: dict[str, str] = dict(graph_inputs)  # Inductor's buffer -> the observed graph's node that made it
+    saved: dict[str, str] = {}  # the backward's inputs that are forward values saved for it -> their node
+    if phase == "backward":
+        placeholders = [n for n in post_grad.graph.nodes if n.op == "placeholder"]
+        for name, ph in zip(V.graph.graph_input_names, placeholders):
+            found = sorted(_roots(ph, watch), key=order.__getitem__) if "from_node" in ph.meta else []
+            if found:
+                saved[name] = found[-1]
     for group in scheduler.nodes:
         for snode in group.get_nodes():
             node = getattr(snode, "node", None)
@@ -339,7 +382,7 @@ def _read_scheduler(scheduler: Any, watch: _Watch) -> None:
                 made_by = sorted(_roots(origin, watch), key=order.__getitem__)
             else:  # an extern kernel lowered without an origin node: what its origins come from
                 made_by = sorted(_made_by(node, watch), key=order.__getitem__) if extern else []
-            if extern:
+            if extern and phase == "forward":
                 out.extern_sources |= set(made_by)
             ordered = sorted(sources, key=order.__getitem__)
             producer = made_by[-1] if made_by else (ordered[-1] if ordered else None)
@@ -366,8 +409,9 @@ def _read_scheduler(scheduler: Any, watch: _Watch) -> None:
                     consumers=tuple(consumers), consumer_nodes=tuple(consumer_nodes), inputs=inputs,
                     only_inputs=bool(reads) and all(r in graph_inputs for r in reads),
                     mutates=mutated[0] if mutated else None, into=_into(buf), size=size, stride=stride,
-                    output=name in returned,
-                    read_nodes=tuple(sorted({made[r] for r in reads if r in made}, key=order.__getitem__))))
+                    output=name in returned, phase=phase,
+                    read_nodes=tuple(sorted({made[r] for r in reads if r in made}, key=order.__getitem__)),
+                    saved=tuple(sorted({saved[r] for r in reads if r in saved}, key=order.__getitem__))))
 
 
 def _consumer(user: Any, watch: _Watch) -> tuple[str | None, set[str]]:

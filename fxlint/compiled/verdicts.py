@@ -33,7 +33,12 @@ FUSED_NOTE = "Eager makes this copy; the compiled program does not (Inductor fus
 
 
 def is_copy_finding(f: Finding) -> bool:
-    return bool(f.bytes) or f.bytes_expr is not None
+    return bool(f.bytes) or f.bytes_expr is not None or bool(f.backward_bytes)
+
+
+def _total(bufs: list[CompiledBuffer]) -> int | None:
+    sizes = [b.bytes for b in bufs]
+    return sum(s for s in sizes if s is not None) if all(s is not None for s in sizes) else None
 
 
 class Sites:
@@ -131,14 +136,22 @@ def verdict(f: Finding, lowering: Lowering, bufs: list[CompiledBuffer] | None, a
     if not is_copy_finding(f):
         return f
     if not lowering.readable or not nodes or ambiguous:
-        return f.with_(compiled=UNKNOWN, compiled_bytes=None)
-    if bufs:
-        sizes = [b.bytes for b in bufs]
-        total = sum(s for s in sizes if s is not None) if all(s is not None for s in sizes) else None
-        return f.with_(compiled=SURVIVES, compiled_bytes=total)
+        return f.with_(compiled=UNKNOWN, compiled_bytes=None, compiled_backward_bytes=None)
+    forward = [b for b in bufs or () if b.phase == "forward"]
+    backward = [b for b in bufs or () if b.phase == "backward"]
+    # the compiled backward's copies for it, per training step (when the backward was read)
+    after = _total(backward) if backward else 0 if lowering.backward else None
+    if not (f.bytes or f.bytes_expr is not None):  # a copy of the backward alone (FXL113, FXL114)
+        if backward:
+            return f.with_(compiled=SURVIVES, compiled_bytes=None, compiled_backward_bytes=after)
+        if lowering.backward and all(n in lowering.lowered_backward for n in nodes):
+            return f.with_(compiled=FUSED, compiled_bytes=None, compiled_backward_bytes=0)
+        return f.with_(compiled=UNKNOWN, compiled_bytes=None, compiled_backward_bytes=None)
+    if forward:
+        return f.with_(compiled=SURVIVES, compiled_bytes=_total(forward), compiled_backward_bytes=after)
     if all(n in lowering.lowered and n not in lowering.extern_sources for n in nodes):
-        return f.with_(compiled=FUSED, compiled_bytes=0)
-    return f.with_(compiled=UNKNOWN, compiled_bytes=None)
+        return f.with_(compiled=FUSED, compiled_bytes=0, compiled_backward_bytes=after)
+    return f.with_(compiled=UNKNOWN, compiled_bytes=None, compiled_backward_bytes=after)
 
 
 def apply_verdicts(findings: list[Finding], lowering: Lowering, *, demote: bool = False,
@@ -171,10 +184,13 @@ def describe(findings: Iterable[Finding], lowering: Lowering | None, sites: Site
     fs = list(findings)
     out: dict[str, Any] = {v: sum(f.compiled == v for f in fs) for v in (SURVIVES, FUSED, UNKNOWN)}
     out["bytes_per_call"] = sum(f.compiled_bytes or 0 for f in fs if f.compiled == SURVIVES)
+    if lowering is not None and lowering.backward:  # what the compiled backward copies too, per training step
+        out["backward_bytes_per_step"] = sum(f.compiled_backward_bytes or 0 for f in fs)
     if lowering is not None:
         _, _, unexplained = credit(fs, lowering, sites)
         unexplained = [b for b in unexplained if explained is None or not explained(b)]
-        out["unexplained"] = [{"buffer": b.name, "bytes": b.bytes, "ops": list(b.ops), "nodes": list(b.sources),
+        out["unexplained"] = [{"buffer": b.name, "bytes": b.bytes, "phase": b.phase, "ops": list(b.ops),
+                               "nodes": list(b.sources),
                                "producer": b.producer, "why": b.why, "consumers": list(b.consumers),
                                "inputs": list(b.inputs), "mutates": b.mutates, "into": b.into,
                                **(sites or Sites()).where(b.producer)}

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 
 from ..canon import CanonNode
 from ..canon.text import call_text, operand_name, shape_text, user_name
+from ..compiled.lowering import CompiledBuffer
+from ..compiled.program import CompiledGraph
 
 #: the ATen kernels Inductor calls (extern kernels and fallbacks), as the user knows them
 KERNEL_NAMES = {
@@ -21,6 +23,21 @@ KERNEL_NAMES = {
 CONV_KERNELS = frozenset({"convolution", "_convolution", "convolution_backward"})
 MATMUL_KERNELS = frozenset({"mm", "addmm", "bmm", "baddbmm"})
 ATTENTION_PREFIX = "_scaled_dot_product"
+
+
+def backward_value(compiled: CompiledGraph, buf: CompiledBuffer) -> str:
+    """What a copy of the compiled backward copies, in the user's words: a forward value saved for the
+    backward (`` `x` (saved for the backward)``), else the gradient computed for a forward op."""
+    saved = next((n for n in map(compiled.node, reversed(buf.saved)) if n is not None), None)
+    if saved is not None:
+        return f"{value_text(saved)} (saved for the backward)"
+    read = next((n for n in map(compiled.node, reversed(buf.read_nodes)) if n is not None), None)
+    return f"the gradient of {value_text(read)}" if read is not None else "a gradient"
+
+
+def in_phase(phase: str, message: str) -> str:
+    """A compiled rule's message for a copy of the compiled backward: said so first."""
+    return f"in the backward, {message}" if phase == "backward" else message
 
 
 def kernel_text(ops: Sequence[str]) -> str:
@@ -98,5 +115,6 @@ def operand_of(ops: Sequence[CanonNode], sources: Sequence[str], size: Sequence[
     return None
 
 
-__all__ = ["ATTENTION_PREFIX", "CONV_KERNELS", "KERNEL_NAMES", "MATMUL_KERNELS", "kernel_text", "layout_name",
-           "operand_of", "role_of", "value_text"]
+__all__ = ["ATTENTION_PREFIX", "CONV_KERNELS", "KERNEL_NAMES", "MATMUL_KERNELS", "backward_value", "in_phase",
+           "kernel_text",
+           "layout_name", "operand_of", "role_of", "value_text"]

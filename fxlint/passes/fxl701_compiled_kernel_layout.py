@@ -58,7 +58,17 @@ from ..compiled.kinds import KERNEL_LAYOUT
 from ..compiled.program import CompiledGraph
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
-from ._compiled import ATTENTION_PREFIX, CONV_KERNELS, MATMUL_KERNELS, kernel_text, layout_name, operand_of, value_text
+from ._compiled import (
+    ATTENTION_PREFIX,
+    CONV_KERNELS,
+    MATMUL_KERNELS,
+    backward_value,
+    in_phase,
+    kernel_text,
+    layout_name,
+    operand_of,
+    value_text,
+)
 
 
 @dataclass(frozen=True)
@@ -70,17 +80,20 @@ class CompiledKernelLayout(Violation):
     kernels: tuple[str, ...]
     layout: str
     copied: int | None
+    phase: str  # forward | backward (a copy of the compiled backward graph)
     #: the kernel stands for ops the user wrote otherwise: Inductor's attention pattern replaced a
     #: `softmax(q @ k^T) @ v` by scaled_dot_product_attention (its replacement makes q, k, v contiguous)
     replaced: bool = False
 
     def message(self) -> str:
-        layout = f"the {self.layout} layout" if not self.layout.startswith("strides") else f"a layout with {self.layout}"
+        layout = (f"the {self.layout} layout" if not self.layout.startswith("strides")
+                  else f"a layout with {self.layout}")
         shape = f" {shape_text(self.shape)}" if self.shape else ""
-        return (f"the compiled program copies {self.value}{shape} to {layout} before calling "
-                f"{kernel_text(self.kernels)} ({bytes_text(self.copied)} per call): Inductor runs "
-                f"{'it' if len(self.kernels) == 1 else 'them'} as ATen code and hands "
-                f"{'it' if len(self.kernels) == 1 else 'them'} this layout, and the value arrives in another")
+        return in_phase(self.phase, (
+            f"the compiled program copies {self.value}{shape} to {layout} before calling "
+            f"{kernel_text(self.kernels)} ({bytes_text(self.copied)} per call): Inductor runs "
+            f"{'it' if len(self.kernels) == 1 else 'them'} as ATen code and hands "
+            f"{'it' if len(self.kernels) == 1 else 'them'} this layout, and the value arrives in another"))
 
     def fix_title(self) -> str:
         ops = set(self.kernels)
@@ -110,12 +123,19 @@ def check(compiled: CompiledGraph, ctx: RuleContext) -> Iterator[Hit]:
         attention = any(op.startswith(ATTENTION_PREFIX) for op in buf.consumers)
         replaced = attention and bool(readers) and not any(n.op == "scaled_dot_product_attention" for n in readers)
         read = next((n for n in map(compiled.node, reversed(buf.read_nodes)) if n is not None), None)
-        # what it lays out: the kernel's operand; for a kernel that replaced the user's ops, the value it reads
-        operand = read if replaced else operand_of(readers, buf.sources, buf.size) or read
+        # what it lays out: the kernel's operand; for a kernel that replaced the user's ops, the value it reads;
+        # in the backward, the gradient that comes back to the value it reads
+        if buf.phase == "backward":
+            value = backward_value(compiled, buf)
+        else:
+            operand = read if replaced else operand_of(readers, buf.sources, buf.size) or read
+            value = value_text(operand) if operand is not None else "its input"
         violation = CompiledKernelLayout(
-            value=value_text(operand) if operand is not None else "its input", shape=buf.size,
-            kernels=buf.consumers, layout=layout_name(buf.size, buf.stride), copied=buf.bytes, replaced=replaced)
+            value=value, shape=buf.size,
+            kernels=buf.consumers, layout=layout_name(buf.size, buf.stride), copied=buf.bytes, phase=buf.phase,
+            replaced=replaced)
         # at the kernel's line: the copy is made for it (for a replaced pattern, the line it ends on); two
         # copies of one value (the keys and the values of one projection) are two findings
         yield Hit(readers[-1] if readers else compiled.site(buf), violation, compiled_bytes=buf.bytes,
-                  dedup=f"{violation.value}:{buf.name}")
+                  compiled_phase=buf.phase,
+                  dedup=f"{violation.value}:{buf.phase}:{buf.name}")

@@ -54,7 +54,7 @@ from ..compiled.kinds import INPUT_LAYOUT
 from ..compiled.program import CompiledGraph
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
-from ._compiled import CONV_KERNELS, kernel_text, layout_name, role_of
+from ._compiled import CONV_KERNELS, in_phase, kernel_text, layout_name, role_of
 
 
 @dataclass(frozen=True)
@@ -66,12 +66,14 @@ class CompiledInputLayout(Violation):
     kernels: tuple[str, ...]
     layout: str
     copied: int | None
+    phase: str  # forward | backward (a copy of the compiled backward graph)
 
     def message(self) -> str:
         what = {"parameter": "the weight", "buffer": "the buffer"}.get(self.role, "the input")
-        return (f"the compiled program converts {what} `{self.value}` to {self._layout()} on every call "
-                f"({bytes_text(self.copied)} per call): Inductor runs {kernel_text(self.kernels)} in that "
-                "layout, and an input of the compiled graph in another is converted each time it comes in")
+        return in_phase(self.phase, (
+            f"the compiled program converts {what} `{self.value}` to {self._layout()} on every call "
+            f"({bytes_text(self.copied)} per call): Inductor runs {kernel_text(self.kernels)} in that "
+            "layout, and an input of the compiled graph in another is converted each time it comes in"))
 
     def _layout(self) -> str:
         return self.layout if not self.layout.startswith("strides") else f"a layout with {self.layout}"
@@ -101,5 +103,6 @@ def check(compiled: CompiledGraph, ctx: RuleContext) -> Iterator[Hit]:
         value = compiled.node(buf.inputs[0]) if buf.inputs else None
         violation = CompiledInputLayout(
             value=operand_name(value) if value is not None else "an input", role=role_of(value), kernels=buf.consumers,
-            layout=layout_name(buf.size, buf.stride), copied=buf.bytes)
-        yield Hit(compiled.site(buf), violation, compiled_bytes=buf.bytes, dedup=violation.value)
+            layout=layout_name(buf.size, buf.stride), copied=buf.bytes, phase=buf.phase)
+        yield Hit(compiled.site(buf), violation, compiled_bytes=buf.bytes, compiled_phase=buf.phase,
+                  dedup=f"{violation.value}:{buf.phase}")

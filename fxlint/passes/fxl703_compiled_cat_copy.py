@@ -49,7 +49,7 @@ from ..compiled.lowering import CompiledBuffer
 from ..compiled.program import CompiledGraph
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
-from ._compiled import value_text
+from ._compiled import backward_value, in_phase, value_text
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,7 @@ class CompiledCatCopy(Violation):
     why: str  # graph input | aten kernel | read elsewhere | unknown
     kernel: str | None
     copied: int | None
+    phase: str  # forward | backward (a copy of the compiled backward graph)
 
     def message(self) -> str:
         reason = {
@@ -67,8 +68,9 @@ class CompiledCatCopy(Violation):
             "aten kernel": f"it comes from an ATen kernel (`{self.kernel}`) that writes a buffer of its own",
             "read elsewhere": "other ops read it too, so it is kept in a buffer of its own",
         }.get(self.why, "Inductor keeps it in a buffer of its own")
-        return (f"the compiled program copies {self.piece} into the output of `torch.cat` "
-                f"({bytes_text(self.copied)} per call): {reason}")
+        return in_phase(self.phase, (
+            f"the compiled program copies {self.piece} into the output of `torch.cat` "
+            f"({bytes_text(self.copied)} per call): {reason}"))
 
     def fix_title(self) -> str:
         if self.why == "aten kernel":
@@ -83,9 +85,13 @@ def check(compiled: CompiledGraph, ctx: RuleContext) -> Iterator[Hit]:
         cat = compiled.node(buf.producer)
         piece = _piece(compiled, buf, cat)
         why, kernel = _why(compiled, buf, piece)
-        violation = CompiledCatCopy(piece=value_text(piece) if piece is not None else "one of its inputs",
-                                    why=why, kernel=kernel, copied=buf.bytes)
-        yield Hit(compiled.site(buf), violation, compiled_bytes=buf.bytes, dedup=violation.piece)
+        text = value_text(piece) if piece is not None else "one of its inputs"
+        if buf.phase == "backward":  # a gradient the backward concatenates (a split's or a chunk's backward)
+            text = backward_value(compiled, buf)
+        violation = CompiledCatCopy(piece=text,
+                                    why=why, kernel=kernel, copied=buf.bytes, phase=buf.phase)
+        yield Hit(compiled.site(buf), violation, compiled_bytes=buf.bytes, compiled_phase=buf.phase,
+                  dedup=f"{violation.piece}:{buf.phase}")
 
 
 def _piece(compiled: CompiledGraph, buf: CompiledBuffer, cat: CanonNode | None) -> CanonNode | None:

@@ -54,7 +54,7 @@ from ..compiled.lowering import CompiledBuffer
 from ..compiled.program import CompiledGraph
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
-from ._compiled import role_of
+from ._compiled import in_phase, role_of
 
 
 @dataclass(frozen=True)
@@ -64,12 +64,14 @@ class CompiledMutationCopy(Violation):
     target: str
     role: str  # parameter | buffer | input
     copied: int | None
+    phase: str  # forward | backward (a copy of the compiled backward graph)
 
     def message(self) -> str:
         what = {"parameter": "the parameter", "buffer": "the buffer"}.get(self.role, "the input")
-        return (f"{what} `{self.target}` is written in place here and read again after the write; the compiled "
-                "program computes its new value into a buffer of its own and copies it back "
-                f"({bytes_text(self.copied)} per call)")
+        return in_phase(self.phase, (
+            f"{what} `{self.target}` is written in place here and read again after the write; the compiled "
+            "program computes its new value into a buffer of its own and copies it back "
+            f"({bytes_text(self.copied)} per call)"))
 
     def fix_title(self) -> str:
         if self.role == "input":
@@ -85,9 +87,10 @@ def check(compiled: CompiledGraph, ctx: RuleContext) -> Iterator[Hit]:
     for buf in compiled.copies(MUTATION):
         target = compiled.node(buf.mutates)
         violation = CompiledMutationCopy(target=operand_name(target) if target is not None else "an input",
-                                         role=role_of(target), copied=buf.bytes)
+                                         role=role_of(target), copied=buf.bytes, phase=buf.phase)
         yield Hit(_writer(compiled, buf) or compiled.site(buf), violation, compiled_bytes=buf.bytes,
-                  dedup=violation.target)
+                  compiled_phase=buf.phase,
+                  dedup=f"{violation.target}:{buf.phase}")
 
 
 def _writer(compiled: CompiledGraph, buf: CompiledBuffer) -> CanonNode | None:

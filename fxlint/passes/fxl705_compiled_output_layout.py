@@ -43,7 +43,7 @@ from ..compiled.kinds import OUTPUT_LAYOUT
 from ..compiled.program import CompiledGraph
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
-from ._compiled import CONV_KERNELS, layout_name, value_text
+from ._compiled import CONV_KERNELS, in_phase, layout_name, value_text
 
 
 @dataclass(frozen=True)
@@ -54,20 +54,23 @@ class CompiledOutputLayout(Violation):
     shape: tuple[int, ...] | None
     layout: str
     copied: int | None
+    phase: str  # forward | backward (a copy of the compiled backward graph)
     conv: bool  # the value is a convolution's output (channels_last in the compiled program)
 
     def message(self) -> str:
         shape = f" {shape_text(self.shape)}" if self.shape else ""
         layout = self.layout if not self.layout.startswith("strides") else f"a layout with {self.layout}"
-        return (f"the compiled program converts {self.value}{shape} to {layout} before returning it "
-                f"({bytes_text(self.copied)} per call): Inductor computes it in another layout, and an output "
-                "of the compiled graph keeps the layout eager gives it")
+        return in_phase(self.phase, (
+            f"the compiled program converts {self.value}{shape} to {layout} before returning it "
+            f"({bytes_text(self.copied)} per call): Inductor computes it in another layout, and an output "
+            "of the compiled graph keeps the layout eager gives it"))
 
     def fix_title(self) -> str:
         if self.conv:
             return ("run the model channels_last end to end (`model.to(memory_format=torch.channels_last)` and a "
                     "channels_last input): eager then returns that layout too and nothing is converted")
-        return "return the value in the layout it is computed in where the caller allows it; otherwise the copy is its price"
+        return ("return the value in the layout it is computed in where the caller allows it; otherwise the copy "
+                "is its price")
 
 
 @rule("FXL705", "compiled-output-layout", "info", scope="compiled", violation=CompiledOutputLayout)
@@ -75,7 +78,7 @@ def check(compiled: CompiledGraph, ctx: RuleContext) -> Iterator[Hit]:
     for buf in compiled.copies(OUTPUT_LAYOUT):
         value = next((n for n in map(compiled.node, reversed(buf.read_nodes)) if n is not None), None)
         violation = CompiledOutputLayout(value=value_text(value), shape=buf.size,
-                                         layout=layout_name(buf.size, buf.stride), copied=buf.bytes,
+                                         layout=layout_name(buf.size, buf.stride), copied=buf.bytes, phase=buf.phase,
                                          conv=any(op in CONV_KERNELS for op in buf.ops))
         yield Hit(value if value is not None and value.kind == "op" else compiled.site(buf), violation,
-                  compiled_bytes=buf.bytes, dedup=violation.value)
+                  compiled_bytes=buf.bytes, compiled_phase=buf.phase, dedup=f"{violation.value}:{buf.phase}")

@@ -348,9 +348,12 @@ def compiled_text(findings: list[Finding]) -> str:
     words = {"survives": "survives", "fused": "fused (no copy of its own)", "unknown": "not known"}
     if len(kinds) == 1:
         text = words.get(kinds[0], kinds[0])
-        if kinds[0] == "survives":
-            known = [f.compiled_bytes for f in findings if f.compiled == "survives" and f.compiled_bytes is not None]
-            text += f", {human_bytes(sum(known))} per call" if known else ""
+        known = [f.compiled_bytes for f in findings if f.compiled == "survives" and f.compiled_bytes is not None]
+        if known:
+            text += f", {human_bytes(sum(known))} per call"
+        after = [f.compiled_backward_bytes for f in findings if f.compiled_backward_bytes]
+        if after:  # what the compiled backward copies for it
+            text += f"{',' if known else ';'} {human_bytes(sum(after))} per training step in the backward"
         return text
     return ", ".join(f"{verdicts.count(k)} {words.get(k, k)}" for k in kinds)
 
@@ -396,6 +399,8 @@ def summary_line(report: Report, *, groups: int | None = None, hidden: int = 0) 
         c = s["compiled"]
         parts.append(f"under Inductor: {c['survives']} survive{'s' if c['survives'] == 1 else ''}"
                      + (f" ({human_bytes(c['bytes_per_call'])} per call)" if c["bytes_per_call"] else "")
+                     + (f" (the backward: {human_bytes(c['backward_bytes_per_step'])} per training step)"
+                        if c.get("backward_bytes_per_step") else "")
                      + f", {c['fused']} fused, {c['unknown']} unknown")
     if "confirmed" in s:
         parts.append(f"runtime: {s['confirmed']} confirmed, {s['refuted']} refuted, {s['not_run']} not run")

@@ -45,7 +45,10 @@ _FIELD_DOCS = {
     "nodes": "with repeats > 1: the FX node of each instance (null: one instance)",
     "compiled": "what Inductor's lowering does with a copy finding's copy: survives, fused (no memory traffic of "
                 "its own) or unknown; null when not compiled with Inductor or not a copy",
-    "compiled_bytes": "with compiled='survives': bytes the compiled program copies per call for it (fused: 0)",
+    "compiled_bytes": "with compiled='survives': bytes the compiled program copies per call for it (fused: 0); "
+                      "for an FXL7xx finding, the copy Inductor makes there",
+    "compiled_backward_bytes": "when the compiled backward graph was read (a training graph): bytes it copies for "
+                               "the finding per training step (null: not read)",
     "ranks": "under torch.distributed, gathered across ranks: the ranks that found it (null: not gathered)",
     "via": "the frames inside the reported line, outermost first: pass-through library code (einops, "
            "[tool.fxlint] passthrough) and torch's own functions between the user's call and the op (null: none)",
@@ -197,10 +200,12 @@ def report_schema(registry: Any = None) -> dict[str, Any]:
                                                       "compiled": {
                                                           "type": "object",
                                                           "description": "with Inductor's verdicts: findings that "
-                                                                         "survive, are fused, are unknown, and the "
-                                                                         "bytes per call that survive",
+                                                                         "survive, are fused, are unknown, the "
+                                                                         "bytes per call that survive and, with "
+                                                                         "a compiled backward, its bytes per step",
                                                           "properties": {k: {"type": "integer"} for k in (
-                                                              "survives", "fused", "unknown", "bytes_per_call")}}}},
+                                                              "survives", "fused", "unknown", "bytes_per_call",
+                                                              "backward_bytes_per_step")}}}},
             "groups": {"type": "array", "items": GROUP,
                        "description": "one per (code, source line), in the order the text report shows them"},
             "errors": {"type": "array", "items": {"type": "string"},
