@@ -221,6 +221,7 @@ def report(
     rewrites: bool = True,
     title: str | None = None,
     device: str | None = None,
+    compiled: bool = False,
 ) -> str:
     """Lint ``target`` with the runtime audit and write the HTML report to ``output``; returns the
     HTML text (``output=None`` writes nothing).
@@ -229,12 +230,15 @@ def report(
     source with the lines that copy highlighted by cost and the findings inline, the runtime
     copies no finding explains, the graph breaks, and (``rewrites=True``) what ``fxlint fix``
     would rewrite. ``train=True`` audits a training step. ``device="cuda"`` lints for that device
-    (see ``lint``); the audit runs on this machine. One self-contained file: no network."""
+    (see ``lint``); the audit runs on this machine. ``compiled=True`` also judges each finding on the
+    program Inductor compiles (``lint``'s ``compiled``): the page shows eager's bytes and the compiled
+    program's verdict side by side, with the copies Inductor makes itself (FXL7xx). One self-contained
+    file: no network."""
     from .renderers.html import render_html
     from .util.outputs import write_text
 
     rep = lint(target, example_inputs, select=select, ignore=ignore, config=config, confirm=True, train=train,
-               device=device)
+               device=device, compiled=compiled)
     rw = rw_error = None
     if rewrites:
         try:

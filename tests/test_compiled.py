@@ -406,3 +406,18 @@ def test_the_backend_reads_a_training_graphs_backward_and_changes_no_kernel():
     assert [_strip_comments(c) for c in linted] == [_strip_comments(c) for c in plain], _diff(linted, plain)
     found = [f for f in session.findings if f.code == "FXL114"]
     assert found and found[0].compiled == SURVIVES and found[0].compiled_backward_bytes == found[0].backward_bytes
+
+
+@pytest.mark.inductor
+def test_the_html_report_shows_eager_bytes_and_the_compiled_verdict_side_by_side(tmp_path):
+    from fxlint.cli.app import main
+
+    page = fxlint.report(Example(), _args(), output=None, config=False, rewrites=False, compiled=True)
+    assert "<th>Eager bytes/call</th><th>Under Inductor</th>" in page
+    assert 'class="compiled" data-sort="49152">survives, 49.2 kB per call' in page
+    assert page.count(">fused (no copy of its own)<") == 2  # the reshape and the gather
+    assert "under Inductor: survives, 49.2 kB per call" in page  # under the source line too
+    plain = fxlint.report(Example(), _args(), output=None, config=False, rewrites=False)
+    assert "<th>Under Inductor</th>" not in plain and "<th>Bytes/call</th>" in plain
+    # the CLI flag; a bad output path is one error line before anything compiles
+    assert main(["report", "tests.test_compiled:Example", "--compiled", "-o", str(tmp_path / "no" / "such" / "dir" / "x.html")]) == 2

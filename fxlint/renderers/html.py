@@ -38,7 +38,7 @@ from .._version import __version__
 from ..findings import Report, Severity
 from ..reporting.grouping import Group, group_findings, library_of, short_path
 from ..tensor.info import human_bytes
-from .text import ms, saving_text, time_sentence
+from .text import compiled_text, ms, saving_text, time_sentence
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..rewrite.base import RewriteResult
@@ -243,19 +243,27 @@ def _findings_table(groups: list[Group], timed: bool) -> str:
     if not groups:
         return '<h2>Findings</h2><p id="no-findings">No findings.</p>'
     rows = []
+    # judged on the compiled program too (lint --compiled): eager's bytes and what Inductor's program does, side by side
+    compiled = any(f.compiled is not None for g in groups for f in g.findings)
     for g in groups:
         anchor = f"L-{_file_id(g.file)}-{g.line}" if g.file else ""
         where = f'<a href="#{anchor}">{_e(g.location)}</a>' if anchor else _e(g.location)
         lib = f'<span class="lib">{_e(g.library)}</span>' if g.library else ""
+        if compiled:
+            eager = [f.bytes for f in g.findings if f.bytes is not None]
+            cells = (f'<td data-sort="{sum(eager)}">{_e(human_bytes(sum(eager)) if eager else "-")}</td>'
+                     f'<td class="compiled" data-sort="{g.bytes or 0}">{_e(compiled_text(g.findings) or "-")}</td>')
+        else:
+            cells = f'<td data-sort="{g.bytes or 0}">{_e(human_bytes(g.bytes) if g.bytes is not None else "-")}</td>'
         rows.append(
             f'<tr class="group" data-group="{_e(g.key)}"><td>{_e(g.code)}</td>'
             f'<td class="sev-{g.severity.value}">{_e(g.severity.value)}</td><td>{where}{lib}</td>'
-            f'<td data-sort="{g.count}">{g.count}</td><td>{_e(g.modules or "-")}</td>'
-            f'<td data-sort="{g.bytes or 0}">{_e(human_bytes(g.bytes) if g.bytes is not None else "-")}</td>'
+            f'<td data-sort="{g.count}">{g.count}</td><td>{_e(g.modules or "-")}</td>' + cells
             + (f'<td data-sort="{g.time_ns or 0}">{_e(ms(g.time_ns))}</td>' if timed else "")
             + f"<td>{_e(_first_sentence(g.message))}</td></tr>")
+    bytes_head = "<th>Eager bytes/call</th><th>Under Inductor</th>" if compiled else "<th>Bytes/call</th>"
     head = ("<tr><th>Code</th><th>Severity</th><th>Location</th><th>Instances</th><th>Modules</th>"
-            "<th>Bytes/call</th>" + ("<th>Time</th>" if timed else "") + "<th>What</th></tr>")
+            + bytes_head + ("<th>Time</th>" if timed else "") + "<th>What</th></tr>")
     return (f'<h2>Findings by line</h2><p class="muted">One row per rule and source line; click a column to sort.</p>'
             f'<table class="sortable" id="groups"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>')
 
@@ -347,9 +355,11 @@ def _finding_html(g: Group, timed: bool) -> str:
     cost = human_bytes(g.bytes) if g.bytes is not None else (g.bytes_expr or "")
     t = f", {ms(g.time_ns)}" if timed and g.time_ns is not None else ""
     fix = f'<div class="fix">fix: {_e(g.fix)}</div>' if g.fix else ""
+    verdict = compiled_text(g.findings)
+    under = f'<div class="compiled">under Inductor: {_e(verdict)}</div>' if verdict else ""
     return (f'<div class="fd" data-group="{_e(g.key)}"><b>{_e(g.code)} {_e(g.name)}</b> '
             f'<span class="sev-{g.severity.value}">{_e(g.severity.value)}</span>{_e(inst)} · {_e(cost)}{_e(t)}'
-            f"{status}<div>{_e(g.message)}</div>{fix}</div>")
+            f"{status}<div>{_e(g.message)}</div>{fix}{under}</div>")
 
 
 def _unexplained(report: Report) -> str:

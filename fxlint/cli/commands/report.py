@@ -39,6 +39,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--train", action="store_true",
                    help="audit a training step (forward and backward), so backward copies are timed too")
     p.add_argument("--no-rewrites", action="store_true", help="leave out what `fxlint fix` would rewrite")
+    p.add_argument("--compiled", action="store_true",
+                   help="also compile each captured graph with Inductor and show, beside eager's bytes, what the "
+                        "compiled program does with each copy (survives, fused) and the copies it makes itself "
+                        "(FXL7xx)")
     add_rule_filter_args(p)
     add_config_args(p)
     add_device_arg(p)
@@ -61,6 +65,6 @@ def run(args: argparse.Namespace) -> int:
     settings = resolve(target_file(args.target), config=config_arg(args), select=select, ignore=ignore,
                        extend_select=extend, device=args.device)
     fxlint.report(loaded.obj, inputs, args.output, train=args.train, config=settings,
-                  rewrites=not args.no_rewrites, title=f"fxlint report: {args.target}")
+                  rewrites=not args.no_rewrites, title=f"fxlint report: {args.target}", compiled=args.compiled)
     print(f"fxlint: wrote {args.output}", file=sys.stderr)
     return EXIT_CLEAN
