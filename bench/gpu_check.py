@@ -12,6 +12,9 @@ never imports fxlint, which needs torch 2.13):
     # both at once, on a machine with fxlint and a GPU
     .venv/bin/python bench/gpu_check.py all -o out/gpu_check.json
 
+    # the compiled program on the GPU (needs fxlint, torch >= 2.13 with CUDA and Triton)
+    python bench/gpu_check.py compiled -o out/gpu_compiled.json
+
 The GPU-story models are the files in ``models/`` that declare ``DEVICE = "cuda"``. ``predict``
 builds each with ``make(device="cpu")`` and lints it with ``fxlint.lint(..., device="cuda")``
 (the fake-tensor simulation, docs/device.md); every FXL106/FXL107 finding becomes a predicted
@@ -31,6 +34,18 @@ model line nothing predicted is a mismatch too. A copy measured on a predicted s
 scalar ``.item()`` reads back) and a wait on a predicted transfer line (a pageable copy waits)
 are part of that prediction. It prints a table, writes the JSON, and exits 1 on any mismatch.
 Without CUDA it prints why and exits 0 (skipped). One pass takes seconds on a GPU.
+
+``compiled`` checks fxlint's reading of Inductor's lowering where Inductor writes Triton, not C++:
+for the issue's example (a permuted bmm operand, a reshape and a gather after a transpose) and every
+model in ``models/`` (moved to the GPU, in ``eval()`` under ``no_grad``), it lints with
+``compiled=True`` on the GPU and, for the same module, compiles it with plain Inductor, reads the
+Triton kernels of the output code and profiles one call. It checks that the lowering was read (a
+verdict of ``unknown`` for a whole graph, with the reason, fails), that every kernel the profiled
+call runs whose name is made of copy ops alone (Inductor names a kernel after the ops lowered into
+it) is one of the copies fxlint accounts for (a surviving finding, an FXL7xx finding or a listed
+"copy no finding explains") and that fxlint accounts for no more copy kernels than the program
+runs, and it shows where the GPU's verdicts differ from the CPU's for the same module (convolution
+layouts do: Inductor's layout optimisation has other rules there). It exits 1 on any of those.
 """
 
 from __future__ import annotations
@@ -369,6 +384,144 @@ def skip_reason() -> str | None:
     return None
 
 
+# --------------------------------------------------------------------------- the compiled program
+
+#: aten ops that only move data, as Inductor names a kernel after them (fxlint.compiled.lowering.COPY_OPS
+#: with the extern ops a layout conversion for them is named after)
+_CONVERSION_FOR = ("convolution", "bmm", "mm", "addmm", "_scaled_dot_product")
+
+
+def _example() -> tuple[Any, tuple[Any, ...]]:
+    """The issue's example: eager copies in three places, Inductor one (the bmm operand)."""
+    import torch
+    import torch.nn as nn
+
+    class Example(nn.Module):
+        def forward(self, a, b, x):
+            y = torch.matmul(a.permute(0, 2, 1, 3), b)
+            z = x.t().reshape(-1) * 2
+            w = x[:, [0, 2, 4, 6]] + 1
+            return y, z, w
+
+    return Example(), (torch.randn(4, 32, 6, 16), torch.randn(4, 6, 16, 32), torch.randn(16, 16))
+
+
+def _compiled_cases(names: Iterable[str] | None) -> dict[str, Any]:
+    cases: dict[str, Any] = {"issue_example": _example}
+    for path in sorted(MODELS_DIR.glob("*.py")):
+        if path.name.startswith("_") or (names is not None and path.stem not in names):
+            continue
+        cases[path.stem] = lambda stem=path.stem: _load(stem).make()
+    return cases
+
+
+def _to(x: Any, device: str) -> Any:
+    import torch
+
+    if isinstance(x, torch.Tensor) or isinstance(x, torch.nn.Module):
+        return x.to(device)
+    if isinstance(x, (tuple, list)):
+        return type(x)(_to(v, device) for v in x)
+    if isinstance(x, dict):
+        return {k: _to(v, device) for k, v in x.items()}
+    return x
+
+
+def _verdicts(model: Any, inputs: Any, device: str) -> dict[str, Any]:
+    """``lint(compiled=True)`` of the module on ``device``: the verdicts by line, the copies it accounts for."""
+    import torch
+
+    import fxlint
+
+    model, inputs = _to(model, device), _to(inputs, device)
+    with torch.no_grad():
+        report = fxlint.lint(model.eval(), inputs if isinstance(inputs, (tuple, dict)) else (inputs,),
+                             compiled=True, config=False)
+    graphs = report.extras.get("compiled", {})
+    unknown = {g: d["why_unknown"] for g, d in graphs.items() if isinstance(d, dict) and d.get("why_unknown")}
+    surviving = [f for f in report.findings if f.compiled == "survives"]
+    listed = sum(len(d.get("unexplained", ())) for d in graphs.values() if isinstance(d, dict))
+    return {"unknown_graphs": unknown,
+            "verdicts": sorted(f"{f.code} {f.line}: {f.compiled}" for f in report.findings if f.compiled),
+            # a loop's finding stands for each iteration's copy
+            "copies": sum(f.repeats for f in surviving) + listed,
+            "findings": [f"{f.code} {f.line} {f.compiled_bytes}" for f in surviving]}
+
+
+def _copy_kernels(model: Any, inputs: Any, device: str = "cuda") -> list[str]:
+    """The kernels one profiled call of plain ``torch.compile`` runs whose names are copy ops alone (Triton
+    kernels on the GPU; C++ kernels, profiled with ``cpp.enable_kernel_profile``, on the CPU)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from fxlint.compiled.lowering import COPY_OPS
+
+    torch._dynamo.reset()
+    args = inputs if isinstance(inputs, tuple) else (inputs,)
+    activity = ProfilerActivity.CUDA if device == "cuda" else ProfilerActivity.CPU
+    with torch.no_grad(), torch._inductor.config.patch({"cpp.enable_kernel_profile": True}):
+        compiled = torch.compile(model.eval())
+        compiled(*args)
+        compiled(*args)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        with profile(activities=[activity]) as prof:
+            compiled(*args)
+            if device == "cuda":
+                torch.cuda.synchronize()
+    torch._dynamo.reset()
+    out = []
+    for e in prof.events():
+        m = re.search(r"(?:triton_\w+?|cpp)_fused_(.+?)_\d+$", e.name)
+        words = set(re.findall(r"[a-z]+", m.group(1))) if m is not None else set()
+        if words and all(any(w in op for op in COPY_OPS) or any(w in c for c in _CONVERSION_FOR) for w in words):
+            out.append(e.name)
+    return out
+
+
+def compiled_check(names: Iterable[str] | None = None, device: str = "cuda") -> dict[str, Any]:
+    """The ``compiled`` step (``device="cpu"`` runs the same comparison on this machine's C++ kernels)."""
+    import torch
+
+    results: dict[str, Any] = {}
+    for name, build in _compiled_cases(names).items():
+        res: dict[str, Any] = {}
+        try:
+            res["gpu"] = _verdicts(*build(), device)
+            res["cpu"] = _verdicts(*build(), "cpu") if device != "cpu" else res["gpu"]
+            res["copy_kernels"] = _copy_kernels(*_to(build(), device), device=device)
+        except Exception as exc:  # noqa: BLE001 - one model's failure is that model's row
+            res.update(error=f"{type(exc).__name__}: {exc}", ok=False)
+            results[name] = res
+            continue
+        read, ran = res["gpu"]["copies"], len(res["copy_kernels"])
+        res["differs_from_cpu"] = sorted(set(res["gpu"]["verdicts"]) ^ set(res["cpu"]["verdicts"]))
+        # every copy kernel the program runs is a copy fxlint reads (one kernel may write several of them),
+        # and fxlint reads no copy where the program runs none
+        res["ok"] = not res["gpu"]["unknown_graphs"] and ran <= read and (ran > 0 or read == 0)
+        results[name] = res
+    where = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
+    return {"schema": SCHEMA, "torch": torch.__version__, "device": where, "models": results,
+            "ok": all(r["ok"] for r in results.values())}
+
+
+def compiled_table(result: dict[str, Any]) -> str:
+    lines = [f"{'model':<28} {'copies fxlint reads':>19} {'copy kernels run':>16}  status"]
+    for name, res in result["models"].items():
+        if "error" in res:
+            lines.append(f"{name:<28} {'':>19} {'':>16}  ERROR {res['error']}")
+            continue
+        gpu = res["gpu"]
+        status = "ok" if res["ok"] else "MISMATCH"
+        extra = f"  not read: {gpu['unknown_graphs']}" if gpu["unknown_graphs"] else ""
+        lines.append(f"{name:<28} {gpu['copies']:>19} {len(res['copy_kernels']):>16}  {status}{extra}")
+        for d in res["differs_from_cpu"]:
+            lines.append(f"{'':<28} GPU vs CPU: {d}")
+    lines.append("the compiled program's copies are read on the device" if result["ok"]
+                 else "MISMATCH: see the rows above")
+    return "\n".join(lines)
+
+
 def _write(obj: dict[str, Any], path: str | None) -> None:
     if path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -388,7 +541,24 @@ def main(argv: list[str] | None = None) -> int:
     a = sub.add_parser("all", help="predict and verify in one process (needs fxlint and a GPU)")
     a.add_argument("-o", "--output", default="out/gpu_check.json")
     a.add_argument("--models")
+    c = sub.add_parser("compiled", help="read Inductor's Triton lowering on the GPU and check it against the "
+                                        "profiled program (needs fxlint, CUDA and Triton)")
+    c.add_argument("-o", "--output", default="out/gpu_compiled.json")
+    c.add_argument("--models", help="comma-separated models/ names (default: all, and the issue's example)")
+    c.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                   help="cpu: the same comparison on this machine's C++ kernels (a dry run of the step)")
     args = parser.parse_args(argv)
+
+    if args.cmd == "compiled":
+        reason = skip_reason() if args.device == "cuda" else None
+        if reason is not None:
+            print(f"gpu_check: skipped: {reason}")
+            _write({"schema": SCHEMA, "skipped": reason}, args.output)
+            return 0
+        result = compiled_check(args.models.split(",") if args.models else None, device=args.device)
+        print(compiled_table(result))
+        _write(result, args.output)
+        return 0 if result["ok"] else 1
 
     if args.cmd in ("predict", "all"):
         names = args.models.split(",") if args.models else gpu_story_models()

@@ -180,6 +180,7 @@ def lint(
             report.findings, captured.views, captured.example_inputs, why_not=why_not, rules=settings.rules,
             ctx=RuleContext(training=training), settings=settings)
         report.suppressed.extend(quiet)
+        report.errors.extend(e for said in report.extras["compiled"].values() for e in said.pop("rule_errors", ()))
         captured.example_inputs.clear()
     if confirm:
         from .runtime.confirm import confirm as _confirm

@@ -290,6 +290,7 @@ class _Watch:
             report.findings, quiet, said = judge(report.findings, lowering, view, label, demote=True, rules=rules,
                                                  ctx=ctx, settings=settings)
             report.suppressed.extend(quiet)
+            report.errors.extend(said.pop("rule_errors", ()))
             report.extras["compiled"] = {label: said}
         except Exception as exc:  # noqa: BLE001 - the eager findings stand, marked unknown; say why
             from .compiled.verdicts import unknown_verdicts

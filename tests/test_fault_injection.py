@@ -107,7 +107,8 @@ def test_the_trigger_model_is_linted_and_rewritten_cleanly():
 
 # --------------------------------------------------------------------------- every rule
 
-RULES = registry.all_rules()
+#: the rules of an eager compile: the compiled rules (FXL7xx) run only where Inductor lowers the graph
+RULES = [r for r in registry.all_rules() if r.scope != "compiled"]
 
 
 def _failing(code: str) -> registry.Registry:
@@ -251,3 +252,25 @@ def test_user_errors_still_raise():
     with pytest.raises(Exception, match="rewrite"):
         torch.compile(Trigger(), backend="fxlint", options={"inner": "eager", "rewrite": "yes"})(*_inputs())
     torch._dynamo.reset()
+
+
+@pytest.mark.inductor
+def test_a_failing_compiled_rule_is_reported_by_lint_and_the_others_still_run():
+    """A compiled rule (FXL7xx, after Inductor's lowering) that raises is one error of the report, one
+    warning, and the other rules' findings are there, compiled ones included."""
+    class Conv(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.conv(x).sum() + x[0, 0].t().contiguous().sum()
+
+    with warnings.catch_warnings(record=True) as caught, torch.no_grad():
+        warnings.simplefilter("always")
+        report = fxlint.lint(Conv().eval(), (torch.randn(1, 3, 8, 8),), registry=_failing("FXL702"), compiled=True,
+                             config=False)
+    ours = [str(w.message) for w in caught if issubclass(w.category, FxlintWarning)]
+    assert len(ours) == 1 and "FXL702" in ours[0] and "injected failure" in ours[0], ours
+    assert len(report.errors) == 1 and report.errors[0].startswith("FXL702 ")
+    assert all(f.code != "FXL702" for f in report.findings)

@@ -59,7 +59,8 @@ def judge(findings: list[Finding], lowering: Lowering, view: Any, label: str, *,
           ) -> tuple[list[Finding], list[Finding], dict[str, Any]]:
     """``findings`` (of the one graph ``lowering`` read) with their verdicts, plus the findings of the
     compiled rules among ``rules``: (active findings, silenced compiled findings, what the verdicts say
-    for ``Report.extras["compiled"]``). ``demote``: a fused eager finding becomes info (the backend with
+    for ``Report.extras["compiled"]``, with ``rule_errors``: a compiled rule that raised, reported and
+    skipped as any rule is). ``demote``: a fused eager finding becomes info (the backend with
     Inductor: the program that runs does not make the copy)."""
     from ..analysis.engine import apart, evaluate_compiled, merge_repeats
     from ..findings import dedupe
@@ -73,6 +74,7 @@ def judge(findings: list[Finding], lowering: Lowering, view: Any, label: str, *,
     compiled_rules = [r for r in rules if r.scope == "compiled"]
     active: list[Finding] = []
     silenced: list[Finding] = []
+    ev = None
     if compiled_rules:
         subject = CompiledGraph(label, view, lowering, unowned)
         ev = evaluate_compiled([subject], compiled_rules, ctx or _Ctx(), settings)
@@ -80,6 +82,8 @@ def judge(findings: list[Finding], lowering: Lowering, view: Any, label: str, *,
         silenced = dedupe(apart([e.finding.with_(suppressed=True) for e in ev.hits if e.silenced is not None]))
     said = describe([*judged, *active], lowering, sites,
                     explained=lambda b: bool(compiled_rules) and kind_of(b, view) != OTHER)
+    if ev is not None and ev.errors:
+        said["rule_errors"] = list(ev.errors)  # the callers add them to Report.errors, as a lint's are
     return [*judged, *active], silenced, said
 
 
