@@ -246,6 +246,8 @@ def _inductor_settings() -> Iterator[None]:
 
 _NODE = re.compile(r"^\s*(\w+)\s*:\s*\"([^\"]*)\"\s*=\s*(?:torch\.ops\.([\w.]+)\(|(.*))")
 _FILE = re.compile(r"^\s*# File: (.*?):(\d+) in (\S+), code: (.*)$")
+_ITEMSIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 2, "i8": 1, "u8": 1, "b8": 1,
+             "c64": 8, "c128": 16}
 _TYPE = re.compile(r"^(\w+)\[([^\]]*)\]\[([^\]]*)\]")
 
 
@@ -253,6 +255,7 @@ _TYPE = re.compile(r"^(\w+)\[([^\]]*)\]\[([^\]]*)\]")
 class _PostNode:
     op: str | None  # aten.permute.default
     size: tuple[int, ...] | None
+    itemsize: int | None
     where: tuple[str, int] | None  # the innermost frame Inductor prints
     users: set[str] = field(default_factory=set)  # the nodes that read it ("output": the graph returns it)
 
@@ -280,7 +283,8 @@ def _post_grad_nodes(text: str) -> dict[str, _PostNode]:
                     size = tuple(int(s) for s in t.group(2).split(",") if s.strip())
                 except ValueError:
                     size = None
-            nodes[m.group(1)] = _PostNode(op=m.group(3), size=size, where=where)
+            item = _ITEMSIZE.get(t.group(1)) if t is not None else None
+            nodes[m.group(1)] = _PostNode(op=m.group(3), size=size, itemsize=item, where=where)
             rhs[m.group(1)] = line.split("=", 1)[1]
     for user, text_ in rhs.items():
         for name in set(re.findall(r"\b\w+\b", text_)) & nodes.keys():
@@ -341,25 +345,32 @@ def _innermost(trace: str) -> tuple[str, int] | None:
     return (frames[-1].file, frames[-1].line) if frames else None
 
 
-def _line_of(graph: _Graph, call: oc.Call, size: tuple[int, ...] | None
+def _line_of(graph: _Graph, call: oc.Call, write: oc.Write | None
              ) -> tuple[Any, tuple[str, ...], tuple[str, ...]]:
-    """(user location or None, candidate "file:line"s when not decided, the ops of the kernel) of a write."""
+    """(user location or None, candidate "file:line"s when not decided, the ops of the kernel) of a write
+    (``write`` None: the call as a whole, an extern kernel's)."""
     traces = graph.compile.stack_traces.get(call.handle or "", [])
     post = graph.compile.post_nodes.get(call.handle or "", [])
     ops = tuple(dict.fromkeys(_short_op(graph.nodes[n].op) for n in post if n in graph.nodes and graph.nodes[n].op))
     locs = _locations(traces)
     if len(locs) == 1:
         return locs[0], (), ops
-    if not locs:
-        return None, (), ops
-    # several lines: the post-grad node of the buffer's size (a node that moves data before a view)
+    if not locs or write is None:
+        return None, tuple(f"{loc.file}:{loc.line}" for loc in locs), ops
+    # several lines: the post-grad node the buffer holds: its size (or, for a cat input's slice, the size
+    # of the buffer it is a slice of) and item size, read outside the kernel, moving data rather than a view
+    item = write.bytes // max(1, _numel(write.size)) if write.bytes is not None and write.size is not None else None
     inside = set(post)
-    cands = [graph.nodes[n] for n in post if n in graph.nodes and size is not None and graph.nodes[n].size == size]
-    # a node the kernel writes out is read outside it (or returned); the others live in registers
-    cands = [n for n in cands if n.users - inside] or cands
-    movers = [n for n in cands if _short_op(n.op) not in _VIEW_OPS] or cands
-    wheres = {n.where for n in movers if n.where is not None}
-    if len(wheres) == 1:
+    nodes = [graph.nodes[n] for n in post if n in graph.nodes]
+    for size in (write.size, write.base):
+        if size is None:
+            continue
+        cands = [n for n in nodes if n.size == size and (item is None or n.itemsize in (None, item))]
+        cands = [n for n in cands if n.users - inside] or cands
+        cands = [n for n in cands if _short_op(n.op) not in _VIEW_OPS] or cands
+        wheres = {n.where for n in cands if n.where is not None}
+        if len(wheres) != 1:
+            continue
         where = next(iter(wheres))
         for t in traces:
             if _innermost(t) == where:
@@ -367,6 +378,13 @@ def _line_of(graph: _Graph, call: oc.Call, size: tuple[int, ...] | None
                 if loc is not None:
                     return loc, (), ops
     return None, tuple(f"{loc.file}:{loc.line}" for loc in locs), ops
+
+
+def _numel(size: tuple[int, ...] | None) -> int:
+    n = 1
+    for s in size or ():
+        n *= s
+    return n
 
 
 def _short_op(op: str | None) -> str:
@@ -425,13 +443,20 @@ def _graph_calls(roots: list[Any]) -> list[Any]:
 
 
 def _which_graph(event: Any, graphs: list[_Graph]) -> _Graph | None:
+    """The compiled graph one ``## Call CompiledFxGraph`` event ran: the one whose calls match its children
+    best (its generated kernels' event names, then its extern calls' ops), what it calls and the event
+    lacks, or the event has and it does not call, counting against it."""
     names = [c.name for c in event.children if _is_op(c)]
-    best, score = None, 0
+    best, score = None, None
     for g in graphs:
-        expected = g.expected_names()
-        s = sum(1 for n in names if n in g.events) * 10 + sum(1 for n in names if _op_base(n) in expected)
-        s -= sum(1 for n in names if n.startswith("graph_") and n not in g.events) * 10
-        if s > score:
+        generated = [n for n in names if n.startswith("graph_") or n in g.events]
+        externs = sorted(_op_base(c.name) for c in g.code.calls if c.kind != "generated")
+        seen_externs = sorted(_op_base(n) for n in names if n not in generated)
+        s = 10 * sum(min(generated.count(e), k) for e, k in g.events.items())
+        s -= 10 * abs(len(generated) - sum(g.events.values()))
+        common = sum(min(externs.count(x), seen_externs.count(x)) for x in set(externs))
+        s += common - (len(externs) - common)
+        if score is None or s > score:
             best, score = g, s
     return best
 
@@ -497,14 +522,15 @@ def _kernel_copies(g: _Graph, runs: int, seen: dict[str, int], report: CompiledA
             continue
         kernel = g.code.kernels[call.name]
         ran = runs if kernel.event is None else min(runs, seen.get(kernel.event, 0) // max(1, g.events[kernel.event]))
-        for arg, nbytes, what, size in call.writes:
+        for write in call.writes:
+            arg, nbytes, what = write.arg, write.bytes, write.what
             if what == oc.UNKNOWN:
                 report.unknown.append({"graph": g.label, "kernel": call.name, "buffer": arg,
                                        "bytes": nbytes * ran if nbytes is not None else None})
                 continue
             if what != oc.DATA or not ran:
                 continue
-            loc, cands, ops = _line_of(g, call, size)
+            loc, cands, ops = _line_of(g, call, write)
             if nbytes is None:
                 report.notes.append(f"{g.label}: {call.name} writes {arg}, whose size the output code does not say")
                 continue

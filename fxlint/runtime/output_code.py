@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 DATA, CONST, INDEX, COMPUTED, UNKNOWN = "data", "const", "index", "computed", "unknown"
 
@@ -45,6 +46,7 @@ _DTYPE_SIZE = {"float32": 4, "float": 4, "float64": 8, "double": 8, "float16": 2
 class Layout:
     size: tuple[int, ...]
     itemsize: int | None = None
+    base: tuple[int, ...] | None = None  # an alias's (a cat input's slice) buffer's size
 
     @property
     def numel(self) -> int:
@@ -52,6 +54,16 @@ class Layout:
         for s in self.size:
             n *= s
         return n
+
+
+class Write(NamedTuple):
+    """What one kernel call stores into one of its arguments."""
+
+    arg: str  # the argument, as written (buf9, reinterpret_tensor(buf4, ...))
+    bytes: int | None  # its elements times the item size of the C++ pointer it is passed as
+    what: str  # DATA / CONST / INDEX / COMPUTED / UNKNOWN
+    size: tuple[int, ...] | None
+    base: tuple[int, ...] | None  # for an alias, the size of the buffer it is a part of
 
 
 @dataclass
@@ -73,8 +85,7 @@ class Call:
     name: str  # the kernel (cpp_fused_xxx_0), the extern kernel (extern_kernels.bmm) or the op (aten.index)
     handle: str | None  # "cpp_fused_xxx_0:3": the key of Inductor's provenance tables
     args: list[str]  # argument expressions, as written
-    #: (argument, bytes, what it stores, its size) for each pointer the kernel stores into
-    writes: list[tuple[str, int | None, str, tuple[int, ...] | None]] = field(default_factory=list)
+    writes: list[Write] = field(default_factory=list)  # one per pointer the kernel stores into
 
 
 @dataclass
@@ -118,6 +129,9 @@ def parse(code: str) -> OutputCode:
             calls.append(call)
             handle = None
         _track_layout(stmt, layouts)
+        alias = re.match(r"^(\w+) = reinterpret_tensor\((\w+),", stmt)
+        if alias and "# alias" in line and alias.group(1) in layouts and alias.group(2) in layouts:
+            layouts[alias.group(1)].base = layouts[alias.group(2)].size
     triton = "async_compile.triton(" in code
     return OutputCode(kernels=kernels, calls=calls, triton=triton)
 
@@ -235,7 +249,8 @@ def _kernel_call(stmt: str, kernels: dict[str, Kernel], layouts: dict[str, Layou
             lay = _layout_of(arg, layouts)
             item = _ITEMSIZE.get(ctype.replace("const", "").replace("*", "").strip())
             nbytes = lay.numel * item if lay is not None and item is not None else None
-            call.writes.append((arg, nbytes, what, lay.size if lay is not None else None))
+            call.writes.append(Write(arg, nbytes, what, lay.size if lay is not None else None,
+                                     lay.base if lay is not None else None))
         return call
     if fn.startswith("extern_kernels."):
         return Call(index, "extern", fn, handle, args)
@@ -311,9 +326,13 @@ def _statements(body: str) -> list[str]:
                 end = _matching(text, i)
                 inner = text[i + 1:end]
                 out.extend(_statements(inner))
-                ret = re.findall(r"return\s+([^;]*);", re.sub(r"//[^\n]*", "", inner))
-                cur = list(stmt[:-3] + f"__lambda__({ret[-1] if ret else ''})")
+                # every value it may return (a masked load: the load, or the fill when the mask is empty)
+                rets = re.findall(r"return\s+([^;]*);", re.sub(r"//[^\n]*", "", inner))
+                cur = list(stmt[:-3] + f"__lambda__({', '.join(rets)})")
                 i = end + 1
+                called = re.match(r"\s*\(\s*\)", text[i:])  # invoked where it is defined: `[&] {...}()`
+                if called:
+                    i += called.end()
                 continue
             if stmt:
                 out.append(stmt)
@@ -515,6 +534,12 @@ def kind(expr: str, env: dict[str, str]) -> str:
         re.fullmatch(r"(tmp\w*)\s*\.\s*cast\s*\(\s*\)", expr)
     if m:
         return env.get(m.group(1), UNKNOWN)
+    m = re.search(r"\.\s*(?:template\s+)?loadu\s*\(", expr)
+    if m and re.fullmatch(r"tmp\w*(?:\s*\.\s*(?:template\s+)?\w+\s*\(\s*\))*", expr[:m.start()].strip()):
+        # a masked load through the mask (tmp9.template cast<float,1>().template loadu<float,1>(ptr + i))
+        close = _matching_paren(expr, m.end() - 1)
+        if close == len(expr) - 1:
+            return _kind_of_pointer(_split_args(expr[m.end():close])[0], env)
     m = re.fullmatch(r"(tmp\w*)\s*\.\s*(?:template\s+)?(\w+)\s*\((.*)\)", expr, re.S)
     if m and _matching_paren(expr, expr.index("(", m.start(3) - 1)) == len(expr) - 1:
         # a method of a value: a conversion keeps its kind, anything else (erf, exp, neg) computes
@@ -527,7 +552,12 @@ def kind(expr: str, env: dict[str, str]) -> str:
         fn, args = call
         last = fn.rsplit("::", 1)[-1]
         if fn == "__lambda__":
-            return kind(args[0], env) if args else UNKNOWN
+            if not args:
+                return UNKNOWN
+            got = kind(args[0], env)
+            for a in args[1:]:
+                got = _join(got, kind(a, env))
+            return got
         if last in _LOADS and args:
             return _kind_of_pointer(args[0], env)
         if last == "blendv" and len(args) == 3:  # blendv(a, b, mask): mask ? b : a
