@@ -355,8 +355,18 @@ def _line_of(graph: _Graph, call: oc.Call, write: oc.Write | None
     locs = _locations(traces)
     if len(locs) == 1:
         return locs[0], (), ops
+    undecided = tuple(f"{loc.file}:{loc.line}" for loc in locs)
     if not locs or write is None:
-        return None, tuple(f"{loc.file}:{loc.line}" for loc in locs), ops
+        return None, undecided, ops
+    # several lines: a buffer made for the op that reads it next (a matmul's operand, a convolution's input
+    # in the layout it needs) goes on that op's line, when the kernel comes from that line too: where eager
+    # makes the same copy (inside the op)
+    reader = _next_reader(graph, call, write.arg)
+    if reader is not None:
+        theirs = {(loc.file, loc.line) for loc in _locations(graph.compile.stack_traces.get(reader.handle or "", []))}
+        mine = [loc for loc in locs if (loc.file, loc.line) in theirs]
+        if len(mine) == 1:
+            return mine[0], (), ops
     # several lines: the post-grad node the buffer holds: its size (or, for a cat input's slice, the size
     # of the buffer it is a slice of) and item size, read outside the kernel, moving data rather than a view
     item = write.bytes // max(1, _numel(write.size)) if write.bytes is not None and write.size is not None else None
@@ -368,16 +378,37 @@ def _line_of(graph: _Graph, call: oc.Call, write: oc.Write | None
         cands = [n for n in nodes if n.size == size and (item is None or n.itemsize in (None, item))]
         cands = [n for n in cands if n.users - inside] or cands
         cands = [n for n in cands if _short_op(n.op) not in _VIEW_OPS] or cands
-        wheres = {n.where for n in cands if n.where is not None}
-        if len(wheres) != 1:
-            continue
-        where = next(iter(wheres))
-        for t in traces:
-            if _innermost(t) == where:
-                loc = user_frame(t)
-                if loc is not None:
-                    return loc, (), ops
-    return None, tuple(f"{loc.file}:{loc.line}" for loc in locs), ops
+        found = {}
+        for n in cands:
+            for t in traces:
+                if n.where is not None and _innermost(t) == n.where:
+                    loc = user_frame(t)
+                    if loc is not None:
+                        found[(loc.file, loc.line)] = loc
+        if len(found) == 1:
+            return next(iter(found.values())), (), ops
+        if len(found) > 1:
+            # as many nodes of that size as lines (q's and v's operand copies of two matmuls): the line of
+            # the call that reads the buffer next, when it is one of them
+            reader = _next_reader(graph, call, write.arg)
+            if reader is not None:
+                mine = [found[k] for k in ((loc.file, loc.line) for loc in
+                                           _locations(graph.compile.stack_traces.get(reader.handle or "", [])))
+                        if k in found]
+                if len(mine) == 1:
+                    return mine[0], (), ops
+    return None, undecided, ops
+
+
+def _next_reader(graph: _Graph, call: oc.Call, arg: str) -> oc.Call | None:
+    m = re.match(r"^(?:reinterpret_tensor\()?(\w+)", arg)
+    if m is None:
+        return None
+    name = re.compile(rf"\b{re.escape(m.group(1))}\b")
+    for later in graph.code.calls[call.index + 1:]:
+        if any(name.search(a) for a in later.args):
+            return later
+    return None
 
 
 def _numel(size: tuple[int, ...] | None) -> int:

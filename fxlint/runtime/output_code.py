@@ -292,6 +292,7 @@ def _strip_templates(text: str) -> str:
 
 _STMT_AUTO = re.compile(r"^\s*(?:auto|[\w:]+)\s+(tmp\w*)\s*=\s*(.*)$", re.S)
 _STMT_ARRAY = re.compile(r"^\s*(?:alignas\(.*?\)\s*)?[\w:]+\s+(tmp\w*)\s*\[[^\]]*\]\s*$", re.S)
+_STMT_STD_ARRAY = re.compile(r"^\s*(?:__at_align__\s+)?std::array\s*<[^>]*>\s+(tmp\w*)\s*$", re.S)
 _STMT_SET = re.compile(r"^\s*(tmp\w*)\s*=\s*(.*)$", re.S)
 _STMT_INDEXED_STORE = re.compile(r"^\s*((?:in_)?out_ptr\d+|tmp\w*)\s*\[(.*)\]\s*=\s*(.*)$", re.S)
 _STMT_METHOD_STORE = re.compile(r"^\s*(.+?)\.store\(\s*((?:in_)?out_ptr\d+|tmp\w*)\b(.*)\)\s*$", re.S)
@@ -372,7 +373,7 @@ def classify_kernel(body: str) -> dict[str, str]:
         stmt = stmt.strip()
         if stmt.startswith(("for(", "for (", "if(", "if (", "else", "return", "#")):
             continue
-        m = _STMT_ARRAY.match(stmt)
+        m = _STMT_ARRAY.match(stmt) or _STMT_STD_ARRAY.match(stmt)
         if m:
             arrays.add(m.group(1))  # a local array (a tile), filled below
             env.pop(m.group(1), None)
@@ -535,8 +536,9 @@ def kind(expr: str, env: dict[str, str]) -> str:
     if m:
         return env.get(m.group(1), UNKNOWN)
     m = re.search(r"\.\s*(?:template\s+)?loadu\s*\(", expr)
-    if m and re.fullmatch(r"tmp\w*(?:\s*\.\s*(?:template\s+)?\w+\s*\(\s*\))*", expr[:m.start()].strip()):
-        # a masked load through the mask (tmp9.template cast<float,1>().template loadu<float,1>(ptr + i))
+    if m and _matching_paren(expr, m.end() - 1) == len(expr) - 1 and _is_mask(expr[:m.start()], env):
+        # a masked load through the mask: tmp9.template cast<float,1>().template loadu<float,1>(ptr + i),
+        # at::vec::VecMask<float,1>::from(tmp12).template loadu<float,1>(ptr + i)
         close = _matching_paren(expr, m.end() - 1)
         if close == len(expr) - 1:
             return _kind_of_pointer(_split_args(expr[m.end():close])[0], env)
@@ -573,6 +575,14 @@ def kind(expr: str, env: dict[str, str]) -> str:
     if not operands or operands == [expr]:
         return UNKNOWN  # nothing this reader can split further
     return _arith([_operand_kind(tok, env) for tok in operands])
+
+
+def _is_mask(expr: str, env: dict[str, str]) -> bool:
+    """Is ``expr`` (what a ``.loadu(...)`` is called on) a mask made from the index alone?"""
+    names = re.findall(r"\btmp\w*", expr)
+    if not names or re.search(r"[-+*/%]", expr.replace("->", "")):
+        return False
+    return all(env.get(n) in (INDEX, CONST) for n in names)
 
 
 def _arith(kinds: list[str]) -> str:
