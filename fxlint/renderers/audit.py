@@ -92,7 +92,8 @@ def render_compiled_audit_text(report: CompiledAudit, *, width: int | None = Non
     stats = report.by_line()
     if stats:
         rows = [[location_text(f"{s.file}:{s.line}") if s.file else "(no one line)", s.phase, s.writes,
-                 human_bytes(s.bytes), ", ".join(s.kernels)] for s in stats]
+                 human_bytes(s.bytes), ", ".join(s.kernels) + ("" if s.avoidable else f"\nunavoidable: {s.reason}")]
+                for s in stats]
         lines.append(tabulate(rows, headers=["Location", "Phase", "Writes", "Bytes/call", "Kernels (or ATen copy)"],
                               tablefmt="simple", maxcolwidths=[None, None, None, None, max(30, width - 80)]))
         lines.append("")

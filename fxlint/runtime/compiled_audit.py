@@ -95,6 +95,8 @@ class CompiledLine:
     writes: int
     kernels: tuple[str, ...]
     code: str | None
+    avoidable: bool = True
+    reason: str | None = None  # why every program pays it (an ATen copy the eager audit classifies so)
 
 
 @dataclass
@@ -129,10 +131,11 @@ class CompiledAudit:
     def by_line(self) -> list[CompiledLine]:
         groups: dict[tuple, list[CompiledCopy]] = defaultdict(list)
         for c in self.copies:
-            groups[(c.file, c.line, c.phase)].append(c)
+            groups[(c.file, c.line, c.phase, c.avoidable)].append(c)
         out = [CompiledLine(file=f, line=ln, phase=ph, bytes=sum(c.bytes for c in cs), writes=sum(c.writes for c in cs),
-                            kernels=tuple(dict.fromkeys(c.kernel for c in cs)), code=cs[0].code)
-               for (f, ln, ph), cs in groups.items()]
+                            kernels=tuple(dict.fromkeys(c.kernel for c in cs)), code=cs[0].code, avoidable=av,
+                            reason=cs[0].reason)
+               for (f, ln, ph, av), cs in groups.items()]
         return sorted(out, key=lambda s: (-s.bytes, s.file or "", s.line or 0, s.phase))
 
     def summary(self) -> dict[str, Any]:
