@@ -330,3 +330,22 @@ def test_what_the_oracle_cannot_read_is_not_known_never_a_guess(monkeypatch):
         audit = fxlint.audit(nn.Linear(4, 4), (torch.randn(2, 4),), compiled=True)
     assert not audit.known and "no output code" in audit.why_unknown
     assert audit.copies == [] and "could not be measured" in str(audit)
+
+
+@pytest.mark.inductor  # lint(compiled=True) compiles for its verdicts
+def test_a_torch_without_the_settings_the_oracle_reads_is_not_known(monkeypatch):
+    import contextlib
+
+    from fxlint.runtime import compiled_audit
+
+    @contextlib.contextmanager
+    def missing():
+        raise AttributeError("torch._inductor.config has no attribute 'trace.provenance_tracking_level'")
+        yield
+
+    monkeypatch.setattr(compiled_audit, "_inductor_settings", missing)
+    audit = fxlint.audit(nn.Linear(4, 4), (torch.randn(2, 4),), compiled=True)
+    assert not audit.known and "this torch lacks what the oracle reads" in audit.why_unknown
+    assert audit.copies == []
+    report = fxlint.lint(nn.Linear(4, 4), (torch.randn(2, 4),), config=False, compiled=True, confirm=True)
+    assert report.extras["compiled_check"]["summary"]["known"] is False  # said, not guessed

@@ -655,19 +655,26 @@ def audit_compiled(target: Any, example_inputs: Any = None, *, train: bool = Fal
 
     from ..util.quiet import quiet_native_stderr
 
+    settings = contextlib.ExitStack()
+    try:  # a torch without these settings or this log: not known, and why
+        settings.enter_context(_inductor_settings())
+        artifacts = settings.enter_context(_collecting())
+    except Exception as exc:  # noqa: BLE001
+        settings.close()
+        report.known, report.why_unknown = False, f"this torch lacks what the oracle reads ({_first(exc)})"
+        return report
     try:
-        with preserved_state(module, (args, kwargs)), quiet_torch_logs(), _inductor_settings(), \
+        with preserved_state(module, (args, kwargs)), quiet_torch_logs(), settings, \
                 torch._dynamo.config.patch(automatic_dynamic_shapes=False), \
                 torch.set_grad_enabled(train or torch.is_grad_enabled()):
-            with _collecting() as artifacts:
-                try:
-                    step()  # compiles (the backward too, with train=True)
-                    step()  # warm-up: a cache the first call fills, a recompile it causes
-                except (ModelError, CaptureError):
-                    raise
-                except Exception as exc:  # noqa: BLE001 - Inductor's failure: not known, and why
-                    report.known, report.why_unknown = False, f"the compile or the compiled call failed ({_first(exc)})"
-                    return report
+            try:  # Inductor's artifacts are collected from the first call on
+                step()  # compiles (the backward too, with train=True)
+                step()  # warm-up: a cache the first call fills, a recompile it causes
+            except (ModelError, CaptureError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - Inductor's failure: not known, and why
+                report.known, report.why_unknown = False, f"the compile or the compiled call failed ({_first(exc)})"
+                return report
             with quiet_native_stderr(), profile(activities=[ProfilerActivity.CPU], record_shapes=True,
                                                 profile_memory=True) as prof:
                 step()
