@@ -658,13 +658,13 @@ def audit_compiled(target: Any, example_inputs: Any = None, *, train: bool = Fal
     settings = contextlib.ExitStack()
     try:  # a torch without these settings or this log: not known, and why
         settings.enter_context(_inductor_settings())
-        artifacts = settings.enter_context(_collecting())
     except Exception as exc:  # noqa: BLE001
         settings.close()
         report.known, report.why_unknown = False, f"this torch lacks what the oracle reads ({_first(exc)})"
         return report
     try:
-        with preserved_state(module, (args, kwargs)), quiet_torch_logs(), settings, \
+        # the structured log's handler inside quiet_torch_logs, which takes foreign handlers off that log
+        with preserved_state(module, (args, kwargs)), quiet_torch_logs(), settings, _collecting() as artifacts, \
                 torch._dynamo.config.patch(automatic_dynamic_shapes=False), \
                 torch.set_grad_enabled(train or torch.is_grad_enabled()):
             try:  # Inductor's artifacts are collected from the first call on

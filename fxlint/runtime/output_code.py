@@ -294,8 +294,9 @@ _STMT_AUTO = re.compile(r"^\s*(?:auto|[\w:]+)\s+(tmp\w*)\s*=\s*(.*)$", re.S)
 _STMT_ARRAY = re.compile(r"^\s*(?:alignas\(.*?\)\s*)?[\w:]+\s+(tmp\w*)\s*\[[^\]]*\]\s*$", re.S)
 _STMT_STD_ARRAY = re.compile(r"^\s*(?:__at_align__\s+)?std::array\s*<[^>]*>\s+(tmp\w*)\s*$", re.S)
 _STMT_SET = re.compile(r"^\s*(tmp\w*)\s*=\s*(.*)$", re.S)
-_STMT_INDEXED_STORE = re.compile(r"^\s*((?:in_)?out_ptr\d+|tmp\w*)\s*\[(.*)\]\s*=\s*(.*)$", re.S)
-_STMT_METHOD_STORE = re.compile(r"^\s*(.+?)\.store\(\s*((?:in_)?out_ptr\d+|tmp\w*)\b(.*)\)\s*$", re.S)
+_STMT_INDEXED_STORE = re.compile(r"^\s*((?:in_)?out_ptr\d+|tmp\w*|local_buffer\w*)\s*\[(.*)\]\s*=\s*(.*)$", re.S)
+_STMT_METHOD_STORE = re.compile(r"^\s*(.+?)\.store\(\s*((?:in_)?out_ptr\d+|tmp\w*|local_buffer\w*)\b(.*)\)\s*$",
+                                re.S)
 _STMT_TRANSPOSE = re.compile(r"^\s*(?:at::vec::)?transpose_mxn\s*\((.*)\)\s*$", re.S)
 _PTR = re.compile(r"^(?:in_ptr\d+|in_out_ptr\d+|out_ptr\d+)$")
 _CASTS = {"static_cast", "c10::convert", "at::vec::convert", "float", "double", "int64_t", "int32_t", "bool",
@@ -303,6 +304,7 @@ _CASTS = {"static_cast", "c10::convert", "at::vec::convert", "float", "double", 
           "half", "bfloat16", "uint8_t", "int8_t", "at::vec::VecMask", "decltype"}
 _LOADS = ("loadu", "load", "from")
 _ACC = "tmp_acc"
+_LOCAL = "local_buffer"
 
 
 def _statements(body: str) -> list[str]:
@@ -412,8 +414,8 @@ def _store(dst: str, what: str, stores: dict[str, str], env: dict[str, str], arr
         stores[dst] = _worst(stores.get(dst), what)
     elif dst.startswith(_ACC):
         pass  # a reduction's per-thread partials
-    elif dst in arrays:
-        env[dst] = _worst(env.get(dst), what)
+    elif dst in arrays or dst.startswith(_LOCAL):
+        env[dst] = _worst(env.get(dst), what)  # a tile, or a kernel-local buffer (softmax's exponentials)
     else:
         stores.setdefault("?", UNKNOWN)
 
@@ -527,6 +529,8 @@ def kind(expr: str, env: dict[str, str]) -> str:
         return INDEX
     m = re.fullmatch(r"(\w+)\s*\[(.*)\]", expr, re.S)
     if m and _matching_paren(expr, expr.index("[")) == len(expr) - 1:
+        if m.group(1).startswith(_LOCAL):
+            return env.get(m.group(1), UNKNOWN)
         return DATA if _PTR.match(m.group(1)) else env.get(m.group(1), UNKNOWN)
     m = re.fullmatch(r"(tmp\w*)\s*\(\s*\)", expr)  # a lambda called
     if m:
