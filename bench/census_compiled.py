@@ -72,7 +72,8 @@ def _empty(arch: Any, mode: str) -> dict[str, Any]:
             "bytes": 0, "covered_bytes": 0, "no_line_bytes": 0, "unknown_bytes": 0, "unavoidable_bytes": 0,
             "kernel_bytes": 0, "aten_bytes": 0, "backward_bytes": 0,
             "survives": {s: 0 for s in STATUSES}, "fused": {s: 0 for s in STATUSES},
-            "verdicts": {"survives": 0, "fused": 0, "unknown": 0}, "misses": [], "refuted": [], "no_line": [],
+            "verdicts": {"survives": 0, "fused": 0, "unknown": 0}, "misses": [], "refuted": [], "fused_refuted": [],
+            "no_line": [],
             "notes": []}
 
 
@@ -139,6 +140,8 @@ def run_model(name: str, mode: str = "infer") -> dict[str, Any]:
         rec["refuted"] = [{"code": c.code, "file": display_path(c.file), "line": c.line, "claimed": c.claimed,
                            "measured": c.measured} for c in check.checks if c.verdict == "survives"
                           and c.status == "refuted"]
+        rec["fused_refuted"] = [{"code": c.code, "file": display_path(c.file), "line": c.line, "left": c.measured}
+                                for c in check.checks if c.verdict == "fused" and c.status == "refuted"][:20]
         rec["no_line"] = [{"kernel": c.kernel, "bytes": c.bytes, "lines": [display_path(x) for x in c.lines]}
                           for c in audit.copies if c.file is None and c.avoidable][:10]
         rec["notes"] = audit.notes[:10]
@@ -251,7 +254,8 @@ def render_markdown(data: dict[str, Any], *, per_model: bool = True) -> str:
            "`fxlint.audit(..., compiled=True)` (output code, provenance, profiler: "
            "[the compiled-program oracle](audit.md#the-compiled-program)).", "",
            "| mode | library | models (ok / not built / crash / not known) | copies per call "
-           "| on a line with a finding | on no one line | not classified | survives: confirmed / refuted / not-run / not-known | precision "
+           "| on a line with a finding | on no one line | not classified "
+           "| survives: confirmed / refuted / not-run / not-known | precision "
            "| fused: confirmed / refuted / not-run / not-known | unknown verdicts | lint s / oracle s |",
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for mode in MODES:
