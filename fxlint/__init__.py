@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ._version import __version__
 from .errors import (
@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .registry import Registry
     from .rewrite import RewriteResult, rewrite  # the callable package: its __call__ is this function
     from .runtime import AuditReport
+    from .runtime.compiled_audit import CompiledAudit
 
 
 def __getattr__(name: str) -> Any:
@@ -111,7 +112,11 @@ def lint(
     copy away, ``"unknown"`` when its lowering does not say; ``fxlint.compiled``).
     ``Report.extras["compiled"]`` says, per graph, what survives and the copies no finding explains.
     Graphs not captured by Dynamo (a GraphModule, an ExportedProgram) and ``device=`` simulations
-    get ``"unknown"``.
+    get ``"unknown"``. With ``confirm=True`` as well, the compiled program itself is also measured
+    (``fxlint.audit(..., compiled=True)``: Inductor's own output code, provenance and the profiler) and
+    each ``survives``/``fused`` verdict is held to it line by line; ``Report.extras["compiled_check"]``
+    has the result (``fxlint.runtime.compiled_confirm``: per verdict confirmed / refuted / not-run /
+    not-known, the copy bytes of the compiled program on a line with a finding, the lines without one).
 
     The gradient rules (FXL301-304, FXL109's cut) speak about training: a
     module in ``eval()`` mode, or a lint under ``torch.no_grad()``, gets none
@@ -189,6 +194,14 @@ def lint(
                 passthrough_libraries(settings.passthrough):  # the audit attributes copies alike
             audited = audit(target, example_inputs, train=train)
         report = _confirm(report, audited)
+        if compiled and simulation is None:
+            from .runtime.compiled_audit import audit_compiled
+            from .runtime.compiled_confirm import check_verdicts
+
+            with phase("auditing the compiled program: Inductor, then the profiler"), \
+                    passthrough_libraries(settings.passthrough):
+                measured = audit_compiled(target, example_inputs, train=train)
+            report.extras["compiled_check"] = check_verdicts(report.findings, measured, report.suppressed).to_dict()
         if simulation is not None:
             from .analysis.device import unmeasured
 
@@ -260,9 +273,29 @@ def _target_name(target: Any) -> str:
     return getattr(t, "__qualname__", None) or type(t).__qualname__
 
 
-def audit(target: Any, example_inputs: Any = None, *, train: bool = False) -> AuditReport:
+@overload
+def audit(target: Any, example_inputs: Any = None, *, train: bool = False,
+          compiled: Literal[False] = False) -> AuditReport: ...
+
+
+@overload
+def audit(target: Any, example_inputs: Any = None, *, train: bool = False,
+          compiled: Literal[True]) -> CompiledAudit: ...
+
+
+def audit(target: Any, example_inputs: Any = None, *, train: bool = False,
+          compiled: bool = False) -> AuditReport | CompiledAudit:
     """Run ``target`` eagerly under ``torch.profiler`` and return every copy it makes,
-    attributed to source lines (see the ``fxlint.runtime`` module documentation)."""
+    attributed to source lines (see the ``fxlint.runtime`` module documentation).
+
+    ``compiled=True``: measure the program ``torch.compile`` builds instead (Inductor, CPU): compile
+    ``target`` with Inductor, run it twice, profile the third call, and return the copies its kernels and
+    the ATen ops it calls make, per source line (a ``CompiledAudit``; ``fxlint.runtime.compiled_audit``
+    says how). It never guesses: what it cannot read is ``CompiledAudit.known = False`` with the reason."""
+    if compiled:
+        from .runtime.compiled_audit import audit_compiled
+
+        return audit_compiled(target, example_inputs, train=train)
     from .runtime import audit as _audit
 
     return _audit(target, example_inputs, train=train)

@@ -86,10 +86,10 @@ def credit(findings: Sequence[Finding], lowering: Lowering, sites: Sites | None 
     copies that cannot be told apart between them; and the copies no finding explains.
 
     A buffer goes to the finding on its producer (the node whose op made Inductor realise it); one
-    realised for an ATen kernel's input whose node has no finding goes to the finding on the latest of
-    its sources that has one (the user's `.contiguous()` merged with the layout the kernel wants); one
     laid out for an ATen kernel goes to that kernel's finding about the operand it copies (eager's
-    convolution converts the same weight). Where
+    convolution converts the same weight). A copy realised for a kernel's input from ops the user wrote a
+    copy in (`.contiguous()` before a convolution Inductor runs channels_last) is the kernel's: the user's
+    copy is fused into it, and removing it would leave the same copy. Where
     several copy findings share that node (a matmul's two operands), the one whose operand node
     (``Sites.operand``) is among the buffer's sources takes it; if none or several do, those findings
     are ambiguous (their verdict is unknown)."""
@@ -104,12 +104,6 @@ def credit(findings: Sequence[Finding], lowering: Lowering, sites: Sites | None 
     unexplained: list[CompiledBuffer] = []
     for buf in lowering.copies():
         mine = owners.get(buf.producer or "", [])
-        if not mine and (buf.producer is None or buf.producer in lowering.extern_sources):
-            # realised for an ATen kernel's input (a convolution Inductor gives a channels_last input),
-            # whose node has no finding: a copy a finding names among the ops lowered into it is where
-            # those bytes move (the `.contiguous()` the user wrote, merged with the layout the kernel wants)
-            mine = next((owners[n] for n in reversed(buf.sources)
-                         if n in owners and n not in lowering.extern_sources), [])
         if not mine:
             # laid out for an ATen kernel whose finding is about the very operand it copies (a weight that
             # eager's convolution converts on every call too): that finding's copy survives as this one

@@ -11,6 +11,7 @@ from tabulate import tabulate
 from .._present import html_renderer_for, text_renderer_for
 from ..reporting.grouping import location_text
 from ..runtime import AuditReport
+from ..runtime.compiled_audit import CompiledAudit
 from ..tensor.info import human_bytes
 from .text import ms, timing_note
 
@@ -76,5 +77,37 @@ def render_audit_html(report: AuditReport) -> str:
     return f'<div class="fxlint-audit"><b>fxlint audit</b>{summary}{table}</div>'
 
 
-def render_audit_json(report: AuditReport) -> str:
+def render_audit_json(report: AuditReport | CompiledAudit) -> str:
     return json.dumps(report.to_dict(), indent=2, default=str)
+
+
+@text_renderer_for(CompiledAudit)
+def render_compiled_audit_text(report: CompiledAudit, *, width: int | None = None) -> str:
+    """The copies of the compiled program per source line, most bytes first, then what was not known."""
+    width = width or shutil.get_terminal_size((140, 24)).columns
+    what = "training step (forward + backward)" if report.train else "forward call"
+    if not report.known:
+        return f"The compiled program could not be measured: {report.why_unknown}."
+    lines: list[str] = []
+    stats = report.by_line()
+    if stats:
+        rows = [[location_text(f"{s.file}:{s.line}") if s.file else "(no one line)", s.phase, s.writes,
+                 human_bytes(s.bytes), ", ".join(s.kernels) + ("" if s.avoidable else f"\nunavoidable: {s.reason}")]
+                for s in stats]
+        lines.append(tabulate(rows, headers=["Location", "Phase", "Writes", "Bytes/call", "Kernels (or ATen copy)"],
+                              tablefmt="simple", maxcolwidths=[None, None, None, None, max(30, width - 80)]))
+        lines.append("")
+    s = report.summary()
+    if not s["copies"]:
+        lines.append(f"The compiled program makes no copy in one {what}.")
+    else:
+        lines.append(f"The compiled program copies {human_bytes(s['bytes_per_call'])} per {what} "
+                     f"({human_bytes(s['kernel_bytes_per_call'])} in Inductor's kernels, "
+                     f"{human_bytes(s['aten_bytes_per_call'])} inside ATen ops it calls; "
+                     f"{human_bytes(s['bytes_per_call'] - s['avoidable_bytes_per_call'])} every program pays)"
+                     + (f"; {human_bytes(s['no_line_bytes'])} on no one line" if s["no_line_bytes"] else "") + ".")
+    if report.unknown:
+        lines.append(f"Not known whether they copy: {human_bytes(report.unknown_bytes)} per call written by "
+                     f"{len({u['kernel'] for u in report.unknown})} kernel(s) whose C++ the oracle does not follow.")
+    lines.extend(f"note: {n}" for n in report.notes[:10])
+    return "\n".join(lines)

@@ -32,6 +32,8 @@ def report_dict(report: Report, *, scope: str = "all") -> dict[str, Any]:
         span = columns(f, sources)
         fd["column"], fd["end_line"], fd["end_column"] = (span[1], span[2], span[3]) if span else (None, None, None)
     d["groups"] = [g.to_dict() for g in groups]
+    if report.extras.get("compiled_check"):
+        d["compiled_check"] = report.extras["compiled_check"]
     d["version"] = __version__
     return d
 

@@ -146,6 +146,7 @@ def render_text(report: Report, *, width: int | None = None, group: bool = True,
         if len(made) > 20:
             lines.append(f"... and {len(made) - 20} more (Report.extras['compiled'] lists them all)")
         lines.append("")
+    lines.extend(compiled_check_lines(report.extras.get("compiled_check")))
     for err in report.errors:
         lines.append(f"internal error (rule skipped): {err}")
     note = device_hint([report], width) if hint else None
@@ -336,6 +337,29 @@ def _made_by(u: dict[str, Any]) -> str:
     if not u.get("producer"):
         return f"{kernel} with no provenance (Inductor's own, e.g. an input or weight it lays out)"
     return f"`{u.get('op') or u['producer']}` ({u['producer']}): {kernel}"
+
+
+def compiled_check_lines(check: dict | None) -> list[str]:
+    """``lint(..., compiled=True, confirm=True)``: the verdicts held to the measured compiled program."""
+    if not check:
+        return []
+    s = check["summary"]
+    if not s["known"]:
+        return [f"The compiled program could not be measured: {s['why_unknown']}.", ""]
+    sv, fu = s["survives"], s["fused"]
+    lines = [f"The compiled program, measured (Inductor's output code and the profiler): survives verdicts "
+             f"{sv['confirmed']} confirmed, {sv['refuted']} refuted, {sv['not-run']} not run; fused verdicts "
+             f"{fu['confirmed']} confirmed, {fu['refuted']} refuted; "
+             + (f"{human_bytes(s['covered_bytes'])} of its {human_bytes(s['bytes_per_call'])} of copies per call "
+                f"sit on a line with a finding." if s["bytes_per_call"] else "it makes no avoidable copy.")]
+    if check["misses"]:
+        rows = [[location_text(f"{m['file']}:{m['line']}"), m["phase"], human_bytes(m["bytes"]),
+                 ", ".join(m["kernels"])] for m in check["misses"][:20]]
+        lines.append("Copies of the compiled program on lines without a finding:")
+        lines.append(tabulate(rows, headers=["Location", "Phase", "Bytes/call", "Kernels"], tablefmt="simple",
+                              maxcolwidths=[None, None, None, 70]))
+    lines.append("")
+    return lines
 
 
 def compiled_text(findings: list[Finding]) -> str:

@@ -212,6 +212,14 @@ def report_schema(registry: Any = None) -> dict[str, Any]:
                        "description": "fxlint internal failures (a rule that raised), one line each"},
             "runtime": {"type": "object", "description": "present with confirm=True: the audit's summary and the "
                                                          "runtime copies no finding explains"},
+            "compiled_check": {"type": "object", "required": ["summary", "checks", "misses"],
+                               "description": "present with compiled=True and confirm=True: each survives/fused "
+                                              "verdict held to the measured compiled program (confirmed, refuted, "
+                                              "not-run, not-known), the share of its copies on a line with a "
+                                              "finding, and its copies on lines without one",
+                               "properties": {"summary": {"type": "object"},
+                                              "checks": {"type": "array", "items": {"type": "object"}},
+                                              "misses": {"type": "array", "items": {"type": "object"}}}},
             "first_call": {"type": "object", "required": ["caches", "findings"], "additionalProperties": False,
                            "description": "present when the first call filled a cache the later calls read: the "
                                           "report is then the second call's, and these findings are the first "

@@ -22,6 +22,9 @@ def add_parser(sub: Any) -> None:
     add_target_args(p)
     p.add_argument("--train", action="store_true",
                    help="audit a training step: forward, then backward of a scalar made from the outputs")
+    p.add_argument("--compiled", action="store_true",
+                   help="measure the program torch.compile builds instead (Inductor, CPU): the copies its kernels "
+                        "and the ATen ops it calls make, per source line")
     p.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
     p.set_defaults(func=run)
@@ -39,6 +42,13 @@ def run(args: argparse.Namespace) -> int:
     check_writable(args.output)
     loaded = load_target(args.target)
     inputs = load_inputs(args.input, loaded.inputs, args.target)
+    if args.compiled:
+        from ...renderers.audit import render_compiled_audit_text
+
+        compiled = fxlint.audit(loaded.obj, inputs, train=args.train, compiled=True)
+        emit(render_audit_json(compiled) if args.format == "json" else render_compiled_audit_text(compiled),
+             args.output)
+        return EXIT_CLEAN
     report = fxlint.audit(loaded.obj, inputs, train=args.train)
     emit(render_audit_json(report) if args.format == "json" else render_audit_text(report), args.output)
     return EXIT_CLEAN

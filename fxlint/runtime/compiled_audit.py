@@ -1,0 +1,706 @@
+"""The runtime oracle for the compiled program: what the program ``torch.compile`` (Inductor, CPU) builds
+really copies, per user source line, per call.
+
+``audit_compiled(model, inputs, train=False)`` compiles ``model`` with Inductor (its own compile: Dynamo
+cache isolated, Inductor's FX-graph and AOTAutograd caches off so the lowering runs), runs it twice (the
+first call compiles, and with ``train=True`` compiles the backward at the first backward; the second is a
+warm-up), then runs one call under ``torch.profiler`` and says which copies ran. It reads three things
+Inductor writes, never fxlint's own reader of the lowering (``fxlint.compiled``), so it can disagree with
+the verdicts:
+
+* **the output code** of each compiled graph (the structured-trace artifact ``inductor_output_code``), read
+  by ``fxlint.runtime.output_code``: the kernels ``call()`` runs in order, the buffers each writes with
+  their sizes, and for each generated C++ kernel whether what it stores into each buffer is data loaded
+  unchanged (a copy: a permute's clone, a gather with a constant index, a pad, a cat's input, a dtype
+  conversion, an extern kernel's input laid out) or computed. Buffers Inductor reuses (``buf3 = buf0;
+  del buf0  # reuse``) are followed, so each write is counted once, at the size of what is written;
+* **provenance** (``torch._inductor.config.trace.provenance_tracking_level=1``): each kernel call is
+  preceded by ``# [Provenance debug handles] kernel:handle``, and the structured-trace artifacts
+  ``inductor_provenance_tracking_kernel_stack_traces`` (``torch._inductor.debug._inductor_kernel_stack_trace``)
+  and ``_inductor_triton_kernel_to_post_grad_node_info`` give, for that key, the user stack traces and the
+  post-grad nodes the kernel was lowered from; ``inductor_post_grad_graph`` gives those nodes' ops and
+  sizes. A copy is put on the user's line of its kernel (the innermost frame outside torch and the
+  pass-through libraries, as the eager audit does); when a kernel spans several lines, on the line of the
+  post-grad node whose size is the buffer's; when that does not decide, on no line (``lines`` lists the
+  candidates);
+* **the profiler** (``torch._inductor.config.cpp.enable_kernel_profile=True``: each generated kernel is a
+  profiler event): which graphs ran and how often, that each copy kernel ran as often as ``call()`` says
+  (a mismatch is a note), and the copies ATen makes inside the extern kernels and fallbacks the program
+  calls (``aten::bmm`` > ``aten::contiguous`` > ``aten::copy_``), read as the eager audit reads them
+  (``fxlint.runtime.profiler``), on the line of the call's provenance.
+
+Copies eager code makes between graphs (a graph break) are not counted: they are eager's, measured by
+``fxlint.audit``. Anything this reader does not know (no output code, a GPU's Triton kernels, C++ it does
+not follow) is said, never guessed: ``CompiledAudit.known`` / ``why_unknown``, and per kernel the bytes
+whose kind is ``unknown``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from .._present import as_text
+from ..errors import CaptureError, ModelError
+from ..util.source import user_frame
+from . import output_code as oc
+
+__all__ = ["CompiledAudit", "CompiledCopy", "CompiledLine", "audit_compiled"]
+
+
+@dataclass(frozen=True)
+class CompiledCopy:
+    """One copy the compiled program makes in one call (a kernel call site, all its runs summed)."""
+
+    kernel: str  # the generated kernel (cpp_fused_clone_permute_0) or the ATen op that copies (aten::copy_)
+    how: str  # "kernel": a generated kernel stores data unchanged | "aten": ATen copies inside an op the program calls
+    bytes: int  # per call, every run of the graph summed
+    writes: int  # how many times per call
+    phase: str  # forward | backward
+    graph: str  # which compiled graph ("forward 0", "backward 0")
+    file: str | None
+    line: int | None
+    function: str | None = None
+    code: str | None = None
+    lines: tuple[str, ...] = ()  # "file:line" candidates when the copy could not be put on one line
+    ops: tuple[str, ...] = ()  # the ATen ops the kernel was lowered from (provenance), or the copy's ATen chain
+    buffer: str | None = None  # the buffer written (buf9), for a kernel
+    #: the call it happens in: its provenance key ("cpp_fused_x_0:5", "extern_kernels.bmm:6")
+    call: str | None = None
+    avoidable: bool = True
+    reason: str | None = None  # why ATen's copy is one every program pays (the eager audit's classification)
+
+    @property
+    def location(self) -> str:
+        if self.file is None:
+            return f"<{self.call or self.kernel}>"
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class CompiledLine:
+    """The copies of one user line (and phase) in one call of the compiled program."""
+
+    file: str | None
+    line: int | None
+    phase: str
+    bytes: int
+    writes: int
+    kernels: tuple[str, ...]
+    code: str | None
+    avoidable: bool = True
+    reason: str | None = None  # why every program pays it (an ATen copy the eager audit classifies so)
+
+
+@dataclass
+class CompiledAudit:
+    copies: list[CompiledCopy] = field(default_factory=list)
+    train: bool = False
+    known: bool = True
+    why_unknown: str | None = None
+    #: per compiled graph: label, phase, calls per step, kernels, copy bytes, unknown bytes, notes
+    graphs: list[dict[str, Any]] = field(default_factory=list)
+    #: writes whose kind this reader cannot tell (C++ it does not follow): kernel, buffer, bytes per call
+    unknown: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    #: the user lines some kernel of a graph that ran comes from
+    lines_run: set[tuple[str, int]] = field(default_factory=set)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(c.bytes for c in self.copies)
+
+    @property
+    def avoidable_bytes(self) -> int:
+        return sum(c.bytes for c in self.copies if c.avoidable)
+
+    @property
+    def unknown_bytes(self) -> int:
+        return sum(u["bytes"] or 0 for u in self.unknown)
+
+    def at(self, file: str, line: int, phase: str | None = None) -> list[CompiledCopy]:
+        return [c for c in self.copies if c.file == file and c.line == line and (phase is None or c.phase == phase)]
+
+    def by_line(self) -> list[CompiledLine]:
+        groups: dict[tuple, list[CompiledCopy]] = defaultdict(list)
+        for c in self.copies:
+            groups[(c.file, c.line, c.phase, c.avoidable)].append(c)
+        out = [CompiledLine(file=f, line=ln, phase=ph, bytes=sum(c.bytes for c in cs), writes=sum(c.writes for c in cs),
+                            kernels=tuple(dict.fromkeys(c.kernel for c in cs)), code=cs[0].code, avoidable=av,
+                            reason=cs[0].reason)
+               for (f, ln, ph, av), cs in groups.items()]
+        return sorted(out, key=lambda s: (-s.bytes, s.file or "", s.line or 0, s.phase))
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "known": self.known, "why_unknown": self.why_unknown, "train": self.train,
+            "copies": len(self.copies), "bytes_per_call": self.total_bytes,
+            "avoidable_bytes_per_call": self.avoidable_bytes,
+            "kernel_bytes_per_call": sum(c.bytes for c in self.copies if c.how == "kernel"),
+            "aten_bytes_per_call": sum(c.bytes for c in self.copies if c.how == "aten"),
+            "forward_bytes": sum(c.bytes for c in self.copies if c.phase == "forward"),
+            "backward_bytes": sum(c.bytes for c in self.copies if c.phase == "backward"),
+            "no_line_bytes": sum(c.bytes for c in self.copies if c.file is None),
+            "unknown_bytes_per_call": self.unknown_bytes,
+            "graphs": len(self.graphs),
+            "lines": len({(c.file, c.line) for c in self.copies if c.file is not None}),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return {"summary": self.summary(), "lines": [asdict(s) for s in self.by_line()],
+                "copies": [asdict(c) for c in self.copies], "graphs": self.graphs, "unknown": self.unknown,
+                "notes": self.notes}
+
+    def __str__(self) -> str:
+        return as_text(self)  # fxlint.renderers.audit.render_compiled_audit_text
+
+    def __repr__(self) -> str:
+        from ..tensor.info import human_bytes
+
+        if not self.known:
+            return f"<fxlint.CompiledAudit: not known ({self.why_unknown})>"
+        what = "training step" if self.train else "forward call"
+        return (f"<fxlint.CompiledAudit: {len(self.copies)} copies, {human_bytes(self.total_bytes)} per {what} of the "
+                f"compiled program; print() it for the table>")
+
+
+# ------------------------------------------------------------------------------------ the artifacts
+
+
+@dataclass
+class _Compile:
+    """What Inductor wrote for one graph it compiled."""
+
+    post_grad: str = ""
+    code: str | None = None
+    stack_traces: dict[str, list[str]] = field(default_factory=dict)  # "kernel:handle" -> user stack traces
+    post_nodes: dict[str, list[str]] = field(default_factory=dict)  # "kernel:handle" -> post-grad node names
+
+
+class _Artifacts(logging.Handler):
+    """Collects the structured-trace artifacts Inductor emits while compiling (``torch._logging``'s
+    ``trace_log``: it emits only when a handler is attached)."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.compiles: list[_Compile] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            meta = getattr(record, "metadata", None)
+            payload = getattr(record, "payload", None)
+            if not isinstance(meta, dict):
+                return
+            if "artifact" in meta and isinstance(meta["artifact"], dict):
+                name = meta["artifact"].get("name")
+                if name == "inductor_post_grad_graph":
+                    self.compiles.append(_Compile(post_grad=payload or ""))
+                elif name == "inductor_provenance_tracking_kernel_stack_traces" and self.compiles and payload:
+                    import json
+
+                    traces = json.loads(payload)
+                    cur = self.compiles[-1]
+                    cur.stack_traces = {k: list(v) for k, v in traces.items()}
+                    # read now: in the forward compile these tables are the compile's own (reset after it)
+                    table = getattr(torch._inductor.debug, "_inductor_triton_kernel_to_post_grad_node_info", {})
+                    cur.post_nodes = {k: list(table.get(k, [])) for k in traces}
+            elif "inductor_output_code" in meta and self.compiles:
+                self.compiles[-1].code = payload
+        except Exception:  # noqa: BLE001 - a record this reader does not know: the oracle says "not known"
+            return
+
+
+@contextlib.contextmanager
+def _collecting() -> Iterator[_Artifacts]:
+    from torch._logging._internal import trace_log
+
+    handler = _Artifacts()
+    old_level = trace_log.level
+    trace_log.addHandler(handler)
+    trace_log.setLevel(logging.DEBUG)
+    try:
+        yield handler
+    finally:
+        trace_log.removeHandler(handler)
+        trace_log.setLevel(old_level)
+
+
+@contextlib.contextmanager
+def _inductor_settings() -> Iterator[None]:
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+
+    with inductor_config.patch({"fx_graph_cache": False, "cpp.enable_kernel_profile": True,
+                                "trace.provenance_tracking_level": 1}), \
+            functorch_config.patch(enable_autograd_cache=False):
+        yield
+
+
+# ------------------------------------------------------------------------------ the post-grad graph
+
+_NODE = re.compile(r"^\s*(\w+)\s*:\s*\"([^\"]*)\"\s*=\s*(?:torch\.ops\.([\w.]+)\(|(.*))")
+_FILE = re.compile(r"^\s*# File: (.*?):(\d+) in (\S+), code: (.*)$")
+_ITEMSIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 2, "i8": 1, "u8": 1, "b8": 1,
+             "c64": 8, "c128": 16}
+_TYPE = re.compile(r"^(\w+)\[([^\]]*)\]\[([^\]]*)\]")
+
+
+@dataclass
+class _PostNode:
+    op: str | None  # aten.permute.default
+    size: tuple[int, ...] | None
+    itemsize: int | None
+    where: tuple[str, int] | None  # the innermost frame Inductor prints
+    users: set[str] = field(default_factory=set)  # the nodes that read it ("output": the graph returns it)
+
+
+def _post_grad_nodes(text: str) -> dict[str, _PostNode]:
+    nodes: dict[str, _PostNode] = {}
+    rhs: dict[str, str] = {}
+    where: tuple[str, int] | None = None
+    for line in text.splitlines():
+        if line.strip().startswith("return "):
+            rhs["output"] = line
+        if not line.strip():
+            where = None
+            continue
+        m = _FILE.match(line)
+        if m:
+            where = (m.group(1), int(m.group(2)))
+            continue
+        m = _NODE.match(line)
+        if m:
+            t = _TYPE.match(m.group(2))
+            size = None
+            if t is not None:
+                try:
+                    size = tuple(int(s) for s in t.group(2).split(",") if s.strip())
+                except ValueError:
+                    size = None
+            item = _ITEMSIZE.get(t.group(1)) if t is not None else None
+            nodes[m.group(1)] = _PostNode(op=m.group(3), size=size, itemsize=item, where=where)
+            rhs[m.group(1)] = line.split("=", 1)[1]
+    for user, text_ in rhs.items():
+        for name in set(re.findall(r"\b\w+\b", text_)) & nodes.keys():
+            if name != user:
+                nodes[name].users.add(user)
+    return nodes
+
+
+# --------------------------------------------------------------------------------- one compiled graph
+
+#: ops that only name memory (no data moves for them); a buffer is matched to a node of another kind first
+_VIEW_OPS = {"view", "reshape", "_unsafe_view", "permute", "transpose", "t", "expand", "slice", "select", "squeeze",
+             "unsqueeze", "as_strided", "alias", "unfold", "split", "split_with_sizes", "unbind", "diagonal"}
+
+
+@dataclass
+class _Graph:
+    label: str
+    phase: str
+    code: oc.OutputCode
+    compile: _Compile
+    nodes: dict[str, _PostNode]
+    events: dict[str, int]  # generated kernel's profiler event -> call sites per run
+
+    def expected_names(self) -> set[str]:
+        names = set(self.events)
+        for c in self.code.calls:
+            if c.kind != "generated":
+                names.add(_op_base(c.name))
+        return names
+
+
+def _op_base(name: str) -> str:
+    """``extern_kernels.bmm`` / ``aten.index.Tensor`` / ``aten::bmm`` -> ``bmm`` / ``index`` / ``bmm``."""
+    name = name.split("::")[-1]
+    parts = name.split(".")
+    if parts[0] in ("extern_kernels",):
+        return parts[-1]
+    if len(parts) >= 3:  # aten.index.Tensor, mkldnn._convolution_pointwise.default
+        return parts[-2]
+    return parts[-1]
+
+
+def _locations(traces: list[str]) -> list[Any]:
+    out, seen = [], set()
+    for t in traces:
+        loc = user_frame(t)
+        if loc is not None and (loc.file, loc.line) not in seen:
+            seen.add((loc.file, loc.line))
+            out.append(loc)
+    return out
+
+
+def _innermost(trace: str) -> tuple[str, int] | None:
+    from ..util.source import parse_stack_trace
+
+    frames = parse_stack_trace(trace)
+    return (frames[-1].file, frames[-1].line) if frames else None
+
+
+def _line_of(graph: _Graph, call: oc.Call, write: oc.Write | None
+             ) -> tuple[Any, tuple[str, ...], tuple[str, ...]]:
+    """(user location or None, candidate "file:line"s when not decided, the ops of the kernel) of a write
+    (``write`` None: the call as a whole, an extern kernel's)."""
+    traces = graph.compile.stack_traces.get(call.handle or "", [])
+    post = graph.compile.post_nodes.get(call.handle or "", [])
+    ops = tuple(dict.fromkeys(_short_op(graph.nodes[n].op) for n in post if n in graph.nodes and graph.nodes[n].op))
+    locs = _locations(traces)
+    if len(locs) == 1:
+        return locs[0], (), ops
+    undecided = tuple(f"{loc.file}:{loc.line}" for loc in locs)
+    if not locs or write is None:
+        return None, undecided, ops
+    # several lines: a buffer made for the op that reads it next (a matmul's operand, a convolution's input
+    # in the layout it needs) goes on that op's line, when the kernel comes from that line too: where eager
+    # makes the same copy (inside the op)
+    reader = _next_reader(graph, call, write.arg)
+    if reader is not None:
+        theirs = {(loc.file, loc.line) for loc in _locations(graph.compile.stack_traces.get(reader.handle or "", []))}
+        mine = [loc for loc in locs if (loc.file, loc.line) in theirs]
+        if len(mine) == 1:
+            return mine[0], (), ops
+    # several lines: the post-grad node the buffer holds: its size (or, for a cat input's slice, the size
+    # of the buffer it is a slice of) and item size, read outside the kernel, moving data rather than a view
+    item = write.bytes // max(1, _numel(write.size)) if write.bytes is not None and write.size is not None else None
+    inside = set(post)
+    nodes = [graph.nodes[n] for n in post if n in graph.nodes]
+    for size in (write.size, write.base):
+        if size is None:
+            continue
+        cands = [n for n in nodes if n.size == size and (item is None or n.itemsize in (None, item))]
+        cands = [n for n in cands if n.users - inside] or cands
+        cands = [n for n in cands if _short_op(n.op) not in _VIEW_OPS] or cands
+        found = {}
+        for n in cands:
+            for t in traces:
+                if n.where is not None and _innermost(t) == n.where:
+                    loc = user_frame(t)
+                    if loc is not None:
+                        found[(loc.file, loc.line)] = loc
+        if len(found) == 1:
+            return next(iter(found.values())), (), ops
+        if len(found) > 1:
+            # as many nodes of that size as lines (q's and v's operand copies of two matmuls): the line of
+            # the call that reads the buffer next, when it is one of them
+            reader = _next_reader(graph, call, write.arg)
+            if reader is not None:
+                mine = [found[k] for k in ((loc.file, loc.line) for loc in
+                                           _locations(graph.compile.stack_traces.get(reader.handle or "", [])))
+                        if k in found]
+                if len(mine) == 1:
+                    return mine[0], (), ops
+    return None, undecided, ops
+
+
+def _next_reader(graph: _Graph, call: oc.Call, arg: str) -> oc.Call | None:
+    m = re.match(r"^(?:reinterpret_tensor\()?(\w+)", arg)
+    if m is None:
+        return None
+    name = re.compile(rf"\b{re.escape(m.group(1))}\b")
+    for later in graph.code.calls[call.index + 1:]:
+        if any(name.search(a) for a in later.args):
+            return later
+    return None
+
+
+def _numel(size: tuple[int, ...] | None) -> int:
+    n = 1
+    for s in size or ():
+        n *= s
+    return n
+
+
+def _short_op(op: str | None) -> str:
+    if not op:
+        return "?"
+    parts = op.split(".")
+    return parts[1] if len(parts) >= 3 else parts[-1]
+
+
+def _graphs(artifacts: _Artifacts) -> tuple[list[_Graph], list[str]]:
+    graphs: list[_Graph] = []
+    problems: list[str] = []
+    counts = {"forward": 0, "backward": 0}
+    for comp in artifacts.compiles:
+        if comp.code is None:
+            problems.append("Inductor wrote no output code for a graph it lowered")
+            continue
+        try:
+            code = oc.parse(comp.code)
+        except ValueError as exc:
+            problems.append(f"could not read an output code ({exc})")
+            continue
+        phase = "backward" if re.search(r"def forward\(self[^)]*tangents_", comp.post_grad) else "forward"
+        label = f"{phase} {counts[phase]}"
+        counts[phase] += 1
+        events: dict[str, int] = defaultdict(int)
+        for c in code.calls:
+            if c.kind == "generated":
+                ev = code.kernels[c.name].event
+                if ev is not None:
+                    events[ev] += 1
+        graphs.append(_Graph(label=label, phase=phase, code=code, compile=comp, nodes=_post_grad_nodes(comp.post_grad),
+                             events=dict(events)))
+    return graphs, problems
+
+
+# ---------------------------------------------------------------------------------------- profiling
+
+_CALL_EVENT = "## Call CompiledFxGraph"
+
+
+def _is_op(e: Any) -> bool:
+    return type(e.extra_fields).__name__ == "_ExtraFields_TorchOp"
+
+
+def _graph_calls(roots: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    stack = list(reversed(roots))
+    while stack:
+        e = stack.pop()
+        if _is_op(e) and e.name.startswith(_CALL_EVENT):
+            out.append(e)
+            continue
+        stack.extend(reversed(e.children))
+    return sorted(out, key=lambda e: e.start_time_ns)
+
+
+def _which_graph(event: Any, graphs: list[_Graph]) -> _Graph | None:
+    """The compiled graph one ``## Call CompiledFxGraph`` event ran: the one whose calls match its children
+    best (its generated kernels' event names, then its extern calls' ops), what it calls and the event
+    lacks, or the event has and it does not call, counting against it."""
+    names = [c.name for c in event.children if _is_op(c)]
+    best, score = None, None
+    for g in graphs:
+        generated = [n for n in names if n.startswith("graph_") or n in g.events]
+        externs = sorted(_op_base(c.name) for c in g.code.calls if c.kind != "generated")
+        seen_externs = sorted(_op_base(n) for n in names if n not in generated)
+        s = 10 * sum(min(generated.count(e), k) for e, k in g.events.items())
+        s -= 10 * abs(len(generated) - sum(g.events.values()))
+        common = sum(min(externs.count(x), seen_externs.count(x)) for x in set(externs))
+        s += common - (len(externs) - common)
+        if score is None or s > score:
+            best, score = g, s
+    return best
+
+
+def _audit_run(graphs: list[_Graph], roots: list[Any], report: CompiledAudit) -> None:
+    from .profiler import _extract
+
+    runs: dict[str, int] = defaultdict(int)
+    seen: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    aten: list[tuple[_Graph, oc.Call | None, Any]] = []  # (graph, call, copy event)
+    for ev in _graph_calls(roots):
+        g = _which_graph(ev, graphs)
+        if g is None:
+            report.notes.append(f"a compiled graph ran whose output code was not seen ({len(ev.children)} ops)")
+            continue
+        runs[g.label] += 1
+        j = 0
+        calls = g.code.calls
+        for child in ev.children:
+            if not _is_op(child):
+                continue
+            if child.name in g.events:
+                seen[g.label][child.name] += 1
+                continue
+            base = _op_base(child.name)
+            match = None
+            for k in range(j, len(calls)):
+                if calls[k].kind != "generated" and _op_base(calls[k].name) == base:
+                    match, j = calls[k], k + 1
+                    break
+            for c in _extract([child], {}).copies:
+                aten.append((g, match, c))
+    by_label = {g.label: g for g in graphs}
+    for label, n in runs.items():
+        g = by_label[label]
+        _kernel_copies(g, n, dict(seen[label]), report)
+    for g, call, c in aten:
+        loc: Any = None
+        cands: tuple[str, ...] = ()
+        if call is not None:
+            loc, cands, _ = _line_of(g, call, None)
+        report.copies.append(CompiledCopy(
+            kernel=c.kernel, how="aten", bytes=c.bytes, writes=1, phase=g.phase, graph=g.label,
+            file=loc.file if loc else None, line=loc.line if loc else None, function=loc.function if loc else None,
+            code=loc.code if loc else None, lines=cands, ops=c.chain, call=call.handle or call.name if call else None,
+            avoidable=c.avoidable, reason=c.reason))
+    report.copies[:] = _merged(report.copies)
+    for g in graphs:
+        info = {"label": g.label, "phase": g.phase, "runs_per_call": runs.get(g.label, 0),
+                "kernels": len(g.code.kernels), "calls": len(g.code.calls),
+                "copy_bytes": sum(c.bytes for c in report.copies if c.graph == g.label)}
+        report.graphs.append(info)
+
+
+def _kernel_copies(g: _Graph, runs: int, seen: dict[str, int], report: CompiledAudit) -> None:
+    for ev, per_run in g.events.items():
+        got = seen.get(ev, 0)
+        if got != per_run * runs:
+            report.notes.append(f"{g.label}: the profiler saw {ev} {got} times in {runs} run(s) of the graph, where "
+                                f"its output code calls it {per_run} time(s) a run")
+    for call in g.code.calls:
+        if call.kind != "generated":
+            continue
+        kernel = g.code.kernels[call.name]
+        ran = runs if kernel.event is None else min(runs, seen.get(kernel.event, 0) // max(1, g.events[kernel.event]))
+        for write in call.writes:
+            arg, nbytes, what = write.arg, write.bytes, write.what
+            if what == oc.UNKNOWN:
+                report.unknown.append({"graph": g.label, "kernel": call.name, "buffer": arg,
+                                       "bytes": nbytes * ran if nbytes is not None else None})
+                continue
+            if what != oc.DATA or not ran:
+                continue
+            loc, cands, ops = _line_of(g, call, write)
+            if nbytes is None:
+                report.notes.append(f"{g.label}: {call.name} writes {arg}, whose size the output code does not say")
+                continue
+            report.copies.append(CompiledCopy(
+                kernel=call.name, how="kernel", bytes=nbytes * ran, writes=ran, phase=g.phase, graph=g.label,
+                file=loc.file if loc else None, line=loc.line if loc else None,
+                function=loc.function if loc else None, code=loc.code if loc else None, lines=cands, ops=ops,
+                buffer=arg, call=call.handle))
+        if ran:
+            for loc in _locations(g.compile.stack_traces.get(call.handle or "", [])):
+                report.lines_run.add((loc.file, loc.line))
+    for call in g.code.calls:
+        if call.kind != "generated" and runs:
+            for loc in _locations(g.compile.stack_traces.get(call.handle or "", [])):
+                report.lines_run.add((loc.file, loc.line))
+
+
+def _merged(copies: list[CompiledCopy]) -> list[CompiledCopy]:
+    """ATen copies of one call site merged (one row per call site and kind of copy); kernel copies kept."""
+    out: dict[tuple, CompiledCopy] = {}
+    for c in copies:
+        key = (c.how, c.graph, c.call, c.kernel, c.buffer, c.file, c.line, c.ops, c.avoidable)
+        old = out.get(key)
+        if old is None:
+            out[key] = c
+        elif c.how == "aten":
+            from dataclasses import replace
+
+            out[key] = replace(old, bytes=old.bytes + c.bytes, writes=old.writes + c.writes)
+        else:
+            out[key + (len(out),)] = c
+    return list(out.values())
+
+
+# ------------------------------------------------------------------------------------------ the entry
+
+
+def audit_compiled(target: Any, example_inputs: Any = None, *, train: bool = False,
+                   runs: Callable[[Callable[[], Any]], None] | None = None) -> CompiledAudit:
+    """Compile ``target`` with Inductor and measure the copies its compiled program makes in one call (see
+    the module docstring). ``train=True``: a training step (forward, then backward of the eager audit's
+    loss), the backward graph compiled at the first backward and measured too."""
+    from ..capture.graphs import _forget_new_codes, normalise_inputs, require_tensor_output
+    from ..util.quiet import quiet_torch_logs
+    from ..util.state import preserved_state
+    from . import _as_runnable, training_loss
+
+    fn, module = _as_runnable(target)
+    args, kwargs = normalise_inputs(example_inputs)
+    report = CompiledAudit(train=train)
+    devices = {a.device.type for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)}
+    if module is not None:
+        devices |= {p.device.type for p in module.parameters()}
+    if devices - {"cpu"}:
+        report.known, report.why_unknown = False, (
+            f"the compiled-program oracle reads Inductor's C++ kernels (CPU); this model runs on {sorted(devices)}")
+        return report
+
+    def backend(gm: Any, example: list[Any]) -> Any:
+        from torch._inductor.compile_fx import compile_fx
+
+        return compile_fx(gm, example)
+
+    import torch._dynamo.convert_frame as convert_frame
+
+    seen_codes = {id(ref()) for ref in convert_frame.input_codes.seen if ref() is not None}
+    compiled = torch.compile(  # type: ignore[call-overload]
+        fn, backend=backend, isolate_recompiles=True, recompile_limit=64)
+    weights: dict[int, torch.Tensor] = {}
+    params = list(module.parameters()) if module is not None else []
+    leaves = params + [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor) and a.is_leaf
+                       and a.requires_grad]
+    saved_grads = [(p, p.grad) for p in leaves]
+
+    def step() -> Any:
+        out = compiled(*args, **kwargs)
+        require_tensor_output(out)
+        if train:
+            loss = training_loss(out, weights)
+            if loss is None:
+                raise ModelError("train=True needs a floating-point output that requires grad; none did")
+            loss.backward()
+            for p in leaves:
+                p.grad = None
+        return out
+
+    from torch.profiler import ProfilerActivity, profile
+
+    from ..util.quiet import quiet_native_stderr
+
+    settings = contextlib.ExitStack()
+    try:  # a torch without these settings or this log: not known, and why
+        settings.enter_context(_inductor_settings())
+    except Exception as exc:  # noqa: BLE001
+        settings.close()
+        report.known, report.why_unknown = False, f"this torch lacks what the oracle reads ({_first(exc)})"
+        return report
+    try:
+        # the structured log's handler inside quiet_torch_logs, which takes foreign handlers off that log
+        with preserved_state(module, (args, kwargs)), quiet_torch_logs(), settings, _collecting() as artifacts, \
+                torch._dynamo.config.patch(automatic_dynamic_shapes=False), \
+                torch.set_grad_enabled(train or torch.is_grad_enabled()):
+            try:  # Inductor's artifacts are collected from the first call on
+                step()  # compiles (the backward too, with train=True)
+                step()  # warm-up: a cache the first call fills, a recompile it causes
+            except (ModelError, CaptureError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - Inductor's failure: not known, and why
+                report.known, report.why_unknown = False, f"the compile or the compiled call failed ({_first(exc)})"
+                return report
+            with quiet_native_stderr(), profile(activities=[ProfilerActivity.CPU], record_shapes=True,
+                                                profile_memory=True) as prof:
+                step()
+            roots = prof.profiler.kineto_results.experimental_event_tree()
+    finally:
+        _forget_new_codes(seen_codes)
+        for p, g in saved_grads:
+            p.grad = g
+    graphs, problems = _graphs(artifacts)
+    report.notes.extend(problems)
+    if any(g.code.triton for g in graphs):
+        report.known, report.why_unknown = False, "Triton kernels (a GPU's): the oracle reads the CPU's C++ kernels"
+        return report
+    if not graphs:
+        report.known = False
+        report.why_unknown = problems[0] if problems else (
+            "Inductor emitted no output code while the oracle watched (another torch, or nothing was compiled)")
+        return report
+    try:
+        _audit_run(graphs, roots, report)
+    except Exception as exc:  # noqa: BLE001 - a profile this reader does not know: not known, never a guess
+        report.known, report.why_unknown = False, f"could not read the profile of the compiled program ({_first(exc)})"
+        report.copies.clear()
+    return report
+
+
+def _first(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__

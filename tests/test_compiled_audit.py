@@ -1,0 +1,351 @@
+"""The runtime oracle for the compiled program (fxlint.runtime.compiled_audit) and the verdicts held to it
+(fxlint.runtime.compiled_confirm).
+
+The oracle reads what Inductor writes (its output code, its provenance) and what the profiler records, never
+fxlint's reader of the lowering: the expected bytes here are derived from the tensors' shapes (a graph output
+made by a layout change, a cat, a pad, a dtype conversion or a gather of inputs must be written by a kernel
+that only moves data), and fxlint's verdicts are then held to the oracle.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import fxlint
+from fxlint.findings import Finding, Severity
+from fxlint.runtime import output_code as oc
+from fxlint.runtime.compiled_audit import CompiledAudit, CompiledCopy
+from fxlint.runtime.compiled_confirm import CONFIRMED, NOT_KNOWN, NOT_RUN, REFUTED, check_verdicts
+
+# --------------------------------------------------------------------------- the C++ reader, no compile
+
+_COPY = """
+{
+    for(int64_t x0=static_cast<int64_t>(0L); x0<static_cast<int64_t>(16L); x0+=static_cast<int64_t>(16L))
+    {
+        auto tmp0 = at::vec::Vectorized<float>::loadu(in_ptr0 + static_cast<int64_t>(x0), static_cast<int64_t>(16));
+        tmp0.store(out_ptr0 + static_cast<int64_t>(x0));
+        auto tmp1 = in_ptr0[static_cast<int64_t>(16L*x0)];
+        auto tmp2 = static_cast<float>(2.0);
+        auto tmp3 = float(tmp1 * tmp2);
+        out_ptr1[static_cast<int64_t>(x0)] = tmp3;
+        auto tmp4 = static_cast<float>(0.0);
+        out_ptr2[static_cast<int64_t>(x0)] = tmp4;
+        auto tmp5 = c10::convert<double>(tmp1);
+        out_ptr3[static_cast<int64_t>(x0)] = tmp5;
+    }
+}
+"""
+
+_TILE = """
+{
+    alignas(std::max(std::size_t(16), alignof(float))) float tmp1[16*16];
+    for (long x1_inner = 0; x1_inner < static_cast<int64_t>(3L); x1_inner++)
+    {
+        auto tmp0 = at::vec::Vectorized<float>::loadu(in_ptr1 + static_cast<int64_t>(x1_inner), static_cast<int64_t>(16));
+        tmp0.store(tmp1 + static_cast<int64_t>(16L*x1_inner));
+    }
+    transpose_mxn<float,static_cast<int64_t>(3L),static_cast<int64_t>(16),false>(tmp1, static_cast<int64_t>(16), out_ptr0 + static_cast<int64_t>(x1), static_cast<int64_t>(3L));
+}
+"""
+
+_PAD_AND_WHERE = """
+{
+    auto tmp0 = x0;
+    auto tmp1 = c10::convert<int64_t>(tmp0);
+    auto tmp2 = static_cast<int64_t>(4);
+    auto tmp3 = tmp1 < tmp2;
+    auto tmp4 = [&]
+    {
+        auto tmp5 = in_ptr0[static_cast<int64_t>(x0)];
+        return tmp5;
+    }
+    ;
+    auto tmp6 = tmp3 ? tmp4() : static_cast<decltype(tmp4())>(0.0);
+    out_ptr0[static_cast<int64_t>(x0)] = tmp6;
+    auto tmp7 = in_ptr1[static_cast<int64_t>(x0)];
+    auto tmp8 = static_cast<float>(0.0);
+    auto tmp9 = tmp7 > tmp8;
+    auto tmp10 = tmp9 ? tmp7 : tmp8;
+    out_ptr1[static_cast<int64_t>(x0)] = tmp10;
+    auto tmp11 = in_ptr2[static_cast<int64_t>(x0)];
+    auto tmp12 = tmp11 + tmp2;
+    auto tmp13 = in_ptr0[static_cast<int64_t>(tmp12 + 16L*x0)];
+    out_ptr2[static_cast<int64_t>(x0)] = tmp13;
+}
+"""
+
+_REDUCTION = """
+{
+    float tmp_acc0 = 0;
+    auto tmp0 = in_ptr0[static_cast<int64_t>(x0)];
+    tmp_acc0 = tmp_acc0 + tmp0;
+    out_ptr0[static_cast<int64_t>(x0)] = tmp_acc0;
+    auto tmp1 = some_future_intrinsic<float>(in_ptr0, x0);
+    out_ptr1[static_cast<int64_t>(x0)] = tmp1;
+}
+"""
+
+
+def test_the_kernel_reader_tells_data_moved_from_data_computed():
+    assert oc.classify_kernel(_COPY) == {"out_ptr0": oc.DATA, "out_ptr1": oc.COMPUTED, "out_ptr2": oc.CONST,
+                                         "out_ptr3": oc.DATA}  # a load; arithmetic; a fill; a dtype conversion
+    assert oc.classify_kernel(_TILE) == {"out_ptr0": oc.DATA}  # a transposed tile through a local array
+    # a pad (a masked load or zero, on an index condition): data; a relu written as a select on the value:
+    # computed; a gather whose index is loaded and adjusted: the index is not the value, data
+    assert oc.classify_kernel(_PAD_AND_WHERE) == {"out_ptr0": oc.DATA, "out_ptr1": oc.COMPUTED,
+                                                  "out_ptr2": oc.DATA}
+    # a reduction is computed; a call the reader does not know is computed only when it can tell
+    got = oc.classify_kernel(_REDUCTION)
+    assert got["out_ptr0"] == oc.COMPUTED and got["out_ptr1"] in (oc.COMPUTED, oc.UNKNOWN)
+
+
+_WRAPPER = '''
+cpp_fused_clone_0 = async_compile.cpp_pybinding(['const float*', 'float*'], r\'\'\'
+extern "C"  void  kernel(const float* in_ptr0,
+                       float* out_ptr0)
+{
+    torch::aot_inductor::RAIIAtenRecordFunctionHandle record_graph_0_cpp_fused_clone_0_("graph_0_cpp_fused_clone_0", nullptr);
+    auto tmp0 = in_ptr0[static_cast<int64_t>(x0)];
+    out_ptr0[static_cast<int64_t>(x0)] = tmp0;
+}
+\'\'\')
+
+class Runner:
+    def call(self, args):
+        arg0_1, = args
+        args.clear()
+        assert_size_stride(arg0_1, (4, 8), (8, 1), 'input')
+        buf0 = empty_strided_cpu((8, 4), (4, 1), torch.float32)
+        # [Provenance debug handles] cpp_fused_clone_0:1
+        cpp_fused_clone_0(arg0_1, buf0)
+        buf1 = empty_strided_cpu((32, 32), (32, 1), torch.float32)
+        # [Provenance debug handles] extern_kernels.mm:2
+        extern_kernels.mm(reinterpret_tensor(buf0, (32, 1), (1, 1), 0), arg0_1, out=buf1)
+        buf2 = buf0; del buf0  # reuse
+        # [Provenance debug handles] cpp_fused_clone_0:3
+        cpp_fused_clone_0(arg0_1, buf2)
+        buf3 = reinterpret_tensor(buf1, (2, 8), (8, 1), 0); del buf1  # reuse
+        # [Provenance debug handles] cpp_fused_clone_0:4
+        cpp_fused_clone_0(arg0_1, buf3)
+        return (buf2, buf3, )
+'''
+
+
+def test_the_wrapper_reader_follows_reused_buffers_and_provenance_handles():
+    code = oc.parse(_WRAPPER)
+    assert code.kernels["cpp_fused_clone_0"].event == "graph_0_cpp_fused_clone_0"
+    assert [(c.kind, c.name, c.handle) for c in code.calls] == [
+        ("generated", "cpp_fused_clone_0", "cpp_fused_clone_0:1"), ("extern", "extern_kernels.mm", "extern_kernels.mm:2"),
+        ("generated", "cpp_fused_clone_0", "cpp_fused_clone_0:3"), ("generated", "cpp_fused_clone_0", "cpp_fused_clone_0:4")]
+    # a reused buffer is written at its own size: buf2 is buf0's 32 floats, buf3 a 16-float view of buf1
+    assert [c.writes for c in code.calls if c.kind == "generated"] == [
+        [("buf0", 128, oc.DATA, (8, 4), None)], [("buf2", 128, oc.DATA, (8, 4), None)],
+        [("buf3", 64, oc.DATA, (2, 8), None)]]
+    with pytest.raises(ValueError):
+        oc.parse("x = 1\n")
+
+
+# --------------------------------------------------------------------------- the verdicts held, no compile
+
+
+def _f(line, verdict, nbytes, code="FXL201"):
+    return Finding(code=code, name="x", severity=Severity.WARNING, message="m", file="m.py", line=line, bytes=64,
+                   compiled=verdict, compiled_bytes=nbytes)
+
+
+def _copy(line, nbytes, phase="forward", avoidable=True):
+    return CompiledCopy(kernel="cpp_fused_clone_0", how="kernel", bytes=nbytes, writes=1, phase=phase, graph=phase,
+                        file="m.py" if line else None, line=line, avoidable=avoidable)
+
+
+def test_verdicts_are_confirmed_refuted_not_run_or_not_known_line_by_line():
+    audit = CompiledAudit(copies=[_copy(1, 100), _copy(1, 100), _copy(2, 50), _copy(3, 70), _copy(5, 30, "backward"),
+                                  _copy(None, 9), _copy(6, 500, avoidable=False)],
+                          lines_run={("m.py", n) for n in (1, 2, 3, 4, 5, 6)})
+    findings = [_f(1, "survives", 100), _f(1, "survives", 100),  # q and k of one matmul: two copies, both taken
+                _f(2, "survives", 80), _f(7, "survives", 10), _f(None, "survives", 10),
+                _f(3, "fused", 0), _f(4, "fused", 0), _f(5, "unknown", None)]
+    check = check_verdicts(findings, audit)
+    got = [(c.line, c.verdict, c.status) for c in check.checks]
+    assert got == [(1, "survives", CONFIRMED), (1, "survives", CONFIRMED), (2, "survives", REFUTED),
+                   (7, "survives", NOT_RUN), (None, "survives", NOT_KNOWN), (3, "fused", REFUTED), (4, "fused", CONFIRMED)]
+    assert check.precision == 2 / 3
+    # coverage: avoidable bytes (the unavoidable 500 left out) on finding lines (1, 2, 3 and 5's backward copy)
+    assert (check.total_bytes, check.covered_bytes, check.no_line_bytes) == (359, 350, 9)
+    assert check.misses == []
+    lone = check_verdicts([_f(2, "survives", 50)], audit)
+    assert [m["line"] for m in lone.misses] == [1, 3, 5] and lone.misses[0]["bytes"] == 200
+    unknown = check_verdicts(findings, CompiledAudit(known=False, why_unknown="no output code"))
+    assert {c.status for c in unknown.checks} == {NOT_KNOWN} and unknown.summary()["why_unknown"] == "no output code"
+
+
+# --------------------------------------------------------------------------- Inductor
+
+class Example(nn.Module):
+    """The issue's example: eager copies 50.4 kB in three places, Inductor one 49.2 kB operand."""
+
+    def forward(self, a, b, x):
+        y = torch.matmul(a.permute(0, 2, 1, 3), b)  # survives: a copy kernel, then extern bmm
+        z = x.t().reshape(-1) * 2  # fused into the elementwise kernel
+        w = x[:, [0, 2, 4, 6]] + 1  # fused too
+        return y, z, w
+
+
+def _args():
+    torch.manual_seed(0)
+    return torch.randn(4, 32, 6, 16), torch.randn(4, 6, 16, 32), torch.randn(16, 16)
+
+
+def _line(fn, text):
+    import inspect
+
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, ln in enumerate(lines) if text in ln)
+
+
+@pytest.mark.inductor
+def test_the_oracle_and_the_verdicts_on_the_issues_example(capsys):
+    a, b, x = _args()
+    with torch.no_grad():
+        audit = fxlint.audit(Example(), (a, b, x), compiled=True)
+    assert audit.known, audit.why_unknown
+    operand = a.numel() * a.element_size()  # the permuted operand bmm needs in order
+    line = _line(Example.forward, "torch.matmul")
+    assert [(c.line, c.bytes, c.how) for c in audit.copies if c.avoidable] == [(line, operand, "kernel")]
+    assert audit.notes == [] and audit.unknown == []
+    assert "per forward call" in str(audit)
+
+    with torch.no_grad():
+        report = fxlint.lint(Example(), (a, b, x), config=False, compiled=True, confirm=True)
+    s = report.extras["compiled_check"]["summary"]
+    assert s["survives"]["confirmed"] == 1 and s["fused"]["confirmed"] == 2
+    assert s["survives"]["refuted"] == s["fused"]["refuted"] == 0
+    assert s["coverage"] == 1.0 and s["missed_bytes"] == 0
+    assert "survives verdicts 1 confirmed, 0 refuted" in str(report)
+
+
+class Sweep(nn.Module):
+    """Copies a compiled program cannot avoid, several shapes and layouts per line (one compile): each
+    output is made by moving its inputs' data only, so a kernel writes every byte of it."""
+
+    def forward(self, xs, ys, zs):
+        outs = []
+        for x in xs:
+            outs.append(x.transpose(-1, -2).contiguous())  # permute
+        for x, y in zip(xs, ys):
+            outs.append(torch.cat([x, y], dim=-1))  # cat
+        for x in xs:
+            outs.append(F.pad(x, (1, 2)))  # pad
+        for z in zs:
+            outs.append(z.to(torch.float64))  # dtype conversion
+        for z in zs:
+            outs.append(z * 3)  # computation: no copy
+        return outs
+
+
+def _sweep_inputs():
+    torch.manual_seed(0)
+    shapes = [(3, 5, 7), (2, 16, 8), (4, 1, 33)]
+    xs = [torch.randn(s) for s in shapes]
+    ys = [torch.randn(*s[:-1], 4) for s in shapes]
+    zs = [torch.randn(s).permute(2, 0, 1) for s in shapes]  # non-contiguous inputs
+    return xs, ys, zs
+
+
+@pytest.mark.inductor
+def test_a_sweep_of_shapes_and_layouts_the_oracle_measures_and_the_verdicts_it_confirms():
+    xs, ys, zs = _sweep_inputs()
+    with torch.no_grad():
+        audit = fxlint.audit(Sweep(), (xs, ys, zs), compiled=True)
+    assert audit.known, audit.why_unknown
+    f = Sweep.forward
+    want = {
+        # a transpose of a size-1 dim is already contiguous: .contiguous() returns it, nothing is copied
+        _line(f, "# permute"): sum(x.numel() * 4 for x in xs if not x.transpose(-1, -2).is_contiguous()),
+        _line(f, "# cat"): sum((x.numel() + y.numel()) * 4 for x, y in zip(xs, ys)),
+        _line(f, "# pad"): sum(F.pad(x, (1, 2)).numel() * 4 for x in xs),
+        _line(f, "# dtype"): sum(z.numel() * 8 for z in zs),
+    }
+    got: dict[int | None, int] = {}
+    for c in audit.copies:
+        got[c.line] = got.get(c.line, 0) + c.bytes
+    assert got == want, (got, want, audit.notes, [(c.kernel, c.buffer, c.lines) for c in audit.copies])
+    with torch.no_grad():
+        report = fxlint.lint(Sweep(), (xs, ys, zs), config=False, compiled=True)
+    check = check_verdicts(report.findings, audit, report.suppressed)
+    assert check.count("survives", REFUTED) == 0, [c for c in check.checks if c.status == REFUTED]
+
+
+@pytest.mark.inductor
+def test_training_the_backward_graph_is_compiled_and_measured_and_the_cli(tmp_path, capsys, write_module):
+    a, b, x = _args()
+    a.requires_grad_(True)
+    audit = fxlint.audit(Example(), (a, b, x), train=True, compiled=True)
+    assert audit.known, audit.why_unknown
+    phases = {g["phase"]: g["runs_per_call"] for g in audit.graphs}
+    assert phases == {"forward": 1, "backward": 1}
+    line = _line(Example.forward, "torch.matmul")
+    assert sum(c.bytes for c in audit.copies if c.phase == "forward" and c.line == line) == a.numel() * 4
+
+    from fxlint.cli.app import main
+
+    path = write_module("""
+        import torch
+
+        class Sep(torch.nn.Module):
+            def forward(self, x):
+                return x.t().contiguous() * 1, x.t().contiguous()
+        """, name="compiled_audit_model.py")
+    assert main(["audit", f"{path}:Sep", "-i", "randn(8,8)", "--compiled", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["summary"]["known"] and out["summary"]["bytes_per_call"] == 8 * 8 * 4  # the returned copy only
+
+
+def test_the_cli_refuses_a_missing_target(capsys):
+    from fxlint.cli.app import main
+
+    assert main(["audit", "--compiled"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("fxlint: error:")
+
+
+@pytest.mark.inductor
+def test_what_the_oracle_cannot_read_is_not_known_never_a_guess(monkeypatch):
+    import contextlib
+
+    from fxlint.runtime import compiled_audit
+
+    @contextlib.contextmanager
+    def nothing():
+        yield compiled_audit._Artifacts()  # never attached: Inductor's artifacts are not seen
+
+    monkeypatch.setattr(compiled_audit, "_collecting", nothing)
+    with torch.no_grad():
+        audit = fxlint.audit(nn.Linear(4, 4), (torch.randn(2, 4),), compiled=True)
+    assert not audit.known and "no output code" in audit.why_unknown
+    assert audit.copies == [] and "could not be measured" in str(audit)
+
+
+@pytest.mark.inductor  # lint(compiled=True) compiles for its verdicts
+def test_a_torch_without_the_settings_the_oracle_reads_is_not_known(monkeypatch):
+    import contextlib
+
+    from fxlint.runtime import compiled_audit
+
+    @contextlib.contextmanager
+    def missing():
+        raise AttributeError("torch._inductor.config has no attribute 'trace.provenance_tracking_level'")
+        yield
+
+    monkeypatch.setattr(compiled_audit, "_inductor_settings", missing)
+    audit = fxlint.audit(nn.Linear(4, 4), (torch.randn(2, 4),), compiled=True)
+    assert not audit.known and "this torch lacks what the oracle reads" in audit.why_unknown
+    assert audit.copies == []
+    report = fxlint.lint(nn.Linear(4, 4), (torch.randn(2, 4),), config=False, compiled=True, confirm=True)
+    assert report.extras["compiled_check"]["summary"]["known"] is False  # said, not guessed
