@@ -463,3 +463,27 @@ def test_instance_norm_repeating_its_parameters_is_the_op_s_own_not_a_copy_to_fi
     assert len(repeats) == 2 and all(not c.avoidable and c.reason == UNAVOIDABLE["instance-norm-params"]
                                      for c in repeats)
     assert [c.bytes for c in audit.copies if c.avoidable] == [2 * 8 * 64 * 4]
+
+
+def test_masked_fill_gradient_is_the_op_s_own_and_its_forward_clone_stays_avoidable():
+    """``masked_fill``'s backward writes the output's gradient with the masked elements zeroed as clone +
+    ``masked_fill_`` (in place or not): unavoidable, ``masked-fill-grad``. Its forward clone of the input stays a
+    copy to fix (the in-place twin has none); ``torch.where`` makes neither copy event."""
+    mask = torch.ones(16, 16, dtype=torch.bool).triu(1)
+
+    def scores(q, k, inplace=False, where=False):
+        s = q @ k.transpose(-1, -2)
+        if where:
+            return torch.where(mask, -1e9, s).softmax(-1)
+        return (s.masked_fill_(mask, -1e9) if inplace else s.masked_fill(mask, -1e9)).softmax(-1)
+
+    q, k = torch.randn(2, 16, 8, requires_grad=True), torch.randn(2, 16, 8, requires_grad=True)
+    size = 2 * 16 * 16 * 4
+    for inplace, forward in ((False, [size]), (True, [])):
+        audit = fxlint.audit(lambda q, k, inplace=inplace: scores(q, k, inplace), (q, k), train=True)
+        fills = [c for c in audit.copies if c.top_op == "aten::masked_fill"]
+        assert [c.bytes for c in fills if c.phase == "forward" and c.avoidable] == forward
+        [grad] = [c for c in fills if c.phase == "backward"]
+        assert grad.bytes == size and not grad.avoidable and grad.reason == UNAVOIDABLE["masked-fill-grad"]
+    audit = fxlint.audit(lambda q, k: scores(q, k, where=True), (q, k), train=True)
+    assert not [c for c in audit.copies if c.bytes >= size]

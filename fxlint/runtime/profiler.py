@@ -604,6 +604,9 @@ UNAVOIDABLE: dict[str, str] = {
                             "...) view: parameters, not activations, every such call pays it",
     "reduction-init": "the output of an out-of-place reduction starts as a copy of its input (``x.index_add(...)``: "
                       "every such call pays it)",
+    "masked-fill-grad": "masked_fill's gradient: the output's gradient with the masked elements zeroed, a new tensor "
+                        "ATen writes as clone + masked_fill_ (in place or not, every masked_fill pays it in training; "
+                        "torch.where's backward writes the same bytes in one pass)",
 }
 
 
@@ -629,6 +632,8 @@ def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...]
         return False, UNAVOIDABLE["rnn-kernel"]
     if chain[0] == "aten::instance_norm" and "aten::repeat" in chain[1:]:  # ATen repeats only parameters there
         return False, UNAVOIDABLE["instance-norm-params"]
+    if (grad_fn or "").startswith("MaskedFillBackward") and chain[0] == "aten::masked_fill":
+        return False, UNAVOIDABLE["masked-fill-grad"]
     if chain[-1] == "aten::copy_" and any(op in _OUT_OF_PLACE_REDUCTIONS for op in chain[:-1]):
         # only a reducing index_put / scatter is descended into (a writing one is a copy itself)
         return False, UNAVOIDABLE["reduction-init"]
