@@ -409,6 +409,11 @@ def test_accumulating_scatters_are_reductions_not_copies_and_a_real_copy_still_c
             back = report.at(HERE, _line(marker), phase="backward")
             assert not [c.chain for c in back if c.kernel in REDUCTION_KERNELS or c.kind == "scatter"]
             assert not train or "gather" in [c.kind for c in back]
+            # ... the reduction's own gradient, as a sum's is a broadcast: every scatter pays it in training
+            # (not index_put_'s: its backward node, IndexPutBackward0, is the same for a writing index_put)
+            if "index_put_" not in marker:
+                assert all(not c.avoidable and c.reason == UNAVOIDABLE["scatter-grad"] for c in back
+                           if c.kind == "gather")
         # the gather's backward writes the gathered gradient back (an accumulating scatter in IndexBackward0 /
         # IndexSelectBackward0): the gradient of a copy is a copy, as slice_backward's is; nothing else scatters
         scatters = [c for c in report.copies if c.kind == "scatter" or c.kernel in REDUCTION_KERNELS]
@@ -487,3 +492,13 @@ def test_masked_fill_gradient_is_the_op_s_own_and_its_forward_clone_stays_avoida
         assert grad.bytes == size and not grad.avoidable and grad.reason == UNAVOIDABLE["masked-fill-grad"]
     audit = fxlint.audit(lambda q, k: scores(q, k, where=True), (q, k), train=True)
     assert not [c for c in audit.copies if c.bytes >= size]
+
+
+def test_sort_copies_its_input_into_its_output_as_its_own_result():
+    """``sort`` writes its input into the values it returns (and the positions into the indices), then sorts them in
+    place: the copies are the result."""
+    x = torch.randn(64)
+    audit = fxlint.audit(lambda x: torch.sort(x * 2).values + 1, (x,))
+    got = [c for c in audit.copies if c.top_op == "aten::sort"]
+    assert sorted(c.bytes for c in got) == [64 * 4, 64 * 8]  # the float values, the int64 indices
+    assert all(not c.avoidable and c.reason == UNAVOIDABLE["sort-output"] for c in got)

@@ -498,6 +498,8 @@ def _duration(e: Any) -> int:
         return 0
 
 
+#: backward nodes of accumulating scatters (reductions): the gathers in them are the reduction's gradient
+_REDUCTION_BACKWARDS = ("ScatterAddBackward", "ScatterReduceBackward", "IndexAddBackward", "IndexReduceBackward")
 #: backward nodes of gathers: their accumulating scatter writes the gathered gradient back (a copy of it)
 _GATHER_BACKWARDS = ("IndexBackward", "IndexSelectBackward", "GatherBackward")
 
@@ -604,6 +606,11 @@ UNAVOIDABLE: dict[str, str] = {
                             "...) view: parameters, not activations, every such call pays it",
     "reduction-init": "the output of an out-of-place reduction starts as a copy of its input (``x.index_add(...)``: "
                       "every such call pays it)",
+    "scatter-grad": "the gradient of an accumulating scatter (a reduction into rows by an index): every source "
+                    "element reads its row's gradient back, a gather, as a sum's gradient is a broadcast (every such "
+                    "scatter pays it in training)",
+    "sort-output": "sort writes its input into the sorted output, then sorts it in place: the copy is the op's "
+                   "result (every sort pays it; argsort runs the same sort)",
     "masked-fill-grad": "masked_fill's gradient: the output's gradient with the masked elements zeroed, a new tensor "
                         "ATen writes as clone + masked_fill_ (in place or not, every masked_fill pays it in training; "
                         "torch.where's backward writes the same bytes in one pass)",
@@ -632,6 +639,10 @@ def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...]
         return False, UNAVOIDABLE["rnn-kernel"]
     if chain[0] == "aten::instance_norm" and "aten::repeat" in chain[1:]:  # ATen repeats only parameters there
         return False, UNAVOIDABLE["instance-norm-params"]
+    if (grad_fn or "").startswith(_REDUCTION_BACKWARDS):
+        return False, UNAVOIDABLE["scatter-grad"]
+    if chain[0] == "aten::sort" and chain[-1] == "aten::copy_" and grad_fn is None:
+        return False, UNAVOIDABLE["sort-output"]
     if (grad_fn or "").startswith("MaskedFillBackward") and chain[0] == "aten::masked_fill":
         return False, UNAVOIDABLE["masked-fill-grad"]
     if chain[-1] == "aten::copy_" and any(op in _OUT_OF_PLACE_REDUCTIONS for op in chain[:-1]):
