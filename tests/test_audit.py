@@ -502,3 +502,28 @@ def test_sort_copies_its_input_into_its_output_as_its_own_result():
     got = [c for c in audit.copies if c.top_op == "aten::sort"]
     assert sorted(c.bytes for c in got) == [64 * 4, 64 * 8]  # the float values, the int64 indices
     assert all(not c.avoidable and c.reason == UNAVOIDABLE["sort-output"] for c in got)
+
+
+def test_a_gather_from_a_trained_table_is_a_lookup_in_training_only():
+    """``self.table[self.index]`` (a learned relative-position bias, Whisper's positional embedding): in a training step
+    the table changes every step and the gather (and its gradient) is the lookup itself, as ``F.embedding``'s is; in
+    inference the table is fixed and the gather is FXL404's to compute once. A gather from a buffer stays a copy."""
+
+    class Bias(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = nn.Parameter(torch.randn(15, 4))
+            self.register_buffer("index", torch.randint(0, 15, (64,)))
+            self.register_buffer("fixed", torch.randn(15, 4))
+
+        def forward(self, x):
+            return x + self.table[self.index] + self.fixed[self.index]  # two gathers
+
+    x = torch.randn(64, 4, requires_grad=True)
+    train = fxlint.audit(Bias().train(), (x,), train=True)
+    got = sorted((c.phase, c.avoidable, c.reason) for c in train.copies if c.line == _line("# two gathers"))
+    lookup = UNAVOIDABLE["table-lookup"]
+    assert got == [("backward", False, lookup), ("forward", False, lookup), ("forward", True, None)]
+    with torch.no_grad():
+        infer = fxlint.audit(Bias().eval(), (x,))
+    assert [c.avoidable for c in infer.copies if c.line == _line("# two gathers")] == [True, True]

@@ -41,6 +41,9 @@ _OPS = {
     "matmul": lambda h: h @ torch.ones(D, D), "cat": lambda h: torch.cat([h, h * 2], -1),
     "chunk": lambda h: torch.cat(h.chunk(2, -1)[::-1], -1), "slice": lambda h: h[..., 1:],
     "einsum": lambda h: torch.einsum("bhid,bhjd->bhij", h, h * 2),
+    "sdpa": lambda h: F.scaled_dot_product_attention(h, h * 2, h * 3),
+    "sdpa, a learned mask": lambda h: F.scaled_dot_product_attention(h, h * 2, h * 3, attn_mask=h[:1, :, :, :1] * h[
+        :1, :, :, :1].transpose(-1, -2)),
 }
 
 

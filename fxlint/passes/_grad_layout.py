@@ -22,7 +22,8 @@ tests/test_fxl121_gradient_layout_copy.py checks them):
 * `einsum`: contiguous in the order `bmm` read the operand (``fxlint.kernels.einsum``);
 * `scaled_dot_product_attention` on the CPU, without dropout (the flash kernel): q, k and v's gradients are
   written (B, N, H, D)-major and handed back transposed, the layout of `x.view(B, N, H, D).transpose(1, 2)`;
-  with dropout it runs the math path: contiguous.
+  with dropout, or a mask that needs a gradient (a learned position bias: T5, Swin), it runs the math path:
+  contiguous.
 
 Where several ops read a tensor, autograd adds their gradients as they arrive: the op latest in the forward
 runs first in the backward, and the sum lands in place in the first gradient that is a fresh tensor, so it keeps
@@ -202,15 +203,18 @@ class GradLayouts:
                                   or str(t.dtype) not in ("torch.float32", "torch.bfloat16") for t in infos) or \
                 not isinstance(dropout, (int, float)) or gqa not in (None, False):
             return [(i, None) for i in u.tensor_inputs]
+        mask = u.args.get("attn_mask")
+        # the flash kernel takes no dropout and no mask that needs a gradient (a learned position bias): the math
+        # path then runs, matmuls whose gradients are contiguous (measured)
+        math = dropout > 0 or (isinstance(mask, CanonNode) and _has_grad(mask) and u.grad_enabled)
         out: list[tuple[CanonNode, Grad | None]] = []
         for i, t in zip(ins, infos):
-            if dropout > 0:  # the math path: bmm gradients
+            if math:
                 out.append((i, Grad(contiguous_strides(t.shape), True, u)))
                 continue
             b, h, n, d = t.shape
             sb, sn, sh, sd = contiguous_strides((b, n, h, d))
             out.append((i, Grad((sb, sh, sn, sd), True, u)))
-        mask = u.args.get("attn_mask")
         if isinstance(mask, CanonNode):
             out.append((mask, None))
         return out

@@ -358,10 +358,11 @@ class PhaseTimer:
 
 
 def profile_copies(fn: Callable[..., Any], root: torch.nn.Module | None, *, attribute: bool = True,
-                   timed: bool = False) -> RawAudit:
+                   timed: bool = False, trained: Iterable[torch.Tensor] = ()) -> RawAudit:
     """Run ``fn()`` once under the profiler and return every copy with its call site
     (no call sites with ``attribute=False``). With ``timed``, ``fn`` is called as ``fn(timer)``
-    and times its phases with it (``RawAudit.phase_ns``)."""
+    and times its phases with it (``RawAudit.phase_ns``). ``trained``: the parameters a training step
+    updates (a gather from one of them is a table lookup: ``table-lookup``)."""
     from torch.profiler import ProfilerActivity, profile
 
     from ..util.quiet import quiet_native_stderr
@@ -378,7 +379,7 @@ def profile_copies(fn: Callable[..., Any], root: torch.nn.Module | None, *, attr
                 fn(timer) if timed else fn()
                 timer.ns["call"] = time.perf_counter_ns() - t0
         tree = prof.profiler.kineto_results.experimental_event_tree()
-    raw = _extract(tree, mode.sites)
+    raw = _extract(tree, mode.sites, {t.untyped_storage().data_ptr() for t in trained})
     raw.phase_ns = dict(timer.ns)
     return raw
 
@@ -430,9 +431,12 @@ def _itemsize(dtype: Any) -> int:
         return 0
 
 
-def _extract(roots: list[Any], sites: dict[int, CallSite]) -> RawAudit:
+def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | None = None) -> RawAudit:
     raw = RawAudit(sites=sites)
     seq_to_site: dict[int, int] = {}
+    tables = tables or set()
+    #: sequence numbers of the forward gathers that read a trained table (their backward is its gradient)
+    lookups: set[int] = set()
 
     # pass 1: forward sequence numbers -> annotation (last forward op with that number created the node)
     def index_forward(e: Any, site: int | None) -> None:
@@ -444,6 +448,8 @@ def _extract(roots: list[Any], sites: dict[int, CallSite]) -> RawAudit:
                 site = int(m.group(1))
             elif site is not None and e.extra_fields.sequence_number >= 0 and e.name.startswith("aten::"):
                 seq_to_site[e.extra_fields.sequence_number] = site
+                if e.name in GATHER_KERNELS and _reads_table(e, tables):
+                    lookups.add(e.extra_fields.sequence_number)
         for c in e.children:
             index_forward(c, site)
 
@@ -452,7 +458,7 @@ def _extract(roots: list[Any], sites: dict[int, CallSite]) -> RawAudit:
 
     # pass 2: copies (``evs``: the profiler events of ``chain``, for the copy's time)
     def visit(e: Any, site: int | None, chain: tuple[str, ...], evs: tuple[Any, ...], grad_fn: str | None,
-              phase: str) -> None:
+              phase: str, lookup: bool = False) -> None:
         if not _is_op(e):
             return
         name = e.name
@@ -464,6 +470,7 @@ def _extract(roots: list[Any], sites: dict[int, CallSite]) -> RawAudit:
             grad_fn = name[len(_SEQ_EVENT):]
             phase = "backward"
             site = seq_to_site.get(e.extra_fields.sequence_number)
+            lookup = e.extra_fields.sequence_number in lookups
             chain, evs = (), ()
         elif name.startswith("aten::"):
             chain, evs = chain + (name,), evs + (e,)
@@ -477,18 +484,26 @@ def _extract(roots: list[Any], sites: dict[int, CallSite]) -> RawAudit:
                 event = _as_copy(e, chain)
             if event is not None:
                 event["events"] = evs
+                event["table"] = lookup if phase == "backward" else (name in GATHER_KERNELS and _reads_table(e, tables))
                 _record(raw, event, sites.get(site) if site is not None else None, grad_fn, phase)
                 if name in GATHER_KERNELS:  # a copy of the gather's input is a copy of its own
                     for c in e.children:
                         if _is_op(c) and c.name in _INPUT_COPIES:
-                            visit(c, site, chain, evs, grad_fn, phase)
+                            visit(c, site, chain, evs, grad_fn, phase, lookup)
                 return  # nothing else inside a copy kernel is a second copy
         for c in e.children:
-            visit(c, site, chain, evs, grad_fn, phase)
+            visit(c, site, chain, evs, grad_fn, phase, lookup)
 
     for r in roots:
         visit(r, None, (), (), None, "forward")
     return raw
+
+
+def _reads_table(e: Any, tables: set[int]) -> bool:
+    """The gather event ``e`` reads one of the trained parameters (its source's storage is theirs)."""
+    src = _tensor_meta(e, 0)
+    ptr = getattr(src, "storage_data_ptr", None) if src is not None else None
+    return bool(tables) and ptr is not None and ptr in tables
 
 
 def _duration(e: Any) -> int:
@@ -611,15 +626,20 @@ UNAVOIDABLE: dict[str, str] = {
                     "scatter pays it in training)",
     "sort-output": "sort writes its input into the sorted output, then sorts it in place: the copy is the op's "
                    "result (every sort pays it; argsort runs the same sort)",
+    "table-lookup": "a gather from a parameter the training step updates (a learned table indexed by positions: "
+                    "an embedding lookup spelled as indexing) and its gradient: the table changes every step, the "
+                    "gathered rows are the computation, as the embedding lookup's are",
     "masked-fill-grad": "masked_fill's gradient: the output's gradient with the masked elements zeroed, a new tensor "
                         "ATen writes as clone + masked_fill_ (in place or not, every masked_fill pays it in training; "
                         "torch.where's backward writes the same bytes in one pass)",
 }
 
 
-def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...]) -> tuple[bool, str | None]:
+def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...], *,
+             table: bool = False) -> tuple[bool, str | None]:
     """(avoidable, reason) of one copy: its op chain (top op down to the kernel that wrote the
-    bytes), the backward node it ran in (None in forward) and its shape. The reasons are the values
+    bytes), the backward node it ran in (None in forward), its shape, and whether it is a gather from a
+    parameter the training step updates, or that gather's gradient (``table``). The reasons are the values
     of ``UNAVOIDABLE``."""
     parent = chain[-2] if len(chain) >= 2 else None
     if chain[-1] in HOST_READ_KERNELS:
@@ -639,6 +659,8 @@ def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...]
         return False, UNAVOIDABLE["rnn-kernel"]
     if chain[0] == "aten::instance_norm" and "aten::repeat" in chain[1:]:  # ATen repeats only parameters there
         return False, UNAVOIDABLE["instance-norm-params"]
+    if table:
+        return False, UNAVOIDABLE["table-lookup"]
     if (grad_fn or "").startswith(_REDUCTION_BACKWARDS):
         return False, UNAVOIDABLE["scatter-grad"]
     if chain[0] == "aten::sort" and chain[-1] == "aten::copy_" and grad_fn is None:
@@ -660,7 +682,7 @@ def _record(raw: RawAudit, ev: dict[str, Any], site: CallSite | None, grad_fn: s
         return  # a view copied onto itself: ATen returns before moving a byte (see _writes_itself)
     at = next((i for i, c in enumerate(chain) if c in COPY_ENTRY_OPS), len(chain) - 1)
     op = chain[at]
-    avoidable, reason = classify(chain, grad_fn, ev["shape"])
+    avoidable, reason = classify(chain, grad_fn, ev["shape"], table=bool(ev.get("table")))
     loc = site.location if site is not None else None
     raw.copies.append(
         CopyEvent(
