@@ -527,3 +527,32 @@ def test_a_gather_from_a_trained_table_is_a_lookup_in_training_only():
     with torch.no_grad():
         infer = fxlint.audit(Bias().eval(), (x,))
     assert [c.avoidable for c in infer.copies if c.line == _line("# two gathers")] == [True, True]
+
+
+def test_the_gradient_of_a_lone_piece_is_the_op_s_own_and_of_pieces_taken_apart_is_a_copy():
+    """A piece taken alone (a crop, a class token): its backward zero-fills the whole tensor's gradient and copies the
+    piece's in, and no spelling of one piece avoids it (``lone-piece-grad``). Two pieces of one tensor taken one
+    subscript each (FXL113: ``split`` makes one backward write) stay copies to fix."""
+
+    class Pieces(nn.Module):
+        def forward(self, x):
+            h = x * 2
+            crop = h[..., :-2]  # a lone crop
+            g = x * 3
+            a = g[..., :3]  # one piece of g
+            b = g[..., 3:]  # the other piece
+            t = x * 4
+            w = (x * 5).unsqueeze(1)
+            out = crop.sum() + (a * 2).sum() + (b * 3).sum() + t[:, 0].sum()  # a lone class token
+            return out + w[:, 0].sum()  # the whole of w: squeeze(1) takes it with a free backward
+
+    audit = fxlint.audit(Pieces(), (torch.randn(4, 8, requires_grad=True),), train=True)
+
+    def back(marker):
+        return [(c.avoidable, c.reason) for c in audit.copies if c.phase == "backward" and c.line == _line(marker)
+                and c.reason != UNAVOIDABLE["scalar"]]
+
+    lone = (False, UNAVOIDABLE["lone-piece-grad"])
+    assert back("# a lone crop") == [lone] and back("# a lone class token") == [lone]
+    assert back("# one piece of g") == [(True, None)] and back("# the other piece") == [(True, None)]
+    assert back("# the whole of w") == [(True, None)]

@@ -36,6 +36,7 @@ import re
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -437,6 +438,8 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
     tables = tables or set()
     #: sequence numbers of the forward gathers that read a trained table (their backward is its gradient)
     lookups: set[int] = set()
+    #: sequence number of each forward subscript that takes a piece -> the tensor it takes it from
+    pieces_of: dict[int, tuple] = {}
 
     # pass 1: forward sequence numbers -> annotation (last forward op with that number created the node)
     def index_forward(e: Any, site: int | None) -> None:
@@ -450,15 +453,22 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
                 seq_to_site[e.extra_fields.sequence_number] = site
                 if e.name in GATHER_KERNELS and _reads_table(e, tables):
                     lookups.add(e.extra_fields.sequence_number)
+                if e.name in _PIECE_OPS and (key := _piece_source(e)) is not None:
+                    pieces_of[e.extra_fields.sequence_number] = key
         for c in e.children:
             index_forward(c, site)
 
     for r in roots:
         index_forward(r, None)
+    # a piece is lone when no other subscript of the step takes a piece of the same tensor
+    taken = Counter(pieces_of.values())
+    #: the lone pieces' sequence numbers -> the size of the tensor each is taken from (a piece as large as it is the
+    #: whole tensor, ``h[:, 0]`` of an (N, 1, C) ``h``, which ``squeeze`` takes with a free backward: FXL113's)
+    lone = {seq: _numel(key[1]) for seq, key in pieces_of.items() if taken[key] == 1}
 
     # pass 2: copies (``evs``: the profiler events of ``chain``, for the copy's time)
     def visit(e: Any, site: int | None, chain: tuple[str, ...], evs: tuple[Any, ...], grad_fn: str | None,
-              phase: str, lookup: bool = False) -> None:
+              phase: str, lookup: bool = False, alone_of: int | None = None) -> None:
         if not _is_op(e):
             return
         name = e.name
@@ -471,6 +481,7 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
             phase = "backward"
             site = seq_to_site.get(e.extra_fields.sequence_number)
             lookup = e.extra_fields.sequence_number in lookups
+            alone_of = lone.get(e.extra_fields.sequence_number)
             chain, evs = (), ()
         elif name.startswith("aten::"):
             chain, evs = chain + (name,), evs + (e,)
@@ -485,18 +496,35 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
             if event is not None:
                 event["events"] = evs
                 event["table"] = lookup if phase == "backward" else (name in GATHER_KERNELS and _reads_table(e, tables))
+                event["lone_piece"] = (phase == "backward" and alone_of is not None
+                                       and _numel(event["shape"]) < alone_of)
                 _record(raw, event, sites.get(site) if site is not None else None, grad_fn, phase)
                 if name in GATHER_KERNELS:  # a copy of the gather's input is a copy of its own
                     for c in e.children:
                         if _is_op(c) and c.name in _INPUT_COPIES:
-                            visit(c, site, chain, evs, grad_fn, phase, lookup)
+                            visit(c, site, chain, evs, grad_fn, phase, lookup, alone_of)
                 return  # nothing else inside a copy kernel is a second copy
         for c in e.children:
-            visit(c, site, chain, evs, grad_fn, phase, lookup)
+            visit(c, site, chain, evs, grad_fn, phase, lookup, alone_of)
 
     for r in roots:
         visit(r, None, (), (), None, "forward")
     return raw
+
+
+#: the subscripts that take a piece of a tensor (their backward zero-fills the whole and copies the piece in)
+_PIECE_OPS = {"aten::slice", "aten::select", "aten::narrow"}
+#: their backward nodes
+_PIECE_BACKWARDS = {"aten::slice_backward", "aten::select_backward"}
+
+
+def _piece_source(e: Any) -> tuple | None:
+    """The tensor a subscript event takes a piece of: its storage, sizes and strides (two subscripts of one tensor
+    read the same), or None when the profiler did not record it."""
+    src = _tensor_meta(e, 0)
+    if src is None or getattr(src, "id", None) is None:
+        return None
+    return (src.id, tuple(src.sizes), tuple(src.strides))
 
 
 def _reads_table(e: Any, tables: set[int]) -> bool:
@@ -629,6 +657,10 @@ UNAVOIDABLE: dict[str, str] = {
     "table-lookup": "a gather from a parameter the training step updates (a learned table indexed by positions: "
                     "an embedding lookup spelled as indexing) and its gradient: the table changes every step, the "
                     "gathered rows are the computation, as the embedding lookup's are",
+    "lone-piece-grad": "the gradient of a piece taken alone (a crop ``x[..., :-k]``, a class token ``x[:, 0]``): the "
+                       "whole tensor's gradient, zero outside the piece, written as zeros and the piece's gradient "
+                       "(every lone subscript pays it in training; pieces of one tensor taken one subscript at a time "
+                       "are FXL113's)",
     "masked-fill-grad": "masked_fill's gradient: the output's gradient with the masked elements zeroed, a new tensor "
                         "ATen writes as clone + masked_fill_ (in place or not, every masked_fill pays it in training; "
                         "torch.where's backward writes the same bytes in one pass)",
@@ -636,11 +668,12 @@ UNAVOIDABLE: dict[str, str] = {
 
 
 def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...], *,
-             table: bool = False) -> tuple[bool, str | None]:
+             table: bool = False, lone_piece: bool = False) -> tuple[bool, str | None]:
     """(avoidable, reason) of one copy: its op chain (top op down to the kernel that wrote the
-    bytes), the backward node it ran in (None in forward), its shape, and whether it is a gather from a
-    parameter the training step updates, or that gather's gradient (``table``). The reasons are the values
-    of ``UNAVOIDABLE``."""
+    bytes), the backward node it ran in (None in forward), its shape, whether it is a gather from a
+    parameter the training step updates, or that gather's gradient (``table``), and whether it is the
+    backward of a subscript that took the only piece of its tensor (``lone_piece``). The reasons are the
+    values of ``UNAVOIDABLE``."""
     parent = chain[-2] if len(chain) >= 2 else None
     if chain[-1] in HOST_READ_KERNELS:
         return True, None
@@ -661,6 +694,8 @@ def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...]
         return False, UNAVOIDABLE["instance-norm-params"]
     if table:
         return False, UNAVOIDABLE["table-lookup"]
+    if lone_piece and chain[0] in _PIECE_BACKWARDS:
+        return False, UNAVOIDABLE["lone-piece-grad"]
     if (grad_fn or "").startswith(_REDUCTION_BACKWARDS):
         return False, UNAVOIDABLE["scatter-grad"]
     if chain[0] == "aten::sort" and chain[-1] == "aten::copy_" and grad_fn is None:
@@ -682,7 +717,8 @@ def _record(raw: RawAudit, ev: dict[str, Any], site: CallSite | None, grad_fn: s
         return  # a view copied onto itself: ATen returns before moving a byte (see _writes_itself)
     at = next((i for i, c in enumerate(chain) if c in COPY_ENTRY_OPS), len(chain) - 1)
     op = chain[at]
-    avoidable, reason = classify(chain, grad_fn, ev["shape"], table=bool(ev.get("table")))
+    avoidable, reason = classify(chain, grad_fn, ev["shape"], table=bool(ev.get("table")),
+                                 lone_piece=bool(ev.get("lone_piece")))
     loc = site.location if site is not None else None
     raw.copies.append(
         CopyEvent(
