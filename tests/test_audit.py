@@ -556,3 +556,12 @@ def test_the_gradient_of_a_lone_piece_is_the_op_s_own_and_of_pieces_taken_apart_
     assert back("# a lone crop") == [lone] and back("# a lone class token") == [lone]
     assert back("# one piece of g") == [(True, None)] and back("# the other piece") == [(True, None)]
     assert back("# the whole of w") == [(True, None)]
+
+
+def test_a_resumed_frame_s_relative_module_path_matches_the_audit_s():
+    """After a graph break Dynamo resumes inside a submodule, and the finding's module path is relative to it
+    (``conv`` of ``GPSConv``); the audit's is the model's (``convs.0.conv``): the eager copy is still its module's."""
+    from fxlint.runtime.confirm import _same_call
+
+    assert _same_call("conv", "convs.0.conv") and _same_call(None, "convs.0.conv") and _same_call("a.b", "a.b")
+    assert not _same_call("conv", "convs.0.lin") and not _same_call("conv", None) and not _same_call("v", "conv")

@@ -132,9 +132,16 @@ def _eager_twin(f: Finding, audit: AuditReport, taken: set[int] | frozenset[int]
         return []
     sizes = sorted(f.copy_sizes or (f.bytes,), reverse=True)
     pool = [c for c in audit.copies if c.phase == "forward" and c.avoidable and id(c) not in taken
-            and (f.module_path is None or c.module_path == f.module_path)  # a resumed frame has no module
-            and c.file == f.file and c.line != f.line]
+            and _same_call(f.module_path, c.module_path) and c.file == f.file and c.line != f.line]
     return _match_sizes(sizes, pool) or []
+
+
+def _same_call(finding: str | None, copy: str | None) -> bool:
+    """The copy ran in the finding's module: the same path, or the finding has none, or a path relative to the
+    module of a frame Dynamo resumed after a graph break (``conv`` of ``GPSConv``, the audit's ``convs.0.conv``)."""
+    if finding is None or copy == finding:
+        return True
+    return copy is not None and copy.endswith("." + finding)
 
 
 def _claimed_calls(f: Finding) -> frozenset[str] | None:
