@@ -19,8 +19,9 @@ prediction), and finds in training:
 Each finding names the op whose backward wrote the gradient that way: a
 matmul or `einsum` writes its operands' gradients contiguous in the order
 it read them; `cat`, `chunk` and slices (the rotary embedding's
-`rotate_half`), `softmax`, `layer_norm`, `where`, `masked_fill` and `relu`
-write a new contiguous gradient; `F.scaled_dot_product_attention` on the
+`rotate_half`), `softmax`, `layer_norm`, `where`, `masked_fill`, `relu` and
+a `linear` on the permuted tensor (WavLM's gate) write a new contiguous
+gradient; `F.scaled_dot_product_attention` on the
 CPU writes q, k and v's gradients in the layout of
 `x.view(B, N, H, D).transpose(1, 2)` (no copy there).
 
@@ -87,7 +88,7 @@ from ._grad_layout import grad_layouts
 _PRODUCTS = frozenset({"matmul", "mm", "bmm", "einsum", "baddbmm", "addmm"})
 #: ops that cut or join pieces, or compute elementwise into a new contiguous gradient
 _BEFORE_PERMUTE = frozenset({"slice", "cat", "chunk", "split", "unbind", "split_with_sizes", "tensor_split",
-                             "softmax", "log_softmax", "layer_norm", "where", "masked_fill", "relu"})
+                             "softmax", "log_softmax", "layer_norm", "where", "masked_fill", "relu", "linear"})
 
 
 #: the torch functions the views and the linear are called as (``CopyEvent.func``)
