@@ -79,3 +79,23 @@ def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
     out = rule_output("FXL120")
     assert reported_lines(out, "FXL120") == set(marked_lines("FXL120", "positive"))
     assert out == snapshot
+
+
+def test_a_square_read_only_by_item_runs_no_backward_and_is_not_reported():
+    """``aux.pow(2).mean().item()`` (models/item_loss.py): the graph breaks at ``.item()``, the square's value leaves
+    only as a Python number, and no gradient comes back through it."""
+    import fxlint
+    import torch.nn as nn
+
+    class AuxByItem(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.main, self.aux = nn.Linear(8, 4), nn.Linear(8, 1)
+
+        def forward(self, x):
+            aux = self.aux(x).pow(2).mean()
+            return self.main(x).sum() + 0.1 * aux.item()
+
+    got = findings(fxlint.lint(AuxByItem().train(), torch.randn(4, 8), train=True, select="FXL120", config=False),
+                   "FXL120")
+    assert got == []
