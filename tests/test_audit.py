@@ -543,8 +543,11 @@ def test_the_gradient_of_a_lone_piece_is_the_op_s_own_and_of_pieces_taken_apart_
             b = g[..., 3:]  # the other piece
             t = x * 4
             w = (x * 5).unsqueeze(1)
+            u = x * 6
+            kept = u[:, 2:]  # the only piece of u with a gradient
+            u[:, :2].detach()  # another subscript of u, that no backward differentiates
             out = crop.sum() + (a * 2).sum() + (b * 3).sum() + t[:, 0].sum()  # a lone class token
-            return out + w[:, 0].sum()  # the whole of w: squeeze(1) takes it with a free backward
+            return out + w[:, 0].sum() + kept.sum()  # the whole of w: squeeze(1) takes it with a free backward
 
     audit = fxlint.audit(Pieces(), (torch.randn(4, 8, requires_grad=True),), train=True)
 
@@ -556,6 +559,7 @@ def test_the_gradient_of_a_lone_piece_is_the_op_s_own_and_of_pieces_taken_apart_
     assert back("# a lone crop") == [lone] and back("# a lone class token") == [lone]
     assert back("# one piece of g") == [(True, None)] and back("# the other piece") == [(True, None)]
     assert back("# the whole of w") == [(True, None)]
+    assert back("# the only piece of u with a gradient") == [lone]
 
 
 def test_a_resumed_frame_s_relative_module_path_matches_the_audit_s():

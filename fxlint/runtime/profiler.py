@@ -442,9 +442,12 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
     pieces_of: dict[int, tuple] = {}
 
     # pass 1: forward sequence numbers -> annotation (last forward op with that number created the node)
+    ran_backward: set[int] = set()  # sequence numbers of the autograd nodes the backward ran
+
     def index_forward(e: Any, site: int | None) -> None:
         if _is_op(e):
             if e.name.startswith(_SEQ_EVENT):
+                ran_backward.add(e.extra_fields.sequence_number)
                 return  # backward nodes reuse their forward op's number; only forward ops define it
             m = _ANNOTATION.match(e.name)
             if m:
@@ -460,8 +463,9 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
 
     for r in roots:
         index_forward(r, None)
-    # a piece is lone when no other subscript of the step takes a piece of the same tensor
-    taken = Counter(pieces_of.values())
+    # a piece is lone when no other subscript of the step takes a piece of the same tensor whose gradient the
+    # backward computes (a piece nothing differentiates, Emformer's unused memory, runs no backward)
+    taken = Counter(key for seq, key in pieces_of.items() if seq in ran_backward)
     #: the lone pieces' sequence numbers -> the size of the tensor each is taken from (a piece as large as it is the
     #: whole tensor, ``h[:, 0]`` of an (N, 1, C) ``h``, which ``squeeze`` takes with a free backward: FXL113's)
     lone = {seq: _numel(key[1]) for seq, key in pieces_of.items() if taken[key] == 1}
