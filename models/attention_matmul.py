@@ -15,7 +15,9 @@ strided q/k/v without any copy.
 The module returns the per-head outputs ``(B, H, S, D)``; merging the heads
 back is the ``.view`` half of the seed.
 
-Expected: FXL201 on the two matmul lines (q and k; v), each operand-sized.
+Expected: FXL201 on the two matmul lines (q and k; v), each operand-sized; in
+training FXL121 (info) on the head splits whose gradient the matmuls hand back
+in (B, H, S, D) order, which their views copy back in the backward.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import math
 import torch
 import torch.nn as nn
 
-EXPECTED = {"FXL201"}
+EXPECTED = {"FXL121", "FXL201"}
 
 
 class SelfAttention(nn.Module):

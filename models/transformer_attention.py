@@ -22,8 +22,8 @@ the block `steps` times, and each step flattens the same transposed bias table
 again: `steps` copies of the same data per call, where one before the loop
 would do (FXL102, warning).
 
-Expected: FXL201 (q, k and v copied by the matmuls, three times per call),
-FXL101 (the head merge, info) and FXL102 (the bias flattened in the loop).
+Expected: FXL201 (q, k and v copied by the matmuls, three times per call), FXL101
+(the head merge, info), FXL102 (the bias flattened in the loop), FXL121 (info).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-EXPECTED = {"FXL101", "FXL102", "FXL201"}
+EXPECTED = {"FXL101", "FXL102", "FXL121", "FXL201"}
 
 
 class Attention(nn.Module):

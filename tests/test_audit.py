@@ -409,6 +409,11 @@ def test_accumulating_scatters_are_reductions_not_copies_and_a_real_copy_still_c
             back = report.at(HERE, _line(marker), phase="backward")
             assert not [c.chain for c in back if c.kernel in REDUCTION_KERNELS or c.kind == "scatter"]
             assert not train or "gather" in [c.kind for c in back]
+            # ... the reduction's own gradient, as a sum's is a broadcast: every scatter pays it in training
+            # (not index_put_'s: its backward node, IndexPutBackward0, is the same for a writing index_put)
+            if "index_put_" not in marker:
+                assert all(not c.avoidable and c.reason == UNAVOIDABLE["scatter-grad"] for c in back
+                           if c.kind == "gather")
         # the gather's backward writes the gathered gradient back (an accumulating scatter in IndexBackward0 /
         # IndexSelectBackward0): the gradient of a copy is a copy, as slice_backward's is; nothing else scatters
         scatters = [c for c in report.copies if c.kind == "scatter" or c.kernel in REDUCTION_KERNELS]
@@ -463,3 +468,104 @@ def test_instance_norm_repeating_its_parameters_is_the_op_s_own_not_a_copy_to_fi
     assert len(repeats) == 2 and all(not c.avoidable and c.reason == UNAVOIDABLE["instance-norm-params"]
                                      for c in repeats)
     assert [c.bytes for c in audit.copies if c.avoidable] == [2 * 8 * 64 * 4]
+
+
+def test_masked_fill_gradient_is_the_op_s_own_and_its_forward_clone_stays_avoidable():
+    """``masked_fill``'s backward writes the output's gradient with the masked elements zeroed as clone +
+    ``masked_fill_`` (in place or not): unavoidable, ``masked-fill-grad``. Its forward clone of the input stays a
+    copy to fix (the in-place twin has none); ``torch.where`` makes neither copy event."""
+    mask = torch.ones(16, 16, dtype=torch.bool).triu(1)
+
+    def scores(q, k, inplace=False, where=False):
+        s = q @ k.transpose(-1, -2)
+        if where:
+            return torch.where(mask, -1e9, s).softmax(-1)
+        return (s.masked_fill_(mask, -1e9) if inplace else s.masked_fill(mask, -1e9)).softmax(-1)
+
+    q, k = torch.randn(2, 16, 8, requires_grad=True), torch.randn(2, 16, 8, requires_grad=True)
+    size = 2 * 16 * 16 * 4
+    for inplace, forward in ((False, [size]), (True, [])):
+        audit = fxlint.audit(lambda q, k, inplace=inplace: scores(q, k, inplace), (q, k), train=True)
+        fills = [c for c in audit.copies if c.top_op == "aten::masked_fill"]
+        assert [c.bytes for c in fills if c.phase == "forward" and c.avoidable] == forward
+        [grad] = [c for c in fills if c.phase == "backward"]
+        assert grad.bytes == size and not grad.avoidable and grad.reason == UNAVOIDABLE["masked-fill-grad"]
+    audit = fxlint.audit(lambda q, k: scores(q, k, where=True), (q, k), train=True)
+    assert not [c for c in audit.copies if c.bytes >= size]
+
+
+def test_sort_copies_its_input_into_its_output_as_its_own_result():
+    """``sort`` writes its input into the values it returns (and the positions into the indices), then sorts them in
+    place: the copies are the result."""
+    x = torch.randn(64)
+    audit = fxlint.audit(lambda x: torch.sort(x * 2).values + 1, (x,))
+    got = [c for c in audit.copies if c.top_op == "aten::sort"]
+    assert sorted(c.bytes for c in got) == [64 * 4, 64 * 8]  # the float values, the int64 indices
+    assert all(not c.avoidable and c.reason == UNAVOIDABLE["sort-output"] for c in got)
+
+
+def test_a_gather_from_a_trained_table_is_a_lookup_in_training_only():
+    """``self.table[self.index]`` (a learned relative-position bias, Whisper's positional embedding): in a training step
+    the table changes every step and the gather (and its gradient) is the lookup itself, as ``F.embedding``'s is; in
+    inference the table is fixed and the gather is FXL404's to compute once. A gather from a buffer stays a copy."""
+
+    class Bias(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = nn.Parameter(torch.randn(15, 4))
+            self.register_buffer("index", torch.randint(0, 15, (64,)))
+            self.register_buffer("fixed", torch.randn(15, 4))
+
+        def forward(self, x):
+            return x + self.table[self.index] + self.fixed[self.index]  # two gathers
+
+    x = torch.randn(64, 4, requires_grad=True)
+    train = fxlint.audit(Bias().train(), (x,), train=True)
+    got = sorted((c.phase, c.avoidable, c.reason) for c in train.copies if c.line == _line("# two gathers"))
+    lookup = UNAVOIDABLE["table-lookup"]
+    assert got == [("backward", False, lookup), ("forward", False, lookup), ("forward", True, None)]
+    with torch.no_grad():
+        infer = fxlint.audit(Bias().eval(), (x,))
+    assert [c.avoidable for c in infer.copies if c.line == _line("# two gathers")] == [True, True]
+
+
+def test_the_gradient_of_a_lone_piece_is_the_op_s_own_and_of_pieces_taken_apart_is_a_copy():
+    """A piece taken alone (a crop, a class token): its backward zero-fills the whole tensor's gradient and copies the
+    piece's in, and no spelling of one piece avoids it (``lone-piece-grad``). Two pieces of one tensor taken one
+    subscript each (FXL113: ``split`` makes one backward write) stay copies to fix."""
+
+    class Pieces(nn.Module):
+        def forward(self, x):
+            h = x * 2
+            crop = h[..., :-2]  # a lone crop
+            g = x * 3
+            a = g[..., :3]  # one piece of g
+            b = g[..., 3:]  # the other piece
+            t = x * 4
+            w = (x * 5).unsqueeze(1)
+            u = x * 6
+            kept = u[:, 2:]  # the only piece of u with a gradient
+            u[:, :2].detach()  # another subscript of u, that no backward differentiates
+            out = crop.sum() + (a * 2).sum() + (b * 3).sum() + t[:, 0].sum()  # a lone class token
+            return out + w[:, 0].sum() + kept.sum()  # the whole of w: squeeze(1) takes it with a free backward
+
+    audit = fxlint.audit(Pieces(), (torch.randn(4, 8, requires_grad=True),), train=True)
+
+    def back(marker):
+        return [(c.avoidable, c.reason) for c in audit.copies if c.phase == "backward" and c.line == _line(marker)
+                and c.reason != UNAVOIDABLE["scalar"]]
+
+    lone = (False, UNAVOIDABLE["lone-piece-grad"])
+    assert back("# a lone crop") == [lone] and back("# a lone class token") == [lone]
+    assert back("# one piece of g") == [(True, None)] and back("# the other piece") == [(True, None)]
+    assert back("# the whole of w") == [(True, None)]
+    assert back("# the only piece of u with a gradient") == [lone]
+
+
+def test_a_resumed_frame_s_relative_module_path_matches_the_audit_s():
+    """After a graph break Dynamo resumes inside a submodule, and the finding's module path is relative to it
+    (``conv`` of ``GPSConv``); the audit's is the model's (``convs.0.conv``): the eager copy is still its module's."""
+    from fxlint.runtime.confirm import _same_call
+
+    assert _same_call("conv", "convs.0.conv") and _same_call(None, "convs.0.conv") and _same_call("a.b", "a.b")
+    assert not _same_call("conv", "convs.0.lin") and not _same_call("conv", None) and not _same_call("v", "conv")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import fxlint
+from fxlint.passes.fxl111_out_of_place_on_temporary import _RESULT_NOT_SAVED
 from tests.copy_helpers import Expect, check_negative, check_positive, findings
 
 A = torch.randn(4, 49)
@@ -51,6 +53,20 @@ def _view_taken_first(a, b, mask):
     return sim.masked_fill(mask, -1e9).softmax(-1), first * 2
 
 
+def trained_scores(q, k, mask):
+    sim = torch.einsum("bid,bjd->bij", q, k) * 0.5
+    kept = sim.clone()  # keeps nothing for the backward
+    sim = sim.masked_fill(mask, -1e9)  # trained scores
+    return sim.softmax(-1), kept
+
+
+def trained_emformer(q, k, mask):
+    w = torch.bmm(q, k.transpose(1, 2))
+    wf = w.float()  # float32 already: the same tensor
+    wf = wf.masked_fill(mask, -1e8)  # trained emformer
+    return torch.softmax(wf, -1).type_as(w)  # reads only w's dtype
+
+
 S, MASK = torch.randn(8, 8, 8), torch.rand(2, 1, 1, 8) > 0.3
 M8 = torch.rand(8, 8) > 0.5
 
@@ -60,12 +76,22 @@ POSITIVE = [
     ("a whole view of a fresh sum (deberta)", deberta_scores, (S, S, MASK), [Expect("# view", 8 * 8 * 8 * 4)]),
     ("read by a clone before the fill", cloned_first, (S, S, M8), [Expect("# cloned first", 8 * 8 * 8 * 4)]),
     ("a no-op .float() of a fresh product", float_of_float, (S, S, M8), [Expect("# float of float", 8 * 8 * 8 * 4)]),
+    ("in training, scores from einsum (it keeps nothing of its result)", trained_scores,
+     (S.clone().requires_grad_(), S.clone().requires_grad_(), M8), [Expect("# trained scores", 8 * 8 * 8 * 4)]),
+    ("in training, through a no-op .float(), type_as reading only the dtype", trained_emformer,
+     (S.clone().requires_grad_(), S.clone().requires_grad_(), M8), [Expect("# trained emformer", 8 * 8 * 8 * 4)]),
 ]
 
 
 @pytest.mark.parametrize("label,fn,inputs,expected", POSITIVE, ids=[p[0] for p in POSITIVE])
 def test_positive(label, fn, inputs, expected):
     check_positive(fn, inputs, "FXL111", expected)
+
+
+def _kept_by_a_product(x):
+    t = x * 2
+    y = t * x  # MulBackward keeps t for x's gradient
+    return t.masked_fill(t > 0, 0.0) + y
 
 
 def _read_again(x):
@@ -82,7 +108,11 @@ NEGATIVE = [
     ("a transposed view (in place would keep its strides)",
      lambda a, b, m: (a + b).transpose(0, 1).masked_fill(m, 0.0).view(-1), (S, S, torch.rand(8, 8, 8) > 0.5)),
     ("an expanded view", lambda a, m: (a * 2).expand(2, 4, 8, 8).masked_fill(~m, 0.0), (torch.randn(1, 4, 8, 8), MASK)),
-    ("requires grad", lambda x: (x * 2).masked_fill(x > 0, 0.0), (A.clone().requires_grad_(),)),
+    ("in training, made by exp, which keeps its result", lambda x: (x * 2).exp().masked_fill(x > 0, 0.0),
+     (A.clone().requires_grad_(),)),
+    ("in training, a view (autograd would rebuild its base)",
+     lambda x: (x * 2).view(2, 98).masked_fill(x.view(2, 98) > 0, 0.0), (A.clone().requires_grad_(),)),
+    ("in training, read earlier by a product that keeps it", _kept_by_a_product, (A.clone().requires_grad_(),)),
     ("broadcast up by the mask", lambda x, m: (x * 2).masked_fill(m, 0.0), (torch.randn(1, 5), torch.rand(4, 5) > 0.5)),
 ]
 
@@ -111,3 +141,31 @@ def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
     out = rule_output("FXL111")
     assert reported_lines(out, "FXL111") == set(marked_lines("FXL111", "positive"))
     assert out == snapshot
+
+
+@pytest.mark.parametrize("op", sorted(_RESULT_NOT_SAVED - {"to", "clone"}))
+def test_autograd_lets_the_ops_of_the_table_be_written_in_place(op):
+    """Each producer the rule accepts in training: its result written in place, then the backward runs."""
+    x, y = torch.randn(4, 8, requires_grad=True), torch.randn(8, 8, requires_grad=True)
+    m = torch.rand(4, 8) > 0.5
+    make = {
+        "matmul": lambda: x @ y, "mm": lambda: torch.mm(x, y), "bmm": lambda: torch.bmm(x[None], y[None])[0] * 1,
+        "einsum": lambda: torch.einsum("ij,jk->ik", x, y), "addmm": lambda: torch.addmm(x, x, y),
+        "baddbmm": lambda: torch.baddbmm(x[None], x[None], y[None])[0] * 1, "linear": lambda: F.linear(x, y),
+        "add": lambda: x + y[:4], "sub": lambda: x - y[:4], "rsub": lambda: 1 - x, "mul": lambda: x * y[:4],
+        "div": lambda: x / (y[:4].abs() + 1), "neg": lambda: -x, "where": lambda: torch.where(m, x, y[:4]),
+        "masked_fill": lambda: x.masked_fill(m, 0.0), "cat": lambda: torch.cat([x, y]),
+    }[op]
+    t = make()
+    t.masked_fill_(t > 0, 0.0)
+    t.sum().backward()  # raises if autograd kept the result
+
+
+@pytest.mark.parametrize("op", ["exp", "softmax", "sigmoid", "tanh", "relu", "sqrt"])
+def test_ops_that_keep_their_result_are_not_in_the_table(op):
+    x = torch.randn(4, 8, requires_grad=True)
+    t = getattr(torch, op)(x.abs(), -1) if op == "softmax" else getattr(torch, op)(x.abs())
+    t.masked_fill_(t > 0.5, 0.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        t.sum().backward()
+    assert op not in _RESULT_NOT_SAVED

@@ -17,11 +17,18 @@ def test_positives_in_training_confirmed_with_their_backward_copies():
     for f in got:
         assert f.status == "confirmed", (f.line, f.status)
         assert f.bytes == 0 and f.backward_bytes  # the forward copies nothing
-    by_kind = {f.details["kind"]: f for f in got}
-    assert by_kind["select"].fix == "take the pieces at once: `qkv.unbind(0)` (one backward write)"
-    assert by_kind["select"].backward_bytes == 3 * 2 * 2 * 6 * 8 * 4  # three (2, 2, 6, 8) float32 gradients
+    [sel] = [f for f in got if f.details["kind"] == "select" and f.details["pieces"] == 3]
+    assert sel.fix == "take the pieces at once: `qkv.unbind(0)` (one backward write)"
+    assert sel.backward_bytes == 3 * 2 * 2 * 6 * 8 * 4  # three (2, 2, 6, 8) float32 gradients
     splits = sorted(f.details["suggestion"] for f in got if f.details["kind"] == "slice")
-    assert splits == ["h.split([1, 5], dim=1)", "h.split([2, 4], dim=1)"]
+    assert splits == ["h.chunk(2, dim=2)", "h.chunk(2, dim=2)", "h.split([1, 5], dim=1)", "h.split([2, 4], dim=1)"]
+    # the rotary pieces, one per line: each finding claims its own line's backward copy
+    rotary = [f for f in got if f.details["suggestion"] == "h.chunk(2, dim=2)"]
+    assert [f.backward_bytes for f in rotary] == [2 * 6 * 24 * 4] * 2
+    assert all(list(f.details["lines"]) == sorted(g.line for g in rotary) for f in rotary)
+    [whole] = [f for f in got if f.details["pieces"] == 1]
+    assert whole.fix == "take it as a view with a free backward: `g.squeeze(1)`"
+    assert whole.backward_bytes == 2 * 6 * 48 * 4
 
 
 def test_inference_under_no_grad_is_silent():
@@ -57,7 +64,7 @@ def test_the_audit_sees_the_backward_copies_it_claims():
     model, inputs = load_fixture("FXL113").make()
     audit = fxlint.audit(model.train(), inputs, train=True)
     rep = lint_fixture("FXL113", train=True)
-    [sel] = [f for f in findings(rep, "FXL113") if f.details["kind"] == "select"]
+    [sel] = [f for f in findings(rep, "FXL113") if f.details["kind"] == "select" and f.details["pieces"] == 3]
     back = [c for c in audit.copies if c.phase == "backward" and c.line == sel.line]
     assert sum(c.bytes for c in back) >= sel.backward_bytes
     assert any("select_backward" in ">".join(c.chain) for c in back)
@@ -96,3 +103,26 @@ def test_pieces_cut_off_by_a_detach_get_no_backward_and_are_not_counted():
     assert findings(fxlint.lint(Loop().train(), x, select="FXL113", config=False), "FXL113") == []
     [f] = findings(fxlint.lint(Kept().train(), x, select="FXL113", config=False, confirm=True), "FXL113")
     assert f.details["pieces"] == 4 and f.details["suggestion"] == "x.unbind(0)" and f.status == "confirmed"
+
+
+def test_chunk_replaces_the_rotary_pieces_backward_copies():
+    """rotate_half's two slices on two lines make two ``slice_backward`` copies; ``chunk`` none, same gradient."""
+    def rotate_slices(x):
+        x1 = x[..., : x.shape[-1] // 2]
+        x2 = x[..., x.shape[-1] // 2 :]
+        return torch.cat((-x2, x1), dim=-1)
+
+    def rotate_chunk(x):
+        x1, x2 = x.chunk(2, dim=-1)
+        return torch.cat((-x2, x1), dim=-1)
+
+    w = torch.randn(2, 4, 16, 8)
+    grads, copies = [], []
+    for fn in (rotate_slices, rotate_chunk):
+        x = torch.randn(2, 4, 16, 8, generator=torch.Generator().manual_seed(0), requires_grad=True)
+        audit = fxlint.audit(lambda x, fn=fn: (fn(x * 1.0) * w).sum(), (x,), train=True)
+        copies.append([c.bytes for c in audit.copies if c.phase == "backward" and c.avoidable])
+        (fn(x * 1.0) * w).sum().backward()
+        grads.append(x.grad)
+    assert copies == [[2 * 4 * 16 * 4 * 4] * 2, []]
+    assert torch.equal(grads[0], grads[1])

@@ -160,11 +160,34 @@ def test_each_overlap_has_one_owner_whatever_the_selection(cls, shape, owner):
     assert codes & {"FXL101", "FXL104", "FXL112", "FXL204", "FXL402", "FXL404", "FXL405", "FXL406"} == owner
 
 
+class PermutedQkvPieces(nn.Module):
+    """In training, q, k, v taken after a permute of a reshape: FXL114 (unbind before the permute) owns the
+    reshape's backward copy over FXL121 (which would name the unbind as the gradient's cause)."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(16, 48)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).reshape(2, 6, 3, 2, 8).permute(2, 0, 3, 1, 4).unbind(0)
+        return (q @ k.transpose(-1, -2)).softmax(-1) @ v
+
+
+TRAINING_OVERLAPS = [(PermutedQkvPieces, (2, 6, 16), {"FXL114"})]
+
+
+@pytest.mark.parametrize("cls,shape,owner", TRAINING_OVERLAPS, ids=[c.__name__ for c, _, _ in TRAINING_OVERLAPS])
+def test_each_training_overlap_has_one_owner_whatever_the_selection(cls, shape, owner):
+    torch.manual_seed(0)
+    codes = _assert_ownership_is_selection_free(cls().train(), (torch.randn(*shape, requires_grad=True),))
+    assert codes & {"FXL114", "FXL121"} == owner
+
+
 def test_every_supersedes_pair_is_exercised_above():
     """A new `supersedes` entry needs an overlap program here, so the property covers it."""
     pairs = {(r.code, s) for r in default_registry().rules() for s in r.supersedes}
     covered = {("FXL204", "FXL101"), ("FXL104", "FXL101"), ("FXL104", "FXL405"), ("FXL112", "FXL405"),
-               ("FXL406", "FXL402"), ("FXL404", "FXL406")}
+               ("FXL406", "FXL402"), ("FXL404", "FXL406"), ("FXL114", "FXL121")}
     assert pairs == covered, pairs ^ covered
 
 

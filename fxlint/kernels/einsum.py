@@ -43,7 +43,7 @@ from .geometry import Geometry, on_cpu, shape_text
 from .model_registry import kernel_model, needs_grad, tensor_arg
 from .results import KernelCopy, KernelPrediction, copy_of, none_when_undecided
 
-__all__ = ["parse_equation", "predict_einsum"]
+__all__ = ["einsum_operand_grad_strides", "parse_equation", "predict_einsum"]
 
 
 def parse_equation(equation: str) -> tuple[list[str], str] | None:
@@ -158,6 +158,58 @@ def predict_einsum(equation: str, a: TensorInfo, b: TensorInfo, *, grad: bool = 
     path, inner = res
     copies.extend(inner)
     return KernelPrediction("einsum", f"einsum: sumproduct_pair, {path}", tuple(copies), backward_known=not grad)
+
+
+def einsum_operand_grad_strides(equation: str, a: TensorInfo, b: TensorInfo) -> tuple[tuple, tuple] | None:
+    """The strides of the gradients ``torch.einsum(equation, a, b)`` hands back to ``a`` and ``b`` in the
+    backward (CPU), or None where the decomposition is not modelled (see ``predict_einsum``).
+
+    Autograd records ``einsum``'s own steps: each operand permuted to ``sumproduct_pair``'s order and reshaped
+    for ``bmm``. ``bmm``'s backward writes the left operand's gradient contiguous in (batch, left-only, summed)
+    order and the right one's in (batch, summed, right-only) order; the reshape and permute backwards then hand
+    each back as a permuted view: the operand's gradient is contiguous in the order ``bmm`` read it, not in the
+    operand's own (``k`` of ``"bhid,bhjd->bhij"`` gets a gradient laid out (b, h, d, j))."""
+    parsed = parse_equation(equation)
+    if parsed is None or len(parsed[0]) != 2 or not on_cpu(a, b):
+        return None
+    (la_labels, lb_labels), out = parsed
+    if a.ndim != len(la_labels) or b.ndim != len(lb_labels):
+        return None
+    contracted = sorted({c for c in la_labels + lb_labels if c not in out}, key=_label_index)
+    if not out or any(c not in la_labels or c not in lb_labels for c in contracted):
+        return None
+    order = list(out) + contracted
+    ta, tb = _aligned(Geometry.of(a), la_labels, order), _aligned(Geometry.of(b), lb_labels, order)
+    keep = list(range(len(out)))
+    for i in range(len(out), len(order)):
+        sl, sr = not eq(ta.shape[i], 1), not eq(tb.shape[i], 1)
+        if sl and sr:
+            keep.append(i)
+        elif sl or sr:
+            return None
+    if len(keep) == len(out):
+        return None  # a broadcast mul: its gradients are products with the other operand, not modelled here
+    kept = [order[d] for d in keep]
+    lro, lo, ro, sums = [], [], [], []
+    for i, d in enumerate(keep):
+        sl, sr = not eq(ta.shape[d], 1), not eq(tb.shape[d], 1)
+        if order[d] in contracted:
+            sums.append(i)
+        elif sl and sr:
+            lro.append(i)
+        elif sl:
+            lo.append(i)
+        else:
+            ro.append(i)
+    from ..tensor.layout import contiguous_strides
+
+    def grad_strides(t: Geometry, labels: str, perm: list[int]) -> tuple:
+        shape = [t.shape[keep[d]] for d in perm]  # the operand permuted as bmm reads it
+        dense = contiguous_strides(shape)
+        by_label = {kept[d]: dense[j] for j, d in enumerate(perm)}
+        return tuple(by_label.get(c, 1) for c in labels)  # a label squeezed out has size 1
+
+    return grad_strides(ta, la_labels, lro + lo + sums + ro), grad_strides(tb, lb_labels, lro + sums + ro + lo)
 
 
 # --------------------------------------------------------------------------- models

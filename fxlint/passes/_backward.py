@@ -4,11 +4,12 @@ reshaped through the views above it."""
 
 from __future__ import annotations
 
-from ..canon import CanonNode
+from ..canon import CanonNode, GraphView
 from ..tensor import symbolic
 from ..tensor.layout import contiguous_strides
 from ..tensor.symbolic import Dim
 from ..tensor.viewable import check_view
+from ._grad_layout import grad_layouts
 
 
 def grad_flows(node: CanonNode, src: CanonNode | None = None) -> bool:
@@ -27,11 +28,13 @@ def conversion_backward_bytes(node: CanonNode) -> Dim:
     return src.tensor.nbytes
 
 
-def backward_layout_copies(node: CanonNode) -> list[tuple[CanonNode, Dim]]:
-    """Copies backward makes above a layout copy: the gradient arrives contiguous at ``node``,
-    each permute above it turns it back into the permuted layout, and a view or reshape above that
-    must then reshape the permuted gradient, which copies when the dims it merges are not adjacent
-    (measured: channel shuffle's split ``view`` pays a full ``ViewBackward0 > reshape > clone``).
+def backward_layout_copies(node: CanonNode, view: GraphView | None = None) -> list[tuple[CanonNode, Dim]]:
+    """Copies backward makes above a layout copy: the gradient arrives at ``node`` (contiguous, or in the
+    layout ``fxlint.passes._grad_layout`` predicts for ``view``'s graph: F.scaled_dot_product_attention hands
+    it back transposed), the copy passes it on, each permute above it turns it back into the permuted layout,
+    and a view or reshape above that must then reshape the permuted gradient, which copies when the dims it
+    merges are not adjacent (measured: channel shuffle's split ``view`` pays a full ``ViewBackward0 > reshape
+    > clone``).
 
     Returns ``(view node, bytes)`` per predicted backward copy; empty when no gradient flows."""
     src = node.input
@@ -39,7 +42,10 @@ def backward_layout_copies(node: CanonNode) -> list[tuple[CanonNode, Dim]]:
         return []
     out: list[tuple[CanonNode, Dim]] = []
     shape = tuple(src.tensor.shape)
-    stride = contiguous_strides(shape)  # the gradient of a copy is contiguous in the copy's shape
+    stride = contiguous_strides(shape)  # the gradient of a copy, where nothing says otherwise
+    arrives = grad_layouts(view).at(node) if view is not None else None
+    if arrives is not None and len(arrives.strides) == len(shape):
+        stride = arrives.strides
     for cur in src.view_chain()[:-1]:  # each view, up to the tensor they view
         if cur.input is None or cur.input.tensor is None:
             break

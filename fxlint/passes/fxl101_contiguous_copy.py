@@ -172,7 +172,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         need = consumers_need(node, src.tensor, view)
         verdict = need.verdict if site.repeats == 1 else "repeated"
         severity = Severity.WARNING if verdict in ("repeated", AGNOSTIC) else Severity.INFO
-        bwd = [b for n in site.nodes for b in backward_layout_copies(n)]
+        bwd = [b for n in site.nodes for b in backward_layout_copies(n, view)]
         bwd_bytes = sum(b for _, b in bwd) if bwd else 0
         violation = ContiguousCopy(
             call="contiguous" if node.op == "contiguous" else "clone",

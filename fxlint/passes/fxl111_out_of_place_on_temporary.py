@@ -20,11 +20,24 @@ shifted-window attention mask): the second call's input is the first call's
 fresh result, read by nothing else; the first call's input `m` is read again
 by `m == 0` and must stay out-of-place (it is not reported).
 
-In training the finding is limited to temporaries that do not require
-grad: an in-place write on a tensor autograd saved for the backward of the
-op that made it raises at `.backward()`.
+In training, where the temporary requires grad, the in-place write must not
+change a tensor autograd saved: it is reported when the op that made the
+temporary does not keep its own result for its backward (a matmul, `einsum`,
+`bmm`, `linear`, `+`, `-`, `*`, `/`, `where`, `cat`, a `masked_fill`, a
+conversion: checked with autograd in the tests), when nothing that read the
+temporary earlier kept it either (a comparison, `clone`, `+`: they keep
+nothing), and when the call writes the temporary itself, not a view of it.
+An in-place write on a view of a tensor that requires grad makes autograd
+rebuild the base in the backward (`CopySlices`: four more copies of the
+view's size, measured) and is not reported; nor is a temporary made by an
+op that keeps its result (`exp`, `softmax`, `sigmoid`, `tanh`, `relu`,
+`sqrt`: `.backward()` would raise). A read of the temporary's dtype or shape
+only (`.type_as(t)`, `t.size(1)`) is not a read.
 
-Bytes are the temporary's size; backward pays nothing extra.
+Bytes are the temporary's size per call. Backward pays nothing more for the
+out-of-place spelling: `masked_fill`'s gradient, in place or not, is the
+output's gradient with the masked elements zeroed, a new tensor (the audit
+files it as unavoidable, `masked-fill-grad`).
 
 ## Why is this bad?
 The clone allocates and writes a second full-size tensor only to throw the
@@ -68,6 +81,16 @@ from ._util import real_users
 #: out-of-place ops ATen implements as clone + their in-place twin (checked with the profiler:
 #: ``aten::masked_fill > aten::clone > aten::copy_``)
 _TWINS = {"masked_fill": "masked_fill_"}
+#: ops whose backward does not read their own result: autograd lets their output be written in place
+#: (tests/test_fxl111_out_of_place_on_temporary.py checks each against autograd; ``exp``, ``softmax``,
+#: ``sigmoid``, ``tanh``, ``relu``, ``sqrt`` keep their result and are not here)
+_RESULT_NOT_SAVED = frozenset({"matmul", "mm", "bmm", "einsum", "addmm", "baddbmm", "linear", "add", "sub", "rsub",
+                               "mul", "div", "neg", "where", "masked_fill", "cat", "to", "clone"})
+#: ops that keep nothing of their inputs for the backward (sizes and options at most)
+_KEEP_NOTHING = frozenset({"add", "sub", "rsub", "neg", "clone", "contiguous", "to", "cat", "sum", "mean"})
+#: calls that read only the dtype, device or shape of a tensor
+_METADATA_READS = frozenset({"size", "zeros_like", "ones_like", "empty_like", "full_like", "new_zeros", "new_ones",
+                             "new_empty", "new_full"})
 
 
 @dataclass(frozen=True)
@@ -103,8 +126,8 @@ def _hits(view: GraphView) -> Iterator[Hit]:
                 continue  # the caller's tensor, or memory shared with another tensor
             if not _read_only_before(src, node) or escapes(base, view):
                 continue  # read again (m == 0 after m.masked_fill(...)) or returned
-            if src.tensor.requires_grad and node.grad_enabled:
-                continue  # autograd may have saved it: an in-place write would fail in backward
+            if src.tensor.requires_grad and node.grad_enabled and not _autograd_allows(src, base, node):
+                continue  # autograd saved it (or would rebuild a view's base): the in-place write fails or costs more
             if tuple(src.tensor.shape) != tuple(node.tensor.shape):
                 continue  # broadcast up by the mask: the in-place op cannot grow its input
             violation = OutOfPlaceOnTemporary(op=op, inplace=twin, source=src.name,
@@ -117,10 +140,37 @@ def _read_only_before(t: CanonNode, reader: CanonNode) -> bool:
     keeps ``qk_similarities = sim.clone()`` before ``sim = sim.masked_fill(...)``): writing ``t`` in place at
     ``reader`` changes nothing anyone reads later."""
     for u in real_users(t):
-        if u.node is reader.node:
+        if u.node is reader.node or _reads_metadata(u, t):
             continue
         if u.position > reader.position or u.is_view or u.is_maybe_view or t in u.aliases or t in u.mutates:
             return False
+    return True
+
+
+def _reads_metadata(u: CanonNode, t: CanonNode) -> bool:
+    """``u`` reads only ``t``'s dtype, device or shape (``x.type_as(t)``, ``t.size(1)``, ``t.new_zeros(...)``)."""
+    if u.op in _METADATA_READS:
+        return True
+    return u.op == "to" and u.input is not t  # ``x.type_as(t)``: t gives the dtype
+
+
+def _autograd_allows(src: CanonNode, base: CanonNode, reader: CanonNode) -> bool:
+    """In training: can ``base`` be written in place at ``reader`` without failing or costing the backward more?
+    The write must land on ``base`` itself (through no-op conversions only, which return the same tensor: a view
+    of a tensor that requires grad is rebuilt by ``CopySlices``), ``base``'s op must not keep its result for its
+    backward, and no earlier reader may have kept ``base`` (one that requires no grad keeps nothing)."""
+    if any(n.op not in ("to", "contiguous") for n in src.view_chain(aliasing=True)[:-1]):
+        return False
+    if base.op not in _RESULT_NOT_SAVED:
+        return False
+    for u in real_users(base):
+        if u.node is reader.node or _reads_metadata(u, base) or u.op in _KEEP_NOTHING:
+            continue
+        if u.tensor is not None and not (u.tensor.requires_grad and u.grad_enabled):
+            continue  # a comparison, an argmax: no autograd node, nothing kept
+        if u in src.view_chain(aliasing=True):
+            continue  # the no-op conversion the write goes through
+        return False
     return True
 
 

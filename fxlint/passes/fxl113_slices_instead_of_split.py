@@ -1,19 +1,25 @@
 """Pieces of a tensor taken one subscript at a time in training: each piece's backward zero-fills a gradient the size of the whole tensor; `unbind`/`split` give the same views with one backward write.
 
 ## What it does
-Finds two or more pieces of one tensor taken along the same dim by one
-statement, each by its own subscript, where a gradient flows back through them:
-`q, k, v = qkv[0], qkv[1], qkv[2]` (selects) and `cls, x = x[:, :1],
-x[:, 1:]` or `torch.tensor_split(x, (1,), dim=1)` (slices), with every
-other dim taken whole and no two pieces overlapping. Only pieces whose
+Finds two or more pieces of one tensor taken along the same dim in one
+function, each by its own subscript, where a gradient flows back through them:
+`q, k, v = qkv[0], qkv[1], qkv[2]` (selects), `cls, x = x[:, :1],
+x[:, 1:]` or `torch.tensor_split(x, (1,), dim=1)` (slices), and the same
+pieces on consecutive lines (`x1 = x[..., : d // 2]`, `x2 = x[..., d // 2 :]`,
+the rotary embedding's `rotate_half`), with every other dim taken whole and
+no two pieces overlapping. Also a select along a dim of size 1 (`h[:, 0]`
+of an (N, 1, C) tensor): the one piece is the whole tensor, and
+`h.squeeze(1)` is the same view with a free backward. Only pieces whose
 gradient reaches the output count (a piece cut off by a `detach` gets no
 backward). Only in training: in inference the pieces are free views and
 nothing runs backward.
 
 Bytes are what the backward copies per training step: each piece's
 gradient copied into its place in a zero-filled tensor of the whole
-size (`aten::select_backward` / `aten::slice_backward` > `aten::copy_`,
-the pieces' bytes together). The forward copies nothing.
+size (`aten::select_backward` / `aten::slice_backward` > `aten::copy_`).
+Pieces taken on several lines are reported on each line, with that line's
+pieces' bytes (the audit files each piece's backward copy at its own line).
+The forward copies nothing.
 
 ## Why is this bad?
 Autograd differentiates each subscript on its own. Measured with the
@@ -37,12 +43,16 @@ cls_token, tokens = x[:, :1], x[:, 1:]
 ```python
 q, k, v = qkv.unbind(0)
 cls_token, tokens = x.split([1, x.shape[1] - 1], dim=1)
+x1, x2 = x.chunk(2, dim=-1)
 ```
+Measured (torch 2.13, CPU) on the rotary embedding: `x1, x2 = x[..., :h],
+x[..., h:]` then `torch.cat((-x2, x1), -1)` makes two `slice_backward`
+copies per call of it in the backward; `x.chunk(2, dim=-1)` none.
 
 ## When it is intentional
-Pieces that overlap, or a single piece (`x[:, 1:]` alone: its gradient
-must be zero elsewhere anyway), are not reported. Silence a line with
-`# fxlint: ignore[FXL113]`.
+Pieces that overlap, or a single piece smaller than the tensor (`x[:, 1:]`
+alone: its gradient must be zero elsewhere anyway), are not reported.
+Silence a line with `# fxlint: ignore[FXL113]`.
 
 `details` (the fields of `SlicesInsteadOfSplit`): `tensor` (the sliced
 tensor, in the user's names), `dim`, `pieces` (how many), `kind`
@@ -54,7 +64,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 
 from ..analysis.gradflow import cut_kind
@@ -73,17 +83,27 @@ class SlicesInsteadOfSplit(Violation):
     pieces: int
     kind: str  # "select" (x[0], x[1]) or "slice" (x[:, :1], x[:, 1:], tensor_split)
     suggestion: str
-    copied: int | str | None  # backward bytes per training step
+    copied: int | str | None  # backward bytes per training step (of the pieces on this finding's line)
     spelled: str = "subscripts"  # "subscripts" or "tensor_split" (built from slices)
+    lines: tuple[int, ...] = ()  # the source lines the pieces are taken on, when known
 
     def message(self) -> str:
         how = "select" if self.kind == "select" else "slice"
+        if self.pieces == 1:
+            return (f"`{self.tensor}` selected along dim {self.dim}, of size 1: the piece is the whole tensor, but in the "
+                    f"backward the select copies its gradient into a zero-filled tensor the size of `{self.tensor}` "
+                    f"({bytes_text(self.copied)} copied per training step, plus the zero fill)")
         taken = "one subscript each" if self.spelled == "subscripts" else "by `torch.tensor_split` (one slice each)"
-        return (f"{self.pieces} pieces of `{self.tensor}` along dim {self.dim}, {taken}: in the backward each "
+        where = f" (on lines {', '.join(map(str, self.lines))})" if len(self.lines) > 1 else ""
+        on_line = " on this line" if len(self.lines) > 1 else ""
+        return (f"{self.pieces} pieces of `{self.tensor}` along dim {self.dim}, {taken}{where}: in the backward each "
                 f"{how} copies its gradient into a zero-filled tensor the size of `{self.tensor}`, and the pieces are "
-                f"summed ({bytes_text(self.copied)} copied per training step, plus the zero fills and the sums)")
+                f"summed ({bytes_text(self.copied)} copied per training step{on_line}, plus the zero fills and the "
+                "sums)")
 
     def fix_title(self) -> str:
+        if self.pieces == 1:
+            return f"take it as a view with a free backward: `{self.suggestion}`"
         return f"take the pieces at once: `{self.suggestion}` (one backward write)"
 
 
@@ -162,17 +182,26 @@ def _pieces_of_split(node: CanonNode) -> tuple[int, list[tuple[CanonNode, int, i
 
 @rule("FXL113", "slices-instead-of-split", "warning", violation=SlicesInsteadOfSplit)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
-    # the pieces one statement takes (`q, k, v = qkv[0], qkv[1], qkv[2]`): other subscripts of the same
-    # tensor elsewhere (`tail = h[:, 1:]`) are another decision
-    groups: dict[tuple[int, int, object], list[tuple[CanonNode, str, int, int]]] = defaultdict(list)
+    # the pieces one statement takes (`q, k, v = qkv[0], qkv[1], qkv[2]`), then the lone pieces one function takes
+    # on several lines (`x1 = x[..., :h]` and `x2 = x[..., h:]`); subscripts of the same tensor in another function
+    # are another decision
+    Where = tuple[str | None, str | None, int | None] | None
+    groups: dict[tuple[int, int, Where], list[tuple[CanonNode, str, int, int]]] = defaultdict(list)
     for node in view.ops("slice"):
         p = _piece(node)
         if p is None or not _grads(node) or node.input is None:
             continue
         dim, kind, start, stop = p
-        where = (node.location.file, node.location.line) if node.location is not None else None
+        loc = node.location
+        where = (loc.file, loc.function, loc.line) if loc is not None else None
         groups[(id(node.input), dim, where)].append((node, kind, start, stop))
-    for (_, dim, _), pieces in groups.items():
+    lone: dict[tuple[int, int, object], list[tuple[CanonNode, str, int, int]]] = defaultdict(list)
+    for (key, dim, at), pieces in groups.items():
+        if len({(a, b) for *_, a, b in pieces}) > 1 or at is None:
+            yield from _hit(pieces, dim)
+        elif not (yield from _whole(pieces, dim)):
+            lone[(key, dim, at[:2])].extend(pieces)
+    for (_, dim, _), pieces in lone.items():
         yield from _hit(pieces, dim)
     for node in view.ops("tensor_split"):
         got = _pieces_of_split(node)
@@ -183,17 +212,36 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             yield from _hit([(u, "slice", a, b) for u, a, b in used], dim, anchor=node, spelled="tensor_split")
 
 
+def _line(node: CanonNode) -> int | None:
+    return node.location.line if node.location is not None else None
+
+
+def _whole(pieces: list[tuple[CanonNode, str, int, int]], dim: int) -> Generator[Hit, None, bool]:
+    """``h[:, 0]`` of an (N, 1, C) tensor (the pieces of one line, all that one select): the piece is the whole
+    tensor, yet its backward zero-fills a gradient of it and copies the piece's in. Yields that hit; returns
+    whether it did."""
+    x = pieces[0][0].input
+    if x is None or x.tensor is None or x.tensor.shape[dim] != 1 or {k for _, k, _, _ in pieces} != {"select"}:
+        return False
+    name = operand_name(x)
+    copied = sum((node.tensor.nbytes for node, *_ in pieces if node.tensor is not None), 0)
+    first = min((n for n, *_ in pieces), key=lambda n: n.position)
+    yield Hit(first, SlicesInsteadOfSplit(tensor=name, dim=dim, pieces=1, kind="select",
+                                          suggestion=f"{name}.squeeze({dim})", copied=bytes_value(copied)),
+              bytes=0, backward_bytes=copied, dedup=f"{name}:{dim}")
+    return True
+
+
 def _hit(pieces: list[tuple[CanonNode, str, int, int]], dim: int, anchor: CanonNode | None = None,
          spelled: str = "subscripts") -> Iterator[Hit]:
     spans = sorted({(a, b) for _, _, a, b in pieces})
-    if len(spans) < 2 or any(b1 > a2 for (_, b1), (a2, _) in itertools.pairwise(spans)):
-        return  # one piece, or pieces that overlap: no partition to take at once
-    first = anchor or min((n for n, *_ in pieces), key=lambda n: n.position)
     x = pieces[0][0].input if anchor is None else anchor.input
     if x is None or x.tensor is None:
         return
     size = x.tensor.shape[dim]
     name = operand_name(x)
+    if len(spans) < 2 or any(b1 > a2 for (_, b1), (a2, _) in itertools.pairwise(spans)):
+        return  # one piece, or pieces that overlap: no partition to take at once
     kinds = {k for _, k, _, _ in pieces}
     if kinds == {"select"}:
         n = len(spans)
@@ -209,10 +257,24 @@ def _hit(pieces: list[tuple[CanonNode, str, int, int]], dim: int, anchor: CanonN
         if cuts[-1] != size:
             cuts.append(size)
         sizes = [b - a for a, b in itertools.pairwise(cuts)]
-        suggestion = f"{name}.split({sizes}, dim={dim})"
+        suggestion = (f"{name}.chunk({len(sizes)}, dim={dim})" if len(set(sizes)) == 1
+                      else f"{name}.split({sizes}, dim={dim})")
         kind = "slice"
         n = len(spans)
-    copied = sum((node.tensor.nbytes for node, *_ in pieces if node.tensor is not None), 0)
-    yield Hit(first, SlicesInsteadOfSplit(tensor=name, dim=dim, pieces=n, kind=kind, suggestion=suggestion,
-                                          copied=bytes_value(copied), spelled=spelled),
-              bytes=0, backward_bytes=copied, dedup=f"{name}:{dim}")
+    if anchor is not None:  # tensor_split: one call, one line
+        copied = sum((node.tensor.nbytes for node, *_ in pieces if node.tensor is not None), 0)
+        yield Hit(anchor, SlicesInsteadOfSplit(tensor=name, dim=dim, pieces=n, kind=kind, suggestion=suggestion,
+                                               copied=bytes_value(copied), spelled=spelled),
+                  bytes=0, backward_bytes=copied, dedup=f"{name}:{dim}")
+        return
+    # one finding per line the pieces are taken on, each with its own pieces' backward copies
+    by_line: dict[int | None, list[CanonNode]] = defaultdict(list)
+    for node, *_ in pieces:
+        by_line[_line(node)].append(node)
+    lines = tuple(sorted(ln for ln in by_line if ln is not None))
+    for nodes in by_line.values():
+        first = min(nodes, key=lambda nd: nd.position)
+        copied = sum((nd.tensor.nbytes for nd in nodes if nd.tensor is not None), 0)
+        yield Hit(first, SlicesInsteadOfSplit(tensor=name, dim=dim, pieces=n, kind=kind, suggestion=suggestion,
+                                              copied=bytes_value(copied), spelled=spelled, lines=lines),
+                  bytes=0, backward_bytes=copied, dedup=f"{name}:{dim}")

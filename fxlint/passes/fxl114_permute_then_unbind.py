@@ -122,7 +122,7 @@ def _cut_dim(perm: CanonNode) -> int | None:
     return dims.pop() if len(dims) == 1 else None
 
 
-@rule("FXL114", "permute-then-unbind", "warning", violation=PermuteThenUnbind)
+@rule("FXL114", "permute-then-unbind", "warning", violation=PermuteThenUnbind, supersedes=("FXL121",))
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     for perm in view.ops("permute"):
         r = perm.input

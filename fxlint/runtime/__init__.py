@@ -259,7 +259,8 @@ def audit(target: Any, example_inputs: Any = None, *, train: bool = False, attri
             try:
                 with torch.set_grad_enabled(train or torch.is_grad_enabled()):
                     step()  # warm-up: lazy initialisation and first-call caches are not per-call costs
-                    raw = profile_copies(step, module, attribute=attribute, timed=True)
+                    trained = [p for p in params if p.requires_grad] if train else []
+                    raw = profile_copies(step, module, attribute=attribute, timed=True, trained=trained)
                     wall = unprofiled_time(step)
             except (ModelError, CaptureError):
                 raise

@@ -132,9 +132,16 @@ def _eager_twin(f: Finding, audit: AuditReport, taken: set[int] | frozenset[int]
         return []
     sizes = sorted(f.copy_sizes or (f.bytes,), reverse=True)
     pool = [c for c in audit.copies if c.phase == "forward" and c.avoidable and id(c) not in taken
-            and (f.module_path is None or c.module_path == f.module_path)  # a resumed frame has no module
-            and c.file == f.file and c.line != f.line]
+            and _same_call(f.module_path, c.module_path) and c.file == f.file and c.line != f.line]
     return _match_sizes(sizes, pool) or []
+
+
+def _same_call(finding: str | None, copy: str | None) -> bool:
+    """The copy ran in the finding's module: the same path, or the finding has none, or a path relative to the
+    module of a frame Dynamo resumed after a graph break (``conv`` of ``GPSConv``, the audit's ``convs.0.conv``)."""
+    if finding is None or copy == finding:
+        return True
+    return copy is not None and copy.endswith("." + finding)
 
 
 def _claimed_calls(f: Finding) -> frozenset[str] | None:
@@ -152,10 +159,12 @@ _BACKWARD_OF_VIEWS = ("ViewBackward", "UnsafeViewBackward", "ReshapeAliasBackwar
 
 def _backward_hits(f: Finding, audit: AuditReport, taken: set[int]) -> list[CopyEvent]:
     """Backward copies that pay the finding's ``backward_bytes`` again (largest first, until they
-    add up to it); none when the finding predicts no backward copy. The copies of its own line come
-    first; then those a view earlier in the same function (and module) makes of the gradient the
-    finding's layout change sends back (autograd runs that copy in the view's node, so the audit
-    files it at the view's line)."""
+    add up to it); none when the finding predicts no backward copy. A copy of its own line of exactly
+    the predicted size is taken alone (q's and k's pieces on one line, of two sizes, are two findings
+    whose copies a largest-first pick would cross); else the copies of its own line come first; then
+    those a view earlier in the same function (and module) makes of the gradient the finding's layout
+    change sends back (autograd runs that copy in the view's node, so the audit files it at the view's
+    line)."""
     if not f.backward_bytes or f.file is None:
         return []
     same_module = _same_module(f, audit)
@@ -168,6 +177,9 @@ def _backward_hits(f: Finding, audit: AuditReport, taken: set[int]) -> list[Copy
     functions = {c.function for c in audit.copies if c.file == f.file and c.line == f.line and c.function}
     upstream = [c for c in audit.copies if fits(c) and c.line is not None and f.line is not None and c.line < f.line
                 and c.function in functions and (c.grad_fn or "").startswith(_BACKWARD_OF_VIEWS)]
+    exact = next((c for c in here if c.bytes == f.backward_bytes), None)
+    if exact is not None:
+        return [exact]  # one copy of the predicted size: another finding on the line may need the larger ones
     picked, total = [], 0
     for c in [*sorted(here, key=lambda c: -c.bytes), *sorted(upstream, key=lambda c: (-(c.line or 0), -c.bytes))]:
         if total >= f.backward_bytes:

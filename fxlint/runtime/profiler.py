@@ -36,6 +36,7 @@ import re
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -358,10 +359,11 @@ class PhaseTimer:
 
 
 def profile_copies(fn: Callable[..., Any], root: torch.nn.Module | None, *, attribute: bool = True,
-                   timed: bool = False) -> RawAudit:
+                   timed: bool = False, trained: Iterable[torch.Tensor] = ()) -> RawAudit:
     """Run ``fn()`` once under the profiler and return every copy with its call site
     (no call sites with ``attribute=False``). With ``timed``, ``fn`` is called as ``fn(timer)``
-    and times its phases with it (``RawAudit.phase_ns``)."""
+    and times its phases with it (``RawAudit.phase_ns``). ``trained``: the parameters a training step
+    updates (a gather from one of them is a table lookup: ``table-lookup``)."""
     from torch.profiler import ProfilerActivity, profile
 
     from ..util.quiet import quiet_native_stderr
@@ -378,7 +380,7 @@ def profile_copies(fn: Callable[..., Any], root: torch.nn.Module | None, *, attr
                 fn(timer) if timed else fn()
                 timer.ns["call"] = time.perf_counter_ns() - t0
         tree = prof.profiler.kineto_results.experimental_event_tree()
-    raw = _extract(tree, mode.sites)
+    raw = _extract(tree, mode.sites, {t.untyped_storage().data_ptr() for t in trained})
     raw.phase_ns = dict(timer.ns)
     return raw
 
@@ -430,29 +432,47 @@ def _itemsize(dtype: Any) -> int:
         return 0
 
 
-def _extract(roots: list[Any], sites: dict[int, CallSite]) -> RawAudit:
+def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | None = None) -> RawAudit:
     raw = RawAudit(sites=sites)
     seq_to_site: dict[int, int] = {}
+    tables = tables or set()
+    #: sequence numbers of the forward gathers that read a trained table (their backward is its gradient)
+    lookups: set[int] = set()
+    #: sequence number of each forward subscript that takes a piece -> the tensor it takes it from
+    pieces_of: dict[int, tuple] = {}
 
     # pass 1: forward sequence numbers -> annotation (last forward op with that number created the node)
+    ran_backward: set[int] = set()  # sequence numbers of the autograd nodes the backward ran
+
     def index_forward(e: Any, site: int | None) -> None:
         if _is_op(e):
             if e.name.startswith(_SEQ_EVENT):
+                ran_backward.add(e.extra_fields.sequence_number)
                 return  # backward nodes reuse their forward op's number; only forward ops define it
             m = _ANNOTATION.match(e.name)
             if m:
                 site = int(m.group(1))
             elif site is not None and e.extra_fields.sequence_number >= 0 and e.name.startswith("aten::"):
                 seq_to_site[e.extra_fields.sequence_number] = site
+                if e.name in GATHER_KERNELS and _reads_table(e, tables):
+                    lookups.add(e.extra_fields.sequence_number)
+                if e.name in _PIECE_OPS and (key := _piece_source(e)) is not None:
+                    pieces_of[e.extra_fields.sequence_number] = key
         for c in e.children:
             index_forward(c, site)
 
     for r in roots:
         index_forward(r, None)
+    # a piece is lone when no other subscript of the step takes a piece of the same tensor whose gradient the
+    # backward computes (a piece nothing differentiates, Emformer's unused memory, runs no backward)
+    taken = Counter(key for seq, key in pieces_of.items() if seq in ran_backward)
+    #: the lone pieces' sequence numbers -> the size of the tensor each is taken from (a piece as large as it is the
+    #: whole tensor, ``h[:, 0]`` of an (N, 1, C) ``h``, which ``squeeze`` takes with a free backward: FXL113's)
+    lone = {seq: _numel(key[1]) for seq, key in pieces_of.items() if taken[key] == 1}
 
     # pass 2: copies (``evs``: the profiler events of ``chain``, for the copy's time)
     def visit(e: Any, site: int | None, chain: tuple[str, ...], evs: tuple[Any, ...], grad_fn: str | None,
-              phase: str) -> None:
+              phase: str, lookup: bool = False, alone_of: int | None = None) -> None:
         if not _is_op(e):
             return
         name = e.name
@@ -464,6 +484,8 @@ def _extract(roots: list[Any], sites: dict[int, CallSite]) -> RawAudit:
             grad_fn = name[len(_SEQ_EVENT):]
             phase = "backward"
             site = seq_to_site.get(e.extra_fields.sequence_number)
+            lookup = e.extra_fields.sequence_number in lookups
+            alone_of = lone.get(e.extra_fields.sequence_number)
             chain, evs = (), ()
         elif name.startswith("aten::"):
             chain, evs = chain + (name,), evs + (e,)
@@ -477,18 +499,43 @@ def _extract(roots: list[Any], sites: dict[int, CallSite]) -> RawAudit:
                 event = _as_copy(e, chain)
             if event is not None:
                 event["events"] = evs
+                event["table"] = lookup if phase == "backward" else (name in GATHER_KERNELS and _reads_table(e, tables))
+                event["lone_piece"] = (phase == "backward" and alone_of is not None
+                                       and _numel(event["shape"]) < alone_of)
                 _record(raw, event, sites.get(site) if site is not None else None, grad_fn, phase)
                 if name in GATHER_KERNELS:  # a copy of the gather's input is a copy of its own
                     for c in e.children:
                         if _is_op(c) and c.name in _INPUT_COPIES:
-                            visit(c, site, chain, evs, grad_fn, phase)
+                            visit(c, site, chain, evs, grad_fn, phase, lookup, alone_of)
                 return  # nothing else inside a copy kernel is a second copy
         for c in e.children:
-            visit(c, site, chain, evs, grad_fn, phase)
+            visit(c, site, chain, evs, grad_fn, phase, lookup, alone_of)
 
     for r in roots:
         visit(r, None, (), (), None, "forward")
     return raw
+
+
+#: the subscripts that take a piece of a tensor (their backward zero-fills the whole and copies the piece in)
+_PIECE_OPS = {"aten::slice", "aten::select", "aten::narrow"}
+#: their backward nodes
+_PIECE_BACKWARDS = {"aten::slice_backward", "aten::select_backward"}
+
+
+def _piece_source(e: Any) -> tuple | None:
+    """The tensor a subscript event takes a piece of: its storage, sizes and strides (two subscripts of one tensor
+    read the same), or None when the profiler did not record it."""
+    src = _tensor_meta(e, 0)
+    if src is None or getattr(src, "id", None) is None:
+        return None
+    return (src.id, tuple(src.sizes), tuple(src.strides))
+
+
+def _reads_table(e: Any, tables: set[int]) -> bool:
+    """The gather event ``e`` reads one of the trained parameters (its source's storage is theirs)."""
+    src = _tensor_meta(e, 0)
+    ptr = getattr(src, "storage_data_ptr", None) if src is not None else None
+    return bool(tables) and ptr is not None and ptr in tables
 
 
 def _duration(e: Any) -> int:
@@ -498,6 +545,8 @@ def _duration(e: Any) -> int:
         return 0
 
 
+#: backward nodes of accumulating scatters (reductions): the gathers in them are the reduction's gradient
+_REDUCTION_BACKWARDS = ("ScatterAddBackward", "ScatterReduceBackward", "IndexAddBackward", "IndexReduceBackward")
 #: backward nodes of gathers: their accumulating scatter writes the gathered gradient back (a copy of it)
 _GATHER_BACKWARDS = ("IndexBackward", "IndexSelectBackward", "GatherBackward")
 
@@ -604,13 +653,31 @@ UNAVOIDABLE: dict[str, str] = {
                             "...) view: parameters, not activations, every such call pays it",
     "reduction-init": "the output of an out-of-place reduction starts as a copy of its input (``x.index_add(...)``: "
                       "every such call pays it)",
+    "scatter-grad": "the gradient of an accumulating scatter (a reduction into rows by an index): every source "
+                    "element reads its row's gradient back, a gather, as a sum's gradient is a broadcast (every such "
+                    "scatter pays it in training)",
+    "sort-output": "sort writes its input into the sorted output, then sorts it in place: the copy is the op's "
+                   "result (every sort pays it; argsort runs the same sort)",
+    "table-lookup": "a gather from a parameter the training step updates (a learned table indexed by positions: "
+                    "an embedding lookup spelled as indexing) and its gradient: the table changes every step, the "
+                    "gathered rows are the computation, as the embedding lookup's are",
+    "lone-piece-grad": "the gradient of a piece taken alone (a crop ``x[..., :-k]``, a class token ``x[:, 0]``): the "
+                       "whole tensor's gradient, zero outside the piece, written as zeros and the piece's gradient "
+                       "(every lone subscript pays it in training; pieces of one tensor taken one subscript at a time "
+                       "are FXL113's)",
+    "masked-fill-grad": "masked_fill's gradient: the output's gradient with the masked elements zeroed, a new tensor "
+                        "ATen writes as clone + masked_fill_ (in place or not, every masked_fill pays it in training; "
+                        "torch.where's backward writes the same bytes in one pass)",
 }
 
 
-def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...]) -> tuple[bool, str | None]:
+def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...], *,
+             table: bool = False, lone_piece: bool = False) -> tuple[bool, str | None]:
     """(avoidable, reason) of one copy: its op chain (top op down to the kernel that wrote the
-    bytes), the backward node it ran in (None in forward) and its shape. The reasons are the values
-    of ``UNAVOIDABLE``."""
+    bytes), the backward node it ran in (None in forward), its shape, whether it is a gather from a
+    parameter the training step updates, or that gather's gradient (``table``), and whether it is the
+    backward of a subscript that took the only piece of its tensor (``lone_piece``). The reasons are the
+    values of ``UNAVOIDABLE``."""
     parent = chain[-2] if len(chain) >= 2 else None
     if chain[-1] in HOST_READ_KERNELS:
         return True, None
@@ -629,6 +696,16 @@ def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...]
         return False, UNAVOIDABLE["rnn-kernel"]
     if chain[0] == "aten::instance_norm" and "aten::repeat" in chain[1:]:  # ATen repeats only parameters there
         return False, UNAVOIDABLE["instance-norm-params"]
+    if table:
+        return False, UNAVOIDABLE["table-lookup"]
+    if lone_piece and chain[0] in _PIECE_BACKWARDS:
+        return False, UNAVOIDABLE["lone-piece-grad"]
+    if (grad_fn or "").startswith(_REDUCTION_BACKWARDS):
+        return False, UNAVOIDABLE["scatter-grad"]
+    if chain[0] == "aten::sort" and chain[-1] == "aten::copy_" and grad_fn is None:
+        return False, UNAVOIDABLE["sort-output"]
+    if (grad_fn or "").startswith("MaskedFillBackward") and chain[0] == "aten::masked_fill":
+        return False, UNAVOIDABLE["masked-fill-grad"]
     if chain[-1] == "aten::copy_" and any(op in _OUT_OF_PLACE_REDUCTIONS for op in chain[:-1]):
         # only a reducing index_put / scatter is descended into (a writing one is a copy itself)
         return False, UNAVOIDABLE["reduction-init"]
@@ -644,7 +721,8 @@ def _record(raw: RawAudit, ev: dict[str, Any], site: CallSite | None, grad_fn: s
         return  # a view copied onto itself: ATen returns before moving a byte (see _writes_itself)
     at = next((i for i, c in enumerate(chain) if c in COPY_ENTRY_OPS), len(chain) - 1)
     op = chain[at]
-    avoidable, reason = classify(chain, grad_fn, ev["shape"])
+    avoidable, reason = classify(chain, grad_fn, ev["shape"], table=bool(ev.get("table")),
+                                 lone_piece=bool(ev.get("lone_piece")))
     loc = site.location if site is not None else None
     raw.copies.append(
         CopyEvent(

@@ -1,0 +1,299 @@
+"""The layout each tensor's gradient comes back in during the backward, predicted from the forward graph (kept
+private to the passes package).
+
+A view's backward reshapes the gradient it is handed back to the view's input, and that reshape copies when the
+gradient is laid out so that the dims it merges are not adjacent in memory: `q.view(B, N, H, D).transpose(1, 2)`
+whose gradient comes back contiguous in (B, H, N, D) order is copied by the view's backward. Whether it does
+depends on which ops' backwards wrote the gradient, so the gradient's strides are carried from the graph's
+outputs back to its inputs, op by op, with the rules below; where a rule is missing the layout is unknown (None)
+and nothing is predicted from it.
+
+What each op's backward hands its input (each rule measured with autograd hooks, torch 2.13, CPU;
+tests/test_fxl121_gradient_layout_copy.py checks them):
+
+* a permute, the permuted gradient; a view, reshape, squeeze or unsqueeze, the gradient reshaped to the input's
+  shape (a view where ATen's view rule allows, else a contiguous copy: the copies this module predicts);
+* `+`, `-`, `*`, `/`, `neg`, `exp`, `gelu`, `silu`, dropout, conversions, `clone`, `contiguous`: the gradient's
+  own layout (TensorIterator lays its result out like the gradient, its first operand), for an input of the
+  output's shape; `cat`: a slice of the gradient;
+* matmul, `mm`, `bmm`, `linear`, `softmax`, `log_softmax`, `layer_norm`, `where`, `masked_fill`, `relu`, a slice
+  (`slice_backward` zero-fills the input), `split`/`chunk`/`unbind` (their backward is a `cat`/`stack`): a new
+  contiguous tensor;
+* `einsum`: contiguous in the order `bmm` read the operand (``fxlint.kernels.einsum``);
+* `scaled_dot_product_attention` on the CPU, without dropout (the flash kernel): q, k and v's gradients are
+  written (B, N, H, D)-major and handed back transposed, the layout of `x.view(B, N, H, D).transpose(1, 2)`;
+  with dropout, or a mask that needs a gradient (a learned position bias: T5, Swin), it runs the math path:
+  contiguous.
+
+Where several ops read a tensor, autograd adds their gradients as they arrive: the op latest in the forward
+runs first in the backward, and the sum lands in place in the first gradient that is a fresh tensor, so it keeps
+that one's layout. A gradient reaching a graph output nothing in the graph reads is taken as contiguous (a loss
+that is a sum of products of the outputs with anything contiguous); an output the graph also reads is taken to
+get its gradient from those readers alone (a key/value cache or a state handed back for the next call, which the
+loss does not read: Whisper's decoder returns its keys and values).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from ..canon import CanonNode, GraphView
+from ..tensor.layout import contiguous_strides, dense_strides
+from ..tensor.symbolic import Dim
+from ..tensor.viewable import check_view, contiguous_copy_bytes
+
+#: ops whose backward hands each input of the output's shape a gradient laid out like the output's
+_FOLLOW = frozenset({"add", "sub", "rsub", "mul", "div", "true_divide", "neg", "exp", "gelu", "silu", "dropout",
+                     "to", "clone", "contiguous", "alias", "identity"})
+#: of those, the ones whose backward passes the gradient itself on (no new tensor autograd could add into)
+_PASS_ON = frozenset({"add", "sub", "clone", "contiguous", "alias", "identity"})
+#: ops whose backward writes their input's gradient into a new contiguous tensor
+_CONTIGUOUS = frozenset({"matmul", "mm", "bmm", "linear", "addmm", "baddbmm", "softmax", "log_softmax", "layer_norm",
+                         "where", "masked_fill", "relu"})
+#: ops that cut their input into pieces: their backward puts the pieces' gradients together with cat or stack
+_PIECES = frozenset({"split", "chunk", "unbind", "split_with_sizes", "tensor_split"})
+#: views whose backward is a reshape of the gradient
+_RESHAPES = frozenset({"view", "reshape", "squeeze", "unsqueeze", "flatten", "unflatten"})
+
+
+@dataclass(frozen=True)
+class Grad:
+    """The gradient handed back to a tensor: its strides, whether it is a fresh tensor (autograd may add the
+    next gradient into it in place), the op whose backward wrote this layout (None: the graph's output), and the
+    layout copy (`.contiguous()`, `clone(contiguous_format)`) it came back through, if any."""
+
+    strides: tuple[Dim, ...]
+    fresh: bool
+    made_by: CanonNode | None
+    through_copy: CanonNode | None = None
+
+
+@dataclass(frozen=True)
+class BackwardCopy:
+    """A copy the backward makes of a gradient: at ``node`` (a view reshaping its gradient back, or a `linear`
+    folding its output's gradient to 2-D), ``bytes`` per training step, of the gradient ``grad``."""
+
+    node: CanonNode
+    bytes: Dim
+    grad: Grad
+
+
+class GradLayouts:
+    """The gradient layouts of one graph (``of(view)`` computes them once per view)."""
+
+    def __init__(self, view: GraphView) -> None:
+        self.grads: dict[int, Grad | None] = {}
+        self.copies: list[BackwardCopy] = []
+        self._compute(view)
+
+    def at(self, node: CanonNode) -> Grad | None:
+        """The gradient ``node``'s output gets back; None when no gradient flows or its layout is not known."""
+        return self.grads.get(id(node))
+
+    def copy_at(self, node: CanonNode) -> BackwardCopy | None:
+        return next((c for c in self.copies if c.node is node), None)
+
+    # -- the propagation ------------------------------------------------------------------------------
+    def _compute(self, view: GraphView) -> None:
+        contributions: dict[int, list[tuple[int, Grad | None]]] = {}
+        returned = {id(n) for n in view.outputs if _has_grad(n)}
+        for node in reversed(view.nodes):
+            if node.kind != "op":
+                continue
+            got = contributions.get(id(node))
+            if not got and id(node) in returned:
+                assert node.tensor is not None
+                got = [(len(view.nodes), Grad(contiguous_strides(node.tensor.shape), True, None))]
+            if not got:
+                continue  # no gradient reaches it
+            g = _accumulate(got, node.tensor.shape) if node.tensor is not None else None
+            self.grads[id(node)] = g
+            for inp, c in self._backward(node, g):
+                if _has_grad(inp) or (inp.tensor is None and inp.op in _PIECES):
+                    contributions.setdefault(id(inp), []).append((node.position, c))
+
+    def _backward(self, u: CanonNode, g: Grad | None) -> list[tuple[CanonNode, Grad | None]]:
+        """What ``u``'s backward hands each of its tensor inputs, given the gradient ``g`` of its output."""
+        op = u.op
+        x = u.input
+        if op == "tuple_getitem":  # a piece of split/chunk/unbind: the node cutting it decides (below)
+            return [(x, g)] if x is not None else []
+        if u.tensor is None:  # a node with several outputs
+            if op in _PIECES and x is not None and x.tensor is not None:
+                return [(x, Grad(contiguous_strides(x.tensor.shape), True, u))]
+            return [(i, None) for i in u.tensor_inputs]
+        if op == "permute" and x is not None:
+            dims = u.args.get("dims")
+            if g is None or dims is None or len(dims) != len(g.strides):
+                return [(x, None)]
+            strides: list[Dim] = [0] * len(dims)
+            for j, d in enumerate(dims):
+                strides[d] = g.strides[j]
+            return [(x, Grad(tuple(strides), False, g.made_by, g.through_copy))]
+        if (op in _RESHAPES or (op == "slice" and _whole(u))) and x is not None:
+            return [(x, self._reshaped(u, x, g))]
+        if op == "slice" and x is not None and x.tensor is not None:
+            return [(x, Grad(contiguous_strides(x.tensor.shape), True, u))]
+        if op == "expand" and x is not None and x.tensor is not None and u.tensor is not None:
+            same = tuple(x.tensor.shape) == tuple(u.tensor.shape)
+            return [(x, g if same else None)]
+        if op in _PIECES and x is not None and x.tensor is not None:
+            return [(x, Grad(contiguous_strides(x.tensor.shape), True, u))]
+        if op == "cat":
+            return [(i, Grad(g.strides, False, g.made_by, g.through_copy) if g is not None and _same_rank(i, g)
+                     else None) for i in u.tensor_inputs]
+        if op == "scaled_dot_product_attention":
+            return self._attention(u)
+        if op == "einsum":
+            return self._einsum(u)
+        if op in _CONTIGUOUS:
+            if op == "linear":
+                self._linear_fold(u, g)
+            return [(i, Grad(contiguous_strides(i.tensor.shape), True, u)) for i in u.tensor_inputs
+                    if i.tensor is not None]
+        if op in _FOLLOW:
+            out: list[tuple[CanonNode, Grad | None]] = []
+            for i in u.tensor_inputs:
+                if g is None or i.tensor is None or tuple(i.tensor.shape) != tuple(u.tensor.shape) or \
+                        any(s == 0 for s in g.strides):
+                    out.append((i, None))
+                    continue
+                through = u if op in ("contiguous", "clone") and _copies(u) else g.through_copy
+                if op in _PASS_ON:
+                    out.append((i, Grad(g.strides, False, g.made_by, through)))
+                else:
+                    dense = _dense_like(i.tensor.shape, g.strides)
+                    out.append((i, Grad(dense, True, g.made_by, through) if dense is not None else None))
+            return out
+        return [(i, None) for i in u.tensor_inputs]
+
+    def _reshaped(self, u: CanonNode, x: CanonNode, g: Grad | None) -> Grad | None:
+        """A view's backward: ``g`` reshaped to the view's input, copied (and recorded) when no view can do it."""
+        if g is None or x.tensor is None or u.tensor is None:
+            return None
+        chk = check_view(u.tensor.shape, g.strides, x.tensor.shape)
+        if chk.viewable is None:
+            return None
+        if chk.viewable:
+            return Grad(tuple(chk.strides or ()), False, g.made_by, g.through_copy)
+        self.copies.append(BackwardCopy(u, x.tensor.nbytes, g))
+        return Grad(contiguous_strides(x.tensor.shape), True, g.made_by, g.through_copy)
+
+    def _linear_fold(self, u: CanonNode, g: Grad | None) -> None:
+        """``linear`` on an input of more than two dims folds its output's gradient to 2-D in the backward: a copy
+        when the gradient's leading dims do not merge."""
+        t = u.tensor
+        if g is None or t is None or t.ndim <= 2:
+            return
+        chk = check_view(t.shape, g.strides, (t.numel // t.shape[-1], t.shape[-1]))
+        if chk.viewable is False:
+            self.copies.append(BackwardCopy(u, t.nbytes, g))
+
+    def _attention(self, u: CanonNode) -> list[tuple[CanonNode, Grad | None]]:
+        qkv = [u.args.get(k) for k in ("query", "key", "value")]
+        ins = [i for i in qkv if isinstance(i, CanonNode) and i.tensor is not None]
+        infos = [i.tensor for i in ins if i.tensor is not None]
+        dropout = u.args.get("dropout_p")
+        gqa = u.args.get("enable_gqa")
+        if len(infos) != 3 or any(t.ndim != 4 or t.device.type != "cpu" or t.stride[-1] != 1
+                                  or str(t.dtype) not in ("torch.float32", "torch.bfloat16") for t in infos) or \
+                not isinstance(dropout, (int, float)) or gqa not in (None, False):
+            return [(i, None) for i in u.tensor_inputs]
+        mask = u.args.get("attn_mask")
+        # the flash kernel takes no dropout and no mask that needs a gradient (a learned position bias): the math
+        # path then runs, matmuls whose gradients are contiguous (measured)
+        math = dropout > 0 or (isinstance(mask, CanonNode) and _has_grad(mask) and u.grad_enabled)
+        out: list[tuple[CanonNode, Grad | None]] = []
+        for i, t in zip(ins, infos):
+            if math:
+                out.append((i, Grad(contiguous_strides(t.shape), True, u)))
+                continue
+            b, h, n, d = t.shape
+            sb, sn, sh, sd = contiguous_strides((b, n, h, d))
+            out.append((i, Grad((sb, sh, sn, sd), True, u)))
+        if isinstance(mask, CanonNode):
+            out.append((mask, None))
+        return out
+
+    def _einsum(self, u: CanonNode) -> list[tuple[CanonNode, Grad | None]]:
+        from ..kernels.einsum import einsum_operand_grad_strides
+
+        a, b = u.args.get("a"), u.args.get("b")
+        eqn = u.args.get("equation")
+        if not isinstance(a, CanonNode) or not isinstance(b, CanonNode) or a.tensor is None or b.tensor is None or \
+                len(u.args.get("operands") or ()) != 2 or not isinstance(eqn, str):
+            return [(i, None) for i in u.tensor_inputs]
+        got = einsum_operand_grad_strides(eqn, a.tensor, b.tensor)
+        if got is None:
+            return [(a, None), (b, None)]
+        return [(a, Grad(tuple(got[0]), True, u)), (b, Grad(tuple(got[1]), True, u))]
+
+
+_CACHE: weakref.WeakKeyDictionary[GraphView, GradLayouts] = weakref.WeakKeyDictionary()
+
+
+def grad_layouts(view: GraphView) -> GradLayouts:
+    """The gradient layouts of ``view``, computed once."""
+    got = _CACHE.get(view)
+    if got is None:
+        got = _CACHE[view] = GradLayouts(view)
+    return got
+
+
+def _has_grad(n: CanonNode) -> bool:
+    return n.tensor is not None and n.tensor.requires_grad and n.tensor.dtype.is_floating_point
+
+
+def _same_rank(i: CanonNode, g: Grad) -> bool:
+    return i.tensor is not None and i.tensor.ndim == len(g.strides)
+
+
+def _whole(u: CanonNode) -> bool:
+    """A subscript that cuts nothing (``x[None]``, ``x[:, None, ...]``): a reshape of the gradient."""
+    spec = u.args.get("index")
+    return spec is not None and all(it.kind in ("newaxis", "ellipsis") or it.is_full_slice for it in spec.items)
+
+
+def _copies(u: CanonNode) -> bool:
+    """A ``.contiguous()`` or ``clone(memory_format=...)`` that copies its input's layout in the forward (FXL101's
+    copies)."""
+    x = u.input
+    if x is None or x.tensor is None or (u.op == "clone" and u.args.get("memory_format") == torch.preserve_format):
+        return False
+    return bool(contiguous_copy_bytes(x.tensor, u.args.get("memory_format")))
+
+
+def _dense_like(shape: Sequence[Dim], strides: Sequence[Dim]) -> tuple[Dim, ...] | None:
+    """The strides of a new tensor TensorIterator writes for an operand of ``strides``: dense, its dims in the
+    operand's order (a slice of a gradient yields a dense result, not the slice's strides); None for symbols."""
+    if not all(isinstance(s, int) for s in strides):
+        return None
+    order = sorted(range(len(shape)), key=lambda d: (strides[d], -d))  # fastest first
+    return dense_strides(shape, order)
+
+
+def _accumulate(got: Sequence[tuple[int, Grad | None]], shape: Sequence[Dim]) -> Grad | None:
+    """The sum of the gradients several readers hand a tensor: the latest reader's backward runs first, and each
+    next gradient is added in place into the first fresh one (so the sum keeps that one's layout)."""
+    if any(g is None for _, g in got):
+        return None
+    ordered = [g for _, g in sorted(got, key=lambda pg: -pg[0]) if g is not None]
+    acc = ordered[0]
+    for g in ordered[1:]:
+        if acc.fresh or acc.strides == g.strides:
+            continue
+        if g.fresh:
+            acc = g
+        else:  # out of place: a new tensor, laid out densely like the first
+            dense = _dense_like(shape, acc.strides)
+            if dense is None:
+                return None
+            acc = Grad(dense, True, acc.made_by, acc.through_copy)
+    return acc
+
+
+__all__ = ["BackwardCopy", "Grad", "GradLayouts", "grad_layouts"]

@@ -1,0 +1,144 @@
+"""FXL121 gradient-layout-copy: the gradient-layout rules of ``fxlint.passes._grad_layout`` against autograd, the
+rule's positives and negatives against the audit, and the fixes' values and gradients."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import fxlint
+from fxlint.capture.graphs import capture
+from fxlint.passes._grad_layout import grad_layouts
+from tests.copy_helpers import findings
+from tests.rule_snapshots import lint_fixture, marked_lines, reported_lines, rule_output
+
+B, N, H, D = 2, 16, 4, 8
+
+
+def _transposed_back(y, transposed):
+    """``y``, or ``y`` in (B, N, H, D) order made contiguous: the graph's output then gets a contiguous gradient and
+    ``y`` gets it transposed."""
+    return y.transpose(1, 2).contiguous() if transposed else y
+
+
+def _real_grad_strides(fn, transposed):
+    x = torch.randn(B, H, N, D, requires_grad=True)
+    seen = {}
+    h = x * 1.0
+    h.register_hook(lambda g: seen.update(s=tuple(g.stride())) or None)
+    out = _transposed_back(fn(h), transposed)
+    (out * torch.randn(out.shape)).sum().backward()
+    return seen["s"]
+
+
+_OPS = {
+    "mul": lambda h: h * 2, "add": lambda h: h + torch.ones(B, H, N, D), "neg": lambda h: -h, "exp": torch.exp,
+    "gelu": F.gelu, "silu": F.silu, "to": lambda h: h.double(), "clone": lambda h: h.clone(),
+    "softmax": lambda h: h.softmax(-1), "layer_norm": lambda h: F.layer_norm(h, (D,)), "relu": torch.relu,
+    "where": lambda h: torch.where(h > 0, h, 0.0), "masked_fill": lambda h: h.masked_fill(h > 0, 0.0),
+    "matmul": lambda h: h @ torch.ones(D, D), "cat": lambda h: torch.cat([h, h * 2], -1),
+    "chunk": lambda h: torch.cat(h.chunk(2, -1)[::-1], -1), "slice": lambda h: h[..., 1:],
+    "einsum": lambda h: torch.einsum("bhid,bhjd->bhij", h, h * 2),
+    "sdpa": lambda h: F.scaled_dot_product_attention(h, h * 2, h * 3),
+    "sdpa, a learned mask": lambda h: F.scaled_dot_product_attention(h, h * 2, h * 3, attn_mask=h[:1, :, :, :1] * h[
+        :1, :, :, :1].transpose(-1, -2)),
+}
+
+
+class _Probe(nn.Module):
+    def __init__(self, fn, transposed):
+        super().__init__()
+        self.fn, self.transposed = fn, transposed
+
+    def forward(self, x):
+        return _transposed_back(self.fn(x * 1.0), self.transposed)
+
+
+@pytest.mark.parametrize("op", sorted(_OPS))
+def test_each_rule_gives_the_layout_autograd_hands_back(op):
+    """Each op's rule, for a gradient coming back to the op transposed ((B, N, H, D)-major) and contiguous: the
+    strides the model predicts for the op's input are the strides autograd hands it."""
+    for transposed in (True, False):
+        real = _real_grad_strides(_OPS[op], transposed)
+        view = capture(_Probe(_OPS[op], transposed), (torch.randn(B, H, N, D, requires_grad=True),)).views[0]
+        [h] = [n for n in view.nodes if n.op == "mul" and n.inputs and n.inputs[0].kind == "input"]
+        got = grad_layouts(view).at(h)
+        assert got is not None and tuple(got.strides) == real, (op, transposed, got, real)
+
+
+def test_positives_in_training_confirmed_by_the_backward_copy():
+    got = findings(lint_fixture("FXL121", train=True, confirm=True), "FXL121")
+    assert {f.line for f in got} == set(marked_lines("FXL121", "positive"))
+    for f in got:
+        assert f.status == "confirmed" and f.bytes == 0 and f.backward_bytes == 2 * 8 * 8 * 4, f.message
+    fixes = {f.details["cause"]: f.details["fix"] for f in got}
+    assert fixes == {"einsum": "attention", "matmul": "attention", "chunk": "before-permute"}
+
+
+def test_inference_is_silent():
+    assert findings(lint_fixture("FXL121", train=False), "FXL121") == []
+
+
+class _Attention(nn.Module):
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+        self.q, self.k, self.v, self.o = (nn.Linear(H * D, H * D) for _ in range(4))
+
+    @staticmethod
+    def rotate(t):
+        t1, t2 = t.chunk(2, dim=-1)
+        return torch.cat((-t2, t1), dim=-1)
+
+    def forward(self, x, cos):
+        split = [p(x).view(B, N, H, D) for p in (self.q, self.k, self.v)]
+        if self.kind == "rotary before":
+            c = cos.transpose(1, 2)
+            split[0], split[1] = (t * c + self.rotate(t) * c for t in split[:2])
+        q, k, v = (t.transpose(1, 2) for t in split)
+        if self.kind == "rotary after":
+            q, k = (t * cos + self.rotate(t) * cos for t in (q, k))
+        if self.kind == "matmul":
+            o = (q @ k.transpose(-1, -2) / D ** 0.5).softmax(-1) @ v
+        else:
+            o = F.scaled_dot_product_attention(q, k, v)
+        return self.o(o.transpose(1, 2).reshape(B, N, H * D))
+
+
+def _view_copies(model, inputs):
+    audit = fxlint.audit(model, inputs, train=True)
+    return sorted(c.line for c in audit.copies if c.phase == "backward" and c.avoidable and c.file == __file__
+                  and c.op == "aten::clone")
+
+
+def test_the_fixes_remove_the_backward_copies_and_keep_values_and_gradients():
+    torch.manual_seed(0)
+    x, cos = torch.randn(B, N, H * D), torch.randn(1, 1, N, D)
+    models = {k: _Attention(k) for k in ("matmul", "sdpa", "rotary after", "rotary before")}
+    for m in models.values():
+        m.load_state_dict(models["matmul"].state_dict())
+    assert _view_copies(models["matmul"], (x, cos)) and not _view_copies(models["sdpa"], (x, cos))
+    assert _view_copies(models["rotary after"], (x, cos)) and not _view_copies(models["rotary before"], (x, cos))
+    for slow, fast in (("matmul", "sdpa"), ("rotary after", "rotary before")):
+        outs = []
+        for k in (slow, fast):
+            models[k].zero_grad()
+            y = models[k](x, cos)
+            (y * torch.linspace(-1, 1, y.numel()).view_as(y)).sum().backward()
+            outs.append((y.detach(), models[k].q.weight.grad.clone()))
+        torch.testing.assert_close(outs[0][0], outs[1][0], rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(outs[0][1], outs[1][1], rtol=1e-4, atol=1e-5)
+    got = findings(fxlint.lint(models["matmul"].train(), (x, cos), train=True, confirm=True, select="FXL121",
+                               config=False), "FXL121")
+    assert got and all(f.status == "confirmed" for f in got)
+    for k in ("sdpa", "rotary before"):
+        assert findings(fxlint.lint(models[k].train(), (x, cos), train=True, select="FXL121", config=False),
+                        "FXL121") == []
+
+
+def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
+    out = rule_output("FXL121")
+    assert reported_lines(out, "FXL121") == set(marked_lines("FXL121", "positive"))
+    assert out == snapshot
