@@ -5,11 +5,13 @@ padding. The usual spelling, ``(pred - target)[mask].pow(2).mean()``, selects
 the valid positions with a boolean mask: the number of selected elements is
 only known once the mask is computed, so PyTorch runs ``nonzero`` (a host
 sync on GPU) and gathers a copy, and ``torch.compile`` breaks the graph on
-that line. ``torch.where(mask, (pred - target) ** 2, 0).sum() / mask.sum()``
+that line. With ``d = pred - target``, ``torch.where(mask, d * d, 0).sum() / mask.sum()``
 is the same value with every shape static.
 
-Expected: FXL403 on the loss line, and FXL501 for the graph break it causes
-(the break is also in FXL501's catalogue of every graph break).
+Expected: FXL403 on the loss line, FXL501 for the graph break it causes
+(the break is also in FXL501's catalogue of every graph break), and FXL120:
+the backward of ``.pow(2)`` copies the selected values (``pow``'s gradient
+computes their ``.pow(1)``); ``d * d`` squares without it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-EXPECTED = {"FXL403", "FXL501"}
+EXPECTED = {"FXL120", "FXL403", "FXL501"}
 
 
 class MaskedRegression(nn.Module):

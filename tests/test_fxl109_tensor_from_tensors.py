@@ -48,7 +48,11 @@ def test_tensor_of_tensors_copies_and_cuts():
 
 
 def test_stack_is_clean():
-    assert fxlint.lint(Losses(stack=True), X).codes() == set()
+    # nothing but the square's backward copy (`.pow(2)` on the first loss, FXL120), which is not the stack's
+    report = fxlint.lint(Losses(stack=True), X)
+    assert report.codes() == {"FXL120"}
+    [f] = report.by_code("FXL120")
+    assert f.line == line_of(__file__, "la, lb = self.a(x).pow(2)")
 
 
 def test_inference_keeps_only_the_copy_as_info():

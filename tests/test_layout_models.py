@@ -28,7 +28,7 @@ def test_scenario_codes_lines_bytes_and_runtime(name):
     marker, nbytes, backward = SCENARIOS[name]
     result = check(model, inputs, select="FXL2")
     report = result.report
-    assert report.codes() == mod.EXPECTED
+    assert report.codes() == {c for c in mod.EXPECTED if c.startswith("FXL2")}  # the layout family's codes
     line = line_of(mod.__file__, marker)
     assert line in {f.line for f in report.findings}
     if nbytes is not None:

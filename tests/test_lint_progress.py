@@ -47,6 +47,20 @@ def test_line_shows_the_phase_what_it_is_at_and_the_time_left():
         assert act.line() == "fxlint lint m.py:make: broken  5s elapsed"
 
 
+def test_a_narrow_terminal_cuts_what_it_is_at_and_keeps_the_time():
+    clock = Clock()
+    act = progress.Activity("fxlint lint models/repeat_vs_expand.py:make", clock=clock)
+    with act.phase("capturing with Dynamo", lambda: (0.5, "tracing encoder.layers.11.attention")):
+        clock.t += 4
+        line = act.line(79)  # no room for the label: what it is at, cut short
+        assert line == "capturing with Dynamo: tracing encod...  4s elapsed, about 4s left in this step"
+        line = act.line(130)  # the label cut short, the phase and what it is at whole
+        assert line == ("fxlint lint models/repeat_v...: capturing with Dynamo: tracing encoder.layers.11.attention  "
+                        "4s elapsed, about 4s left in this step")
+        assert act.line(30) == "4s elapsed, about 4s left in t"  # no room for anything but the time
+        assert act.line(200) == act.line()  # room for all of it
+
+
 def test_activity_only_on_a_terminal_and_erased_at_the_end():
     with progress.activity("x", stream=io.StringIO()) as act:
         assert act is None
@@ -98,9 +112,10 @@ def test_cli_lint_of_one_model_on_a_terminal(monkeypatch, capsys):
     err = TTY()
     monkeypatch.setattr(lint, "activity", functools.partial(progress.activity, stream=err, delay=0, interval=0.01))
     monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("COLUMNS", "80")  # CI's width: the status line is cut to it, keeping the time
     main(["lint", "models/repeat_vs_expand.py:make", "--fail-on", "never"])
     status = err.getvalue()
-    assert "fxlint lint models/repeat_vs_expand.py:make: " in status and " elapsed" in status
+    assert "fxlint lint models/repeat_vs_expand.py:make: " in status and " elapsed" in status  # short phases fit
     assert ": capturing with Dynamo" in status
     assert status.endswith("\r") and status.split("\r")[-2].strip() == ""  # erased: the report starts clean
     assert "FXL104" in capsys.readouterr().out

@@ -15,7 +15,7 @@ import torch
 import torch.fx as fx
 
 from ..tensor.info import TensorInfo, to_dim
-from ..util.source import module_path, source_line, user_frame
+from ..util.source import module_path, patched_torch_name, source_line, user_frame
 from ._fx import dedupe, flatten, get_attr, get_submodule, value_of
 from .effects import aliased_args, mutated_args
 from .nodes import CanonNode, GraphView
@@ -54,6 +54,12 @@ def _target_name(node: fx.Node, gm: fx.GraphModule) -> tuple[str, str]:
         return str(attr), f"Tensor.{attr}"
     name = getattr(t, "__name__", None) or str(t)
     where = getattr(t, "__module__", None) or ""
+    patched = patched_torch_name(t)
+    if patched is not None:  # a library's replacement of a torch function (PyG's torch.index_select): that function
+        ns, name = patched
+        if ns == "torch.Tensor":
+            return name, f"Tensor.{name}"
+        return name, ("F." if ns == "torch.nn.functional" else f"{ns}.") + name
     if where == "_operator" or where == "operator":
         return _OPERATOR_NAMES.get(name, name), f"operator.{name}"
     if where.startswith("torch.nn.functional") or where == "torch._C._nn":

@@ -179,8 +179,19 @@ def factory_text(node: CanonNode) -> str:
 # --------------------------------------------------------------------------- operands and places
 
 _DYNAMO_INPUT = re.compile(r"L\['(\w+)'\]")
-#: the slots of the value stack Dynamo hands a resumed frame (``L['stack0']``, ``l_stack0_1_``)
-_RESUME_SLOT = re.compile(r"stack\d+(_\d+)*")
+#: the slots of the value stack Dynamo hands a resumed frame (``L['stack0']``, ``l_stack0_1_``; torch 2.13
+#: names them ``___stack0``)
+_RESUME_SLOT = re.compile(r"_*stack\d+(_\d+)*")
+
+
+def from_before_break(node: CanonNode | None) -> bool:
+    """``node`` is an input of the frame Dynamo resumes after a graph break: a value of the user's code before
+    the break, which has no name of the user's in this graph."""
+    if node is None or node.kind != "input":
+        return False
+    m = _DYNAMO_INPUT.fullmatch(node.param_name or "")
+    bare = node.name.removeprefix("l_").removesuffix("_") or node.name
+    return bool(_RESUME_SLOT.fullmatch(bare) or (m and _RESUME_SLOT.fullmatch(m.group(1))))
 
 
 def operand_name(node: CanonNode | None) -> str:
@@ -326,6 +337,7 @@ __all__ = [
     "args_text",
     "bytes_text",
     "bytes_value",
+    "from_before_break",
     "call_text",
     "dims_value",
     "factory_text",

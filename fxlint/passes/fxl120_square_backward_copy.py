@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 from ..analysis.gradflow import cut_kind
 from ..canon import CanonNode, GraphView
-from ..canon.text import bytes_text, bytes_value, operand_name, user_name
+from ..canon.text import bytes_text, bytes_value, from_before_break, operand_name, user_name
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
 from ._backward import grad_flows
@@ -148,4 +148,6 @@ def _name(x: CanonNode) -> str:
     """The user's name for the squared tensor, or "" when the line has none for it (`self.aux(h).pow(2)`)."""
     if x.kind == "op" and x.param_name is None:
         return user_name(x) or ""
+    if from_before_break(x):
+        return ""  # a value computed before a graph break (`(pred - target)[mask].pow(2)`): no name here
     return operand_name(x)

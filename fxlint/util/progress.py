@@ -130,8 +130,9 @@ class Activity:
             with self._lock:
                 self._phases.pop()
 
-    def line(self) -> str:
-        """The status line as it is now."""
+    def line(self, width: int | None = None) -> str:
+        """The status line as it is now; with ``width``, no longer than that: the label is cut short first
+        (the user typed it), then what it is at (ending in ``...``); the time elapsed and left are kept."""
         now = self._clock()
         with self._lock:
             text, fraction, since = self._phases[-1] if self._phases else (self.first, None, self.start)
@@ -146,14 +147,22 @@ class Activity:
                 spent = now - since
                 if done is not None and 0.02 <= done < 1 and spent >= 1:
                     left = spent / done * (1 - done)
-        what = ": ".join(p for p in (self.label, text, detail) if p)
+        tail = ": ".join(p for p in (text, detail) if p)
         when = f"{_clock(now - self.start)} elapsed" + (f", about {_clock(left)} left in this step"
                                                          if left is not None else "")
+        what = ": ".join(p for p in (self.label, tail) if p)
+        if width is not None and len(what) + 2 + len(when) > width:
+            room = width - 2 - len(when)  # for what it is at; the label (the command the user typed) goes first
+            if self.label and tail and len(tail) + 2 + 8 <= room:
+                what = self.label[: room - len(tail) - 2 - 3] + "...: " + tail
+            else:
+                what = tail[: room - 3] + "..." if room > 3 else ""
+            return f"{what}  {when}" if what else when[:width]
         return f"{what}  {when}"
 
     def draw(self) -> None:
         width = shutil.get_terminal_size((100, 20)).columns
-        self.stream.write("\r" + self.line()[: width - 1].ljust(width - 1))
+        self.stream.write("\r" + self.line(width - 1).ljust(width - 1))
         self.stream.flush()
         self._drawn = True
 

@@ -23,7 +23,7 @@ _FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func
 _SUPPRESS_RE = re.compile(r"#\s*fxlint:\s*ignore\b(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE)
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
-_FXLINT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_FXLINT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the fxlint package
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,58 @@ def _package_dirs(names: tuple[str, ...]) -> tuple[str, ...]:
             d = os.path.abspath(loc)
             dirs.append(d + os.sep if os.path.isdir(d) else d)
     return tuple(dirs)
+
+
+#: the namespaces whose functions a library may replace with its own (PyG assigns ``torch.index_select``)
+_PATCHABLE = ("torch", "torch.nn.functional", "torch.Tensor", "torch.linalg", "torch.fft", "torch.special")
+
+
+def _patched_torch_functions() -> dict[tuple[str, str], tuple[str, str]]:
+    """``(file, function name)`` -> ``(namespace, attribute)`` of the Python functions a library installed in
+    place of a torch function (``torch.index_select = _new_index_select``): a call the user wrote as
+    ``torch.index_select(...)`` runs them, and the op inside is the user's line, as a pass-through library's.
+    Read from the live namespaces (a library patches torch when it is imported), cached until another module
+    is imported."""
+    import sys
+
+    return _patched_cached(len(sys.modules))
+
+
+@functools.lru_cache(maxsize=1)
+def _patched_cached(_n_modules: int) -> dict[tuple[str, str], tuple[str, str]]:
+    import inspect
+    import sys
+
+    found: dict[tuple[str, str], tuple[str, str]] = {}
+    for ns_name in _PATCHABLE:
+        ns = sys.modules.get(ns_name) if ns_name != "torch.Tensor" else torch.Tensor
+        if ns is None:
+            continue
+        for attr, value in list(vars(ns).items()):
+            try:
+                fn = inspect.unwrap(value) if callable(value) else None
+            except ValueError:  # a wrapper chain that loops
+                continue
+            code = getattr(fn, "__code__", None)
+            if code is None or code.co_filename.startswith("<"):
+                continue
+            f = os.path.abspath(code.co_filename)
+            if not (f.startswith(_TORCH_DIR) or f.startswith(_FXLINT_DIR)):
+                found[(f, code.co_name)] = (ns_name, attr)
+    return found
+
+
+def patched_torch_name(fn: object) -> tuple[str, str] | None:
+    """``("torch", "index_select")`` when ``fn`` is a library's replacement of that torch function, else None."""
+    code = getattr(fn, "__code__", None)
+    if code is None or code.co_filename.startswith("<"):
+        return None
+    return _patched_torch_functions().get((os.path.abspath(code.co_filename), code.co_name))
+
+
+def is_patched_torch_frame(loc: Location) -> bool:
+    """``loc`` is inside a library's replacement of a torch function (``_patched_torch_functions``)."""
+    return (os.path.abspath(loc.file), loc.function) in _patched_torch_functions()
 
 
 def is_passthrough_file(path: str) -> bool:
@@ -135,10 +187,11 @@ def parse_stack_trace(trace: str | None) -> list[Location]:
 
 
 def user_frame(trace: str | None) -> Location | None:
-    """The innermost frame of ``trace`` outside torch, fxlint and the pass-through libraries (the
-    line the user can change: the ``rearrange(...)`` call, not einops' ``reshape`` inside it), with
-    the frames inside it as ``via``; when every frame outside torch is a pass-through library's,
-    the innermost of them."""
+    """The innermost frame of ``trace`` outside torch, fxlint, the pass-through libraries and a library's
+    replacement of a torch function (the line the user can change: the ``rearrange(...)`` call, not einops'
+    ``reshape`` inside it; the ``torch.index_select(...)`` call, not PyG's wrapper torch.index_select has
+    become), with the frames inside it as ``via``; when every frame outside torch is one of those, the
+    innermost of them."""
     frames = parse_stack_trace(trace)
     fallback = None
     for i in range(len(frames) - 1, -1, -1):
@@ -147,7 +200,7 @@ def user_frame(trace: str | None) -> Location | None:
             continue
         if fallback is None:
             fallback = i
-        if not is_passthrough_file(loc.file):
+        if not is_passthrough_file(loc.file) and not is_patched_torch_frame(loc):
             return _with_via(frames, i)
     return _with_via(frames, fallback) if fallback is not None else None
 
