@@ -497,7 +497,7 @@ def test_cpu_lint_hints_at_device_cuda_once_when_a_factory_has_no_device(monkeyp
     out = capsys.readouterr().out
     assert out.count("hint: ") == 1 and "FXL107 " not in out
     hint = out.split("hint: ", 1)[1]
-    assert hint.startswith("1 tensor factory without `device=` (`torch.arange` at models/masked_loss.py:30) meets")
+    assert hint.startswith("1 tensor factory without `device=` (`torch.arange` at models/masked_loss.py:32) meets")
     assert "`--device cuda`" in hint and "docs/device.md" in hint
     main(["lint", "models/masked_loss.py:make", "--device", "cuda", "--fail-on", "never"])
     out = capsys.readouterr().out
@@ -508,7 +508,7 @@ def test_cpu_lint_hints_at_device_cuda_once_when_a_factory_has_no_device(monkeyp
     out = capsys.readouterr().out
     assert out.count("hint: ") == 1  # after the last model, before the totals (still the last line)
     assert re.search(r"lints for the GPU, without one \(docs/device\.md\)\.\n\n\d+ models, ", out)
-    assert "`torch.arange` at models/masked_loss.py:30" in out.split("hint: ")[1]
+    assert "`torch.arange` at models/masked_loss.py:32" in out.split("hint: ")[1]
 
 
 def test_device_hint_in_the_report_extras(monkeypatch):

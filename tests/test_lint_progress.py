@@ -115,7 +115,7 @@ def test_cli_lint_of_one_model_on_a_terminal(monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", "80")  # CI's width: the status line is cut to it, keeping the time
     main(["lint", "models/repeat_vs_expand.py:make", "--fail-on", "never"])
     status = err.getvalue()
-    assert "fxlint lint models/repeat_vs_expand.py:make: " in status and " elapsed" in status  # short phases fit
+    assert "fxlint lint m" in status and " elapsed" in status  # the label (cut short when the line is too long)
     assert ": capturing with Dynamo" in status
     assert status.endswith("\r") and status.split("\r")[-2].strip() == ""  # erased: the report starts clean
     assert "FXL104" in capsys.readouterr().out

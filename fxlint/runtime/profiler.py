@@ -44,7 +44,15 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ..util.source import Location, frame_text, is_internal_file, is_passthrough_file, user_frame, via_chain
+from ..util.source import (
+    Location,
+    frame_text,
+    is_internal_file,
+    is_passthrough_file,
+    is_patched_torch_code,
+    user_frame,
+    via_chain,
+)
 
 # Kineto prints "USDT: profiler_start/stop" lines on stderr at its default level; it reads the
 # level when the profiler first starts, so setting it here (before any profile) silences them.
@@ -251,9 +259,10 @@ def _writes_itself(args: tuple) -> bool:
 
 
 def _call_site(frame: Any) -> tuple[Location | None, bool]:
-    """(user location, is fxlint-internal) of the innermost frame outside torch, fxlint and the
-    pass-through libraries (``fxlint.util.source.is_passthrough_file``: the ``rearrange(...)`` line, not
-    einops' own); the innermost pass-through frame when no other is found."""
+    """(user location, is fxlint-internal) of the innermost frame outside torch, fxlint, the pass-through
+    libraries (``fxlint.util.source.is_passthrough_file``: the ``rearrange(...)`` line, not einops' own) and a
+    library's replacement of a torch function (PyG's ``torch.index_select``); the innermost pass-through frame
+    when no other is found."""
     f = frame
     passed: Any = None  # the innermost pass-through library frame seen
     inside: list[str] = []  # the torch / pass-through frames walked out of, innermost first
@@ -266,7 +275,7 @@ def _call_site(frame: Any) -> tuple[Location | None, bool]:
             f = f.f_back
             continue
         if not is_internal_file(path):
-            if is_passthrough_file(path):
+            if is_passthrough_file(path) or is_patched_torch_code(path, f.f_code.co_name):
                 passed = passed or f
                 inside.append(_frame_text(f))
                 f = f.f_back

@@ -74,15 +74,16 @@ def _patched_torch_functions() -> dict[tuple[str, str], tuple[str, str]]:
     """``(file, function name)`` -> ``(namespace, attribute)`` of the Python functions a library installed in
     place of a torch function (``torch.index_select = _new_index_select``): a call the user wrote as
     ``torch.index_select(...)`` runs them, and the op inside is the user's line, as a pass-through library's.
-    Read from the live namespaces (a library patches torch when it is imported), cached until another module
-    is imported."""
+    Read from the live namespaces (a library patches torch when it is imported), cached until a module is
+    imported (the number of modules and the last one imported tell)."""
     import sys
 
-    return _patched_cached(len(sys.modules))
+    mods = sys.modules
+    return _patched_cached(len(mods), id(next(reversed(mods.values()), None)))
 
 
 @functools.lru_cache(maxsize=1)
-def _patched_cached(_n_modules: int) -> dict[tuple[str, str], tuple[str, str]]:
+def _patched_cached(_n_modules: int, _last: int) -> dict[tuple[str, str], tuple[str, str]]:
     import inspect
     import sys
 
@@ -92,17 +93,38 @@ def _patched_cached(_n_modules: int) -> dict[tuple[str, str], tuple[str, str]]:
         if ns is None:
             continue
         for attr, value in list(vars(ns).items()):
+            if attr.startswith("_") and not attr.startswith("__"):
+                continue  # torch's private helpers (``torch._overload`` is typing's)
             try:
                 fn = inspect.unwrap(value) if callable(value) else None
             except ValueError:  # a wrapper chain that loops
                 continue
-            code = getattr(fn, "__code__", None)
-            if code is None or code.co_filename.startswith("<"):
-                continue
-            f = os.path.abspath(code.co_filename)
-            if not (f.startswith(_TORCH_DIR) or f.startswith(_FXLINT_DIR)):
-                found[(f, code.co_name)] = (ns_name, attr)
+            # a replacement may call an earlier one (two libraries patched the same function): follow the
+            # functions it calls that carry the torch function's name (``_old_index_select``)
+            todo, seen = [fn], set()
+            while todo:
+                f = todo.pop()
+                code = getattr(f, "__code__", None)
+                if code is None or id(f) in seen or code.co_filename.startswith("<"):
+                    continue
+                seen.add(id(f))
+                path = os.path.abspath(code.co_filename)
+                if path.startswith(_TORCH_DIR) or path.startswith(_FXLINT_DIR):
+                    continue
+                found[(path, code.co_name)] = (ns_name, attr)
+                glb = getattr(f, "__globals__", {})
+                cells = getattr(f, "__closure__", None) or ()
+                called = [glb.get(n) for n in code.co_names] + [c.cell_contents for c in cells if _cell_set(c)]
+                todo.extend(c for c in called if callable(c) and attr in getattr(c, "__name__", ""))
     return found
+
+
+def _cell_set(cell: object) -> bool:
+    try:
+        _ = cell.cell_contents  # type: ignore[attr-defined]
+    except ValueError:  # an empty cell
+        return False
+    return True
 
 
 def patched_torch_name(fn: object) -> tuple[str, str] | None:
@@ -115,7 +137,12 @@ def patched_torch_name(fn: object) -> tuple[str, str] | None:
 
 def is_patched_torch_frame(loc: Location) -> bool:
     """``loc`` is inside a library's replacement of a torch function (``_patched_torch_functions``)."""
-    return (os.path.abspath(loc.file), loc.function) in _patched_torch_functions()
+    return is_patched_torch_code(loc.file, loc.function)
+
+
+def is_patched_torch_code(path: str, function: str) -> bool:
+    """The function ``function`` of ``path`` is a library's replacement of a torch function."""
+    return (os.path.abspath(path), function) in _patched_torch_functions()
 
 
 def is_passthrough_file(path: str) -> bool:
