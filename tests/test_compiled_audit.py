@@ -349,3 +349,36 @@ def test_a_torch_without_the_settings_the_oracle_reads_is_not_known(monkeypatch)
     assert audit.copies == []
     report = fxlint.lint(nn.Linear(4, 4), (torch.randn(2, 4),), config=False, compiled=True, confirm=True)
     assert report.extras["compiled_check"]["summary"]["known"] is False  # said, not guessed
+
+
+class _CatBeside(nn.Module):
+    """A cat whose first piece is also returned (kept in a buffer of its own) and whose output is computed on in
+    the same kernel; the second piece is an input of the graph, copied into the cat."""
+
+    def forward(self, a, b):
+        x = torch.sin(a)
+        y = torch.cat([x, b], dim=1)  # CAT LINE
+        return y * 3, x + 1
+
+
+@pytest.mark.inductor
+def test_a_cat_piece_copy_is_on_the_cat_line_and_a_piece_stored_from_its_register_is_not_a_copy():
+    from tests.conftest import line_of
+
+    a, b = torch.randn(2, 8, 16, 16), torch.randn(2, 8, 16, 16)
+    model = _CatBeside().eval()
+    cat_line = line_of(__file__, "# CAT LINE")
+    with torch.no_grad():
+        report = fxlint.lint(model, (a, b), compiled=True)
+        audit = fxlint.audit(model, (a, b), compiled=True)
+    # the oracle puts the piece written into the cat's slice on the cat's line, not on `y * 3`'s, which the
+    # kernel also computes from values of the piece's size
+    on_cat = [c for c in audit.copies if c.line == cat_line]
+    assert on_cat and sum(c.bytes for c in on_cat) == b.nbytes
+    assert not [c for c in audit.copies if c.line == cat_line + 1]
+    # fxlint: `b` (an input of the graph) is copied into the cat; `x`, stored for `x + 1` and into the cat's
+    # slice from the same register, is the cat's own write (eager's cat writes it too), not a copy
+    [f] = report.by_code("FXL703")
+    assert f.line == cat_line and f.compiled_bytes == b.nbytes and "`b`" in f.message
+    check = check_verdicts(report.findings, audit)
+    assert [c.status for c in check.checks if c.code == "FXL703"] == [CONFIRMED]

@@ -367,9 +367,16 @@ def _read_scheduler(scheduler: Any, watch: _Watch) -> None:
             if found:
                 saved[name] = found[-1]
     for group in scheduler.nodes:
+        # what the kernel's earlier nodes stored, by buffer, index and size: a later node of the same kernel
+        # that loads it at the same place gets the value from the register that stored it (Inductor's CSE of a
+        # load after a store), not from memory
+        stored: set[tuple[str, str, tuple[Any, ...]]] = set()
         for snode in group.get_nodes():
             node = getattr(snode, "node", None)
+            rw = getattr(snode, "read_writes", None)
+            written = [dep for dep in getattr(rw, "writes", ()) if isinstance(dep, MemoryDep)]
             if node is None:
+                stored |= {_place(dep) for dep in written}
                 continue
             origins = list(getattr(node, "origins", None) or ())
             ops = {op for op in map(_op_name, origins) if op is not None}
@@ -387,10 +394,16 @@ def _read_scheduler(scheduler: Any, watch: _Watch) -> None:
             ordered = sorted(sources, key=order.__getitem__)
             producer = made_by[-1] if made_by else (ordered[-1] if ordered else None)
             why = "copy ops" if ops and ops <= COPY_OPS else "load/store" if not extern and _moves_only(snode) else None
-            reads = {dep.name for dep in getattr(snode.read_writes, "reads", ()) if isinstance(dep, MemoryDep)}
+            read_deps = [dep for dep in getattr(snode.read_writes, "reads", ()) if isinstance(dep, MemoryDep)]
+            reads = {dep.name for dep in read_deps}
             # a node that only moves data is a copy when it reads memory: a value the fused kernel computed
             # in registers (its buffer removed) and stores once here is that computation's own output
             copy = why is not None and any(r not in removed for r in reads)
+            # written into a concatenation from the register an earlier node of the same kernel stored it from
+            # (the value kept in a buffer of its own for other readers, and stored into the cat's slice too):
+            # the cat's own write, as eager's cat writes it, not a copy Inductor adds
+            cat_from_register = all(dep.name in removed or _place(dep) in stored for dep in read_deps)
+            stored |= {_place(dep) for dep in written}
             inputs = tuple(sorted((graph_inputs[r] for r in reads if r in graph_inputs), key=order.__getitem__))
             for buf in snode.get_outputs():
                 name = buf.get_name()
@@ -403,15 +416,22 @@ def _read_scheduler(scheduler: Any, watch: _Watch) -> None:
                 consumer_nodes = sorted({n for _, nodes in readers for n in nodes}, key=order.__getitem__)
                 mutated = [graph_inputs[m] for m in buf.node.get_mutation_names() if m in graph_inputs]
                 size, stride = _layout(buf.node)
+                into = _into(buf)
                 out.buffers.append(CompiledBuffer(
-                    name=name, kernel="extern" if extern else "generated", copy=copy, bytes=_bytes(buf.node),
+                    name=name, kernel="extern" if extern else "generated",
+                    copy=copy and not (into == "cat" and cat_from_register), bytes=_bytes(buf.node),
                     sources=tuple(ordered), ops=tuple(sorted(ops)), producer=producer, why=why,
                     consumers=tuple(consumers), consumer_nodes=tuple(consumer_nodes), inputs=inputs,
                     only_inputs=bool(reads) and all(r in graph_inputs for r in reads),
-                    mutates=mutated[0] if mutated else None, into=_into(buf), size=size, stride=stride,
+                    mutates=mutated[0] if mutated else None, into=into, size=size, stride=stride,
                     output=name in returned, phase=phase,
                     read_nodes=tuple(sorted({made[r] for r in reads if r in made}, key=order.__getitem__)),
                     saved=tuple(sorted({saved[r] for r in reads if r in saved}, key=order.__getitem__))))
+
+
+def _place(dep: Any) -> tuple[str, str, tuple[Any, ...]]:
+    """A memory dependency's buffer, index and loop size (a load at the place a store wrote)."""
+    return dep.name, str(dep.index), tuple(str(s) for s in dep.size)
 
 
 def _consumer(user: Any, watch: _Watch) -> tuple[str | None, set[str]]:

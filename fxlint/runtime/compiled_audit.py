@@ -375,10 +375,15 @@ def _line_of(graph: _Graph, call: oc.Call, write: oc.Write | None
     item = write.bytes // max(1, _numel(write.size)) if write.bytes is not None and write.size is not None else None
     inside = set(post)
     nodes = [graph.nodes[n] for n in post if n in graph.nodes]
-    for size in (write.size, write.base):
+    sliced = write.base is not None and write.base != write.size
+    for size in ((write.base, write.size) if sliced else (write.size,)):
         if size is None:
             continue
         cands = [n for n in nodes if n.size == size and (item is None or n.itemsize in (None, item))]
+        if sliced and size is write.base:
+            # a write into a slice of a bigger buffer: the concatenation it fills (the user's `torch.cat`
+            # line, even when the kernel also computes values of the piece's size that leave it)
+            cands = [n for n in cands if _short_op(n.op) == "cat"]
         cands = [n for n in cands if n.users - inside] or cands
         cands = [n for n in cands if _short_op(n.op) not in _VIEW_OPS] or cands
         found = {}
