@@ -185,6 +185,18 @@ def test_verdicts_are_confirmed_refuted_not_run_or_not_known_line_by_line():
     assert {c.status for c in unknown.checks} == {NOT_KNOWN} and unknown.summary()["why_unknown"] == "no output code"
 
 
+def test_a_copy_the_oracle_narrowed_to_a_few_lines_backs_a_survives_finding_on_one_but_covers_none():
+    from dataclasses import replace
+
+    fused_from_two = replace(_copy(None, 64), lines=("m.py:1", "m.py:2"))
+    audit = CompiledAudit(copies=[fused_from_two], lines_run={("m.py", 1), ("m.py", 2)})
+    check = check_verdicts([_f(2, "survives", 64), _f(1, "survives", 64)], audit)
+    # taken once: the second finding that could use it has nothing left
+    assert [(c.line, c.status) for c in check.checks] == [(2, CONFIRMED), (1, REFUTED)]
+    assert (check.total_bytes, check.covered_bytes, check.no_line_bytes) == (64, 0, 64)
+    assert [c.status for c in check_verdicts([_f(2, "fused", 0)], audit).checks] == [CONFIRMED]
+
+
 # --------------------------------------------------------------------------- Inductor
 
 class Example(nn.Module):

@@ -3,7 +3,9 @@
 
 * A ``survives`` finding claims its line's kernels write ``compiled_bytes`` per call. It is **confirmed**
   when forward copies the oracle measured on its line, not yet taken by another finding, add up to exactly
-  that (largest first, each copy taken once: q's and k's copies of one matmul back two findings);
+  that (largest first, each copy taken once: q's and k's copies of one matmul back two findings); a copy
+  the oracle could only narrow down to a few lines (``CompiledCopy.lines``: a kernel fused from several)
+  counts on each of them here, and stays off every line for coverage;
   **refuted** when its line ran and they do not; **not-run** when no kernel of the compiled program that
   ran comes from its line; **not-known** when the finding has no line or no bytes, or the oracle could not
   read the program.
@@ -99,10 +101,19 @@ def check_verdicts(findings: Iterable[Finding], audit: CompiledAudit,
     for c in audit.copies:
         if c.phase == "forward" and c.file is not None and c.line is not None:
             on_line[(c.file, c.line)].append(c)
+    # the copies the oracle could only narrow down to a few lines (a kernel fused from several): each may back
+    # a survives finding on one of them (never a fused one's, never coverage)
+    maybe_on: dict[tuple[str, int], list[CompiledCopy]] = defaultdict(list)
+    for c in audit.copies:
+        if c.phase == "forward" and c.file is None:
+            for where in c.lines:
+                file, _, line = where.rpartition(":")
+                if file and line.isdigit():
+                    maybe_on[(file, int(line))].append(c)
     taken: set[int] = set()
     survives = sorted((f for f in fs if f.compiled == SURVIVES), key=lambda f: -(f.compiled_bytes or 0))
     for f in survives:
-        out.checks.append(_check_survives(f, audit, on_line, taken))
+        out.checks.append(_check_survives(f, audit, on_line, taken, maybe_on))
     for f in fs:
         if f.compiled == FUSED:
             out.checks.append(_check_fused(f, audit, on_line, taken))
@@ -128,7 +139,8 @@ def check_verdicts(findings: Iterable[Finding], audit: CompiledAudit,
 
 
 def _check_survives(f: Finding, audit: CompiledAudit, on_line: dict[tuple[str, int], list[CompiledCopy]],
-                    taken: set[int]) -> VerdictCheck:
+                    taken: set[int], maybe_on: dict[tuple[str, int], list[CompiledCopy]] | None = None
+                    ) -> VerdictCheck:
     def result(status: str, measured: int = 0) -> VerdictCheck:
         return VerdictCheck(f.code, f.file, f.line, SURVIVES, f.compiled_bytes, status, measured)
 
@@ -136,7 +148,8 @@ def _check_survives(f: Finding, audit: CompiledAudit, on_line: dict[tuple[str, i
         return result(NOT_KNOWN)
     if (f.file, f.line) not in audit.lines_run:
         return result(NOT_RUN)
-    pool = sorted((c for c in on_line.get((f.file, f.line), []) if id(c) not in taken), key=lambda c: -c.bytes)
+    here = [*on_line.get((f.file, f.line), []), *(maybe_on or {}).get((f.file, f.line), [])]
+    pool = sorted((c for c in here if id(c) not in taken), key=lambda c: -c.bytes)
     picked, left = [], f.compiled_bytes
     for c in pool:
         if c.bytes <= left:
