@@ -394,3 +394,34 @@ def test_a_cat_piece_copy_is_on_the_cat_line_and_a_piece_stored_from_its_registe
     assert f.line == cat_line and f.compiled_bytes == b.nbytes and "`b`" in f.message
     check = check_verdicts(report.findings, audit)
     assert [c.status for c in check.checks if c.code == "FXL703"] == [CONFIRMED]
+
+
+class _WrittenOutAttention(nn.Module):
+    def __init__(self, c: int = 64, heads: int = 2):
+        super().__init__()
+        self.q, self.kv, self.heads, self.scale = nn.Linear(c, c), nn.Linear(c, 2 * c), heads, (c // heads) ** -0.5
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q = self.q(x).reshape(b, n, self.heads, c // self.heads).permute(0, 2, 1, 3)  # Q LINE
+        kv = self.kv(x).reshape(b, -1, 2, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)  # KV LINE
+        k, v = kv[0], kv[1]
+        attn = ((q @ k.transpose(-2, -1)) * self.scale).softmax(dim=-1)
+        return attn @ v
+
+
+@pytest.mark.inductor
+def test_the_operands_of_an_attention_inductor_replaced_are_copied_at_the_lines_that_make_them():
+    from tests.conftest import line_of
+
+    model, x = _WrittenOutAttention().eval(), torch.randn(2, 64, 64)
+    with torch.no_grad():
+        report = fxlint.lint(model, (x,), compiled=True)
+        audit = fxlint.audit(model, (x,), compiled=True)
+    got = sorted((f.line, f.compiled_bytes) for f in report.by_code("FXL701"))
+    q_bytes = 2 * 2 * 64 * 32 * 4
+    assert got == [(line_of(__file__, "# Q LINE"), q_bytes), (line_of(__file__, "# KV LINE"), 2 * q_bytes)]
+    # the oracle reads one kernel lowered from the q, kv and k, v lines: each copy could be on any of them, and
+    # backs the finding on its line
+    check = check_verdicts(report.findings, audit)
+    assert [c.status for c in check.checks if c.code == "FXL701"] == [CONFIRMED, CONFIRMED]

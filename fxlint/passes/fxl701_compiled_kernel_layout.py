@@ -17,16 +17,18 @@ shuffle) is converted before every convolution that reads it; its attention patt
 contiguous first (a `F.scaled_dot_product_attention` call of the user's gets them as they are, their last
 dim contiguous).
 
+The finding is at the kernel's line; for a replaced attention, which has no line of its own, at the line
+that makes the value copied (`q`, `kv`, `qkv`), where the copy kernel comes from.
+
 ## Why is this bad?
 Each such copy reads and writes the whole tensor once more per call; in a stack of convolutions a value
 converted in one place is often converted back a few ops later.
 
 ## Example
 ```python
-q, k, v = qkv.unbind(0)                                    # (B, H, N, D), last dim contiguous
-attn = (q @ k.transpose(-2, -1) * self.scale).softmax(dim=-1)
-out = attn @ v          # FXL701: Inductor replaces the pattern by scaled_dot_product_attention and makes
-                        # q, k and v contiguous first
+q, k, v = qkv.unbind(0)  # FXL701 (B, H, N, D), last dim contiguous: Inductor replaces the pattern below
+attn = (q @ k.transpose(-2, -1) * self.scale).softmax(dim=-1)  # by scaled_dot_product_attention and makes
+out = attn @ v                                                  # q, k and v contiguous first
 ```
 
 ## Use instead
@@ -134,8 +136,14 @@ def check(compiled: CompiledGraph, ctx: RuleContext) -> Iterator[Hit]:
             value=value, shape=buf.size,
             kernels=buf.consumers, layout=layout_name(buf.size, buf.stride), copied=buf.bytes, phase=buf.phase,
             replaced=replaced)
-        # at the kernel's line: the copy is made for it (for a replaced pattern, the line it ends on); two
-        # copies of one value (the keys and the values of one projection) are two findings
-        yield Hit(readers[-1] if readers else compiled.site(buf), violation, compiled_bytes=buf.bytes,
+        # at the kernel's line: the copy is made for it; for a pattern Inductor replaced (a written-out
+        # attention), at the line that makes the value it copies: the pattern has no one line of its own, and
+        # the copy kernel is lowered from that value's ops (its provenance). Two copies of one value (the keys
+        # and the values of one projection) are two findings
+        if replaced and read is not None and read.location is not None:
+            site = read
+        else:
+            site = readers[-1] if readers else compiled.site(buf)
+        yield Hit(site, violation, compiled_bytes=buf.bytes,
                   compiled_phase=buf.phase,
                   dedup=f"{violation.value}:{buf.phase}:{buf.name}")
