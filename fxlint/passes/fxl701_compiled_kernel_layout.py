@@ -140,10 +140,8 @@ def check(compiled: CompiledGraph, ctx: RuleContext) -> Iterator[Hit]:
         # attention), at the line that makes the value it copies: the pattern has no one line of its own, and
         # the copy kernel is lowered from that value's ops (its provenance). Two copies of one value (the keys
         # and the values of one projection) are two findings
-        if replaced and read is not None and read.location is not None:
-            site = read
-        else:
-            site = readers[-1] if readers else compiled.site(buf)
+        site = (read if replaced and read is not None and read.location is not None
+                else readers[-1] if readers else compiled.site(buf))
         yield Hit(site, violation, compiled_bytes=buf.bytes,
                   compiled_phase=buf.phase,
                   dedup=f"{violation.value}:{buf.phase}:{buf.name}")
