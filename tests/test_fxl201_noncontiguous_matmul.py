@@ -231,7 +231,8 @@ def bf16_keys_shared_across_batch(q, k):
     return torch.bmm(q, k.expand(q.shape[0], -1, -1))  # bf16 bmm on an expanded batch
 
 
-@pytest.mark.skipif(not Env.current().mkldnn_bf16, reason="needs oneDNN bfloat16 kernels")
+@pytest.mark.skipif(not Env.current().onednn_reduced(torch.bfloat16),
+                    reason="needs oneDNN on, with bfloat16 kernels on this CPU (FXLINT_TEST_MKLDNN=0 turns it off)")
 def test_bfloat16_bmm_copies_an_expanded_batch_that_float32_takes_as_is():
     q, k = torch.randn(4, 32, 16), torch.randn(1, 16, 32)
     result = check(bf16_keys_shared_across_batch, (q.bfloat16(), k.bfloat16()), select="FXL201")
