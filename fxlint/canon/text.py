@@ -204,12 +204,9 @@ def operand_name(node: CanonNode | None) -> str:
         m = _DYNAMO_INPUT.fullmatch(node.param_name or "")
         if m and not _RESUME_SLOT.fullmatch(m.group(1)):
             return m.group(1)
-        bare = node.name.removeprefix("l_").removesuffix("_") or node.name
-        if _RESUME_SLOT.fullmatch(bare) or (m and _RESUME_SLOT.fullmatch(m.group(1))):
-            # an input of the frame Dynamo resumes after a graph break: a value of the user's code before the
-            # break (Dynamo calls it stack0, stack0_1...), with no name of the user's in this graph
+        if from_before_break(node):  # Dynamo calls it stack0, stack0_1...: no name of the user's in this graph
             return "a value from before the graph break"
-        return bare
+        return node.name.removeprefix("l_").removesuffix("_") or node.name
     name = node.param_name or node.name
     m = _DYNAMO_INPUT.fullmatch(name)
     if m:

@@ -98,14 +98,15 @@ def check_verdicts(findings: Iterable[Finding], audit: CompiledAudit,
                       for f in fs if f.compiled in (SURVIVES, FUSED)]
         return out
     on_line: dict[tuple[str, int], list[CompiledCopy]] = defaultdict(list)
-    for c in audit.copies:
-        if c.phase == "forward" and c.file is not None and c.line is not None:
-            on_line[(c.file, c.line)].append(c)
     # the copies the oracle could only narrow down to a few lines (a kernel fused from several): each may back
     # a survives finding on one of them (never a fused one's, never coverage)
     maybe_on: dict[tuple[str, int], list[CompiledCopy]] = defaultdict(list)
     for c in audit.copies:
-        if c.phase == "forward" and c.file is None:
+        if c.phase != "forward":
+            continue
+        if c.file is not None and c.line is not None:
+            on_line[(c.file, c.line)].append(c)
+        elif c.file is None:
             for where in c.lines:
                 file, _, line = where.rpartition(":")
                 if file and line.isdigit():
@@ -139,8 +140,7 @@ def check_verdicts(findings: Iterable[Finding], audit: CompiledAudit,
 
 
 def _check_survives(f: Finding, audit: CompiledAudit, on_line: dict[tuple[str, int], list[CompiledCopy]],
-                    taken: set[int], maybe_on: dict[tuple[str, int], list[CompiledCopy]] | None = None
-                    ) -> VerdictCheck:
+                    taken: set[int], maybe_on: dict[tuple[str, int], list[CompiledCopy]]) -> VerdictCheck:
     def result(status: str, measured: int = 0) -> VerdictCheck:
         return VerdictCheck(f.code, f.file, f.line, SURVIVES, f.compiled_bytes, status, measured)
 
@@ -148,7 +148,7 @@ def _check_survives(f: Finding, audit: CompiledAudit, on_line: dict[tuple[str, i
         return result(NOT_KNOWN)
     if (f.file, f.line) not in audit.lines_run:
         return result(NOT_RUN)
-    here = [*on_line.get((f.file, f.line), []), *(maybe_on or {}).get((f.file, f.line), [])]
+    here = [*on_line.get((f.file, f.line), []), *maybe_on.get((f.file, f.line), [])]
     pool = sorted((c for c in here if id(c) not in taken), key=lambda c: -c.bytes)
     picked, left = [], f.compiled_bytes
     for c in pool:

@@ -135,11 +135,6 @@ def patched_torch_name(fn: object) -> tuple[str, str] | None:
     return _patched_torch_functions().get((os.path.abspath(code.co_filename), code.co_name))
 
 
-def is_patched_torch_frame(loc: Location) -> bool:
-    """``loc`` is inside a library's replacement of a torch function (``_patched_torch_functions``)."""
-    return is_patched_torch_code(loc.file, loc.function)
-
-
 def is_patched_torch_code(path: str, function: str) -> bool:
     """The function ``function`` of ``path`` is a library's replacement of a torch function."""
     return (os.path.abspath(path), function) in _patched_torch_functions()
@@ -227,7 +222,7 @@ def user_frame(trace: str | None) -> Location | None:
             continue
         if fallback is None:
             fallback = i
-        if not is_passthrough_file(loc.file) and not is_patched_torch_frame(loc):
+        if not is_passthrough_file(loc.file) and not is_patched_torch_code(loc.file, loc.function):
             return _with_via(frames, i)
     return _with_via(frames, fallback) if fallback is not None else None
 
