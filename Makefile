@@ -48,7 +48,8 @@ PORTABILITY_MODES ?= ATEN_CPU_CAPABILITY=avx2 ATEN_CPU_CAPABILITY=default ONEDNN
 PORTABILITY_TESTS := tests/test_kernel_sweep.py tests/test_kernels.py tests/test_kernel_registry.py \
 	tests/test_kernel_probe.py tests/test_layout_models.py tests/test_fxl201_noncontiguous_matmul.py \
 	tests/test_fxl202_noncontiguous_conv.py tests/test_fxl203_noncontiguous_norm.py \
-	tests/test_fxl204_layout_pessimization.py tests/test_fxl207_noncontiguous_rnn.py
+	tests/test_fxl204_layout_pessimization.py tests/test_fxl207_noncontiguous_rnn.py \
+	tests/test_fxl209_conv_backward_copy.py
 
 ## the CPU-dependent tests once per forced-down CPU mode (half the sweep's sample in each)
 test-portability: $(STAMP)

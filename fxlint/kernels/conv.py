@@ -40,7 +40,7 @@ from .model_registry import kernel_model, needs_grad, tensor_arg
 from .probe import OpCall, Operand, runner
 from .results import KernelCopy, KernelPrediction, Unknown, copy_of, none_when_undecided
 
-__all__ = ["ONEDNN_AMX_CONV1D", "ONEDNN_REORDER", "predict_conv", "predict_conv_node"]
+__all__ = ["AGAIN_IN_BACKWARD", "ONEDNN_AMX_CONV1D", "ONEDNN_REORDER", "predict_conv", "predict_conv_node"]
 
 
 def _conv_use_mkldnn(inp: Geometry, w: Geometry, strided: bool, dilated: bool, transposed: bool, groups: int,
@@ -66,6 +66,9 @@ def _conv_use_mkldnn(inp: Geometry, w: Geometry, strided: bool, dilated: bool, t
 _REDUCED = (torch.bfloat16, torch.float16)
 #: the code of the copies oneDNN's own reorders make (``Unknown.reason`` of the parts it leaves open)
 ONEDNN_REORDER = "onednn-reorder"
+#: the reasons of the backward copies that repeat a forward conversion (the saved input, the weight): the
+#: backward's own copies (the weight gradient's conversion, oneDNN's reorders) have other reasons
+AGAIN_IN_BACKWARD = ("conv-input", "conv1d-input", "conv-weight")
 #: the code of the input copies a reduced-precision oneDNN conv1d makes on a CPU with AMX beyond ATen's
 #: own ``contiguous`` (measured on Sapphire Rapids: the strided input is made contiguous twice; on AVX2
 #: and on Zen 4's AVX512-BF16 once): not ported, so unknown there, and the probe measures it

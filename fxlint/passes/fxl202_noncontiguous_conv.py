@@ -62,6 +62,7 @@ from ..canon import CanonNode, GraphView
 from ..canon.text import bytes_text, dims_value, shape_text
 from ..findings import Severity
 from ..kernels import KernelCopy, KernelPrediction, ops, predict
+from ..kernels.conv import AGAIN_IN_BACKWARD
 from ..registry import Hit, RuleContext, rule
 from ..tensor.layout import CONTIGUOUS
 from ._layout_hits import OperandCopy, backward_bytes, backward_clause, copy_sizes, operand_copy, total
@@ -118,8 +119,9 @@ class NoncontiguousConv(OperandCopy):
                 "it)")
 
 
-#: the backward copies a hit's "again in backward" clause counts (see ``_hit``)
-_BACKWARD_REASONS = ("conv-input", "conv1d-input", "conv-weight")
+#: the backward copies a hit's "again in backward" clause counts (see ``_hit``); the backward's own copies are
+#: FXL209's
+_BACKWARD_REASONS = AGAIN_IN_BACKWARD
 
 
 @rule("FXL202", "noncontiguous-conv", "warning", violation=NoncontiguousConv)
