@@ -142,3 +142,34 @@ def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
     out = rule_output("FXL121")
     assert reported_lines(out, "FXL121") == set(marked_lines("FXL121", "positive"))
     assert out == snapshot
+
+
+class _BiasAttention(torch.nn.Module):
+    """Heads split with view + transpose, attended by SDPA with a learned position bias (T5, WavLM): the mask needs
+    a gradient, so SDPA runs its math path, whose q, k and v gradients come back contiguous."""
+
+    def __init__(self, learned: bool):
+        super().__init__()
+        self.q, self.k, self.v = (torch.nn.Linear(32, 32) for _ in range(3))
+        self.bias = torch.nn.Parameter(torch.randn(1, 4, 16, 16), requires_grad=learned)
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        q = self.q(x).view(b, n, 4, 8).transpose(1, 2)  # the head split
+        k = self.k(x).view(b, n, 4, 8).transpose(1, 2)
+        v = self.v(x).view(b, n, 4, 8).transpose(1, 2)
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=self.bias).sum()
+
+
+@pytest.mark.parametrize("learned", [True, False])
+def test_sdpa_math_path_with_a_learned_bias_is_reported_and_confirmed(learned):
+    import fxlint
+
+    model = _BiasAttention(learned).train()
+    report = fxlint.lint(model, (torch.randn(2, 16, 32),), train=True, select="FXL121", confirm=True, config=False)
+    got = [f for f in report.findings if f.code == "FXL121"]
+    if not learned:  # the flash kernel: gradients in the views' layout, no copy
+        assert got == []
+        return
+    assert len(got) == 3 and all(f.status == "confirmed" and f.backward_bytes == 2 * 16 * 32 * 4 for f in got)
+    assert all("math path" in f.fix for f in got)

@@ -23,7 +23,9 @@ it read them; `cat`, `chunk` and slices (the rotary embedding's
 a `linear` on the permuted tensor (WavLM's gate) write a new contiguous
 gradient; `F.scaled_dot_product_attention` on the
 CPU writes q, k and v's gradients in the layout of
-`x.view(B, N, H, D).transpose(1, 2)` (no copy there).
+`x.view(B, N, H, D).transpose(1, 2)` (no copy there), except on its math
+path (dropout inside it, or a mask that needs a gradient: the learned
+position bias of T5 and WavLM), whose gradients are contiguous.
 
 A view whose gradient comes back through a `.contiguous()` copy is FXL101's
 (its backward bytes); pieces taken after a permute are FXL114's.
@@ -71,8 +73,8 @@ custom score function) pays the copy. Silence a line with
 `details` (the fields of `GradientLayoutCopy`): `call` (the view or
 `linear` as written), `kind` (`view` or `linear`), `grad_strides` (the
 gradient's predicted strides), `cause` (the op whose backward wrote it),
-`cause_at` (its line), `fix` (`attention`, `before-permute` or
-`contiguous-result`), `copied` (backward bytes per training step).
+`cause_at` (its line), `fix` (`attention`, `attention-math` or
+`before-permute`), `copied` (backward bytes per training step).
 """
 
 from __future__ import annotations
@@ -108,7 +110,7 @@ class GradientLayoutCopy(Violation):
     grad_strides: tuple[int | str, ...]
     cause: str
     cause_at: str
-    fix: str  # "attention" | "before-permute"
+    fix: str  # "attention" | "attention-math" | "before-permute"
     copied: int | str | None
 
     def message(self) -> str:
@@ -123,6 +125,11 @@ class GradientLayoutCopy(Violation):
         return _CALLS
 
     def fix_title(self) -> str:
+        if self.fix == "attention-math":
+            return ("F.scaled_dot_product_attention runs its math path here (dropout inside it, or a mask that needs a "
+                    "gradient: a learned position bias), whose backward writes q, k and v's gradients contiguous; its "
+                    "CPU flash kernel, which hands them back in the views' layout, runs without dropout and with a "
+                    "mask that needs no gradient. With a learned bias the copy is its price")
         if self.fix == "attention":
             return ("for attention, call F.scaled_dot_product_attention(q, k, v): it reads the strided views and hands "
                     "their gradients back in their own layout (no copy, forward or backward); otherwise lay the "
@@ -156,6 +163,8 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             continue  # from the graph's output (nothing to move), or through a `.contiguous()` (FXL101's)
         if cause.op in _PRODUCTS:
             fix = "attention"
+        elif cause.op == "scaled_dot_product_attention":
+            fix = "attention-math"  # the math path (dropout, a mask that needs a gradient): contiguous gradients
         elif cause.op in _BEFORE_PERMUTE:
             fix = "before-permute"
         else:
