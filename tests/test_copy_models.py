@@ -118,6 +118,8 @@ def test_scenario_models_with_a_dynamic_batch_size(name):
     torch._dynamo.reset()
     # every rule: the layout rules must hold under a dynamic batch too (a GPU story: for its device)
     report = fxlint.lint(model, inputs, device=getattr(mod, "DEVICE", None))
-    assert report.errors == [] and {f.code for f in report.findings} == mod.EXPECTED
+    codes = {f.code for f in report.findings}
+    # FXL209's gradient layouts need concrete strides: under a dynamic batch it says nothing (its docstring)
+    assert report.errors == [] and codes <= mod.EXPECTED and mod.EXPECTED - codes <= {"FXL209"}
     for f in report.findings:
         assert f.bytes is not None or (f.bytes_expr and "s" in f.bytes_expr), f

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import torch
 
 from ..canon import CanonNode, GraphView
-from ..tensor.layout import contiguous_strides, dense_strides
+from ..tensor.layout import contiguous_strides, dense_strides, is_contiguous_as
 from ..tensor.symbolic import Dim
 from ..tensor.viewable import check_view, contiguous_copy_bytes
 
@@ -244,6 +244,20 @@ def grad_layouts(view: GraphView) -> GradLayouts:
     return got
 
 
+def strided_output_grad(view: GraphView, node: CanonNode, fmt: str) -> Grad | None:
+    """The gradient ``node``'s output gets back when it is not laid out in ``fmt`` (the memory format the op's
+    backward makes it contiguous in), wrote by a known op and not through a ``.contiguous()``; else None."""
+    t = node.tensor
+    if t is None or not node.grad_enabled:
+        return None
+    g = grad_layouts(view).at(node)
+    if g is None or g.made_by is None or g.through_copy is not None or len(g.strides) != t.ndim:
+        return None
+    if not all(isinstance(d, int) for d in (*t.shape, *g.strides)) or is_contiguous_as(t.shape, g.strides, fmt):
+        return None
+    return g
+
+
 def _has_grad(n: CanonNode) -> bool:
     return n.tensor is not None and n.tensor.requires_grad and n.tensor.dtype.is_floating_point
 
@@ -296,4 +310,4 @@ def _accumulate(got: Sequence[tuple[int, Grad | None]], shape: Sequence[Dim]) ->
     return acc
 
 
-__all__ = ["BackwardCopy", "Grad", "GradLayouts", "grad_layouts"]
+__all__ = ["BackwardCopy", "Grad", "GradLayouts", "grad_layouts", "strided_output_grad"]

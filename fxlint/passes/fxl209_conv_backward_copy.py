@@ -27,7 +27,8 @@ producer's backward, not reported here.
 
 Bytes are per training step, in the backward; the forward copies nothing.
 Nothing is reported in inference or for a conv nothing needs a gradient
-from.
+from; the output gradient's layout is followed with concrete sizes only
+(under a dynamic batch it is not predicted).
 
 ## Why is this bad?
 Each is a full read and write of the gradient every step, and neither
@@ -80,8 +81,8 @@ from ..kernels.conv import AGAIN_IN_BACKWARD, predict_conv
 from ..kernels.probe import resolve
 from ..registry import Hit, RuleContext, rule
 from ..tensor.info import TensorInfo
-from ..tensor.layout import CONTIGUOUS, contiguous_strides, is_contiguous_as
-from ._grad_layout import grad_layouts
+from ..tensor.layout import CONTIGUOUS, contiguous_strides
+from ._grad_layout import strided_output_grad
 from ._layout_hits import total, where
 
 
@@ -150,12 +151,8 @@ def _output_gradient(view: GraphView, node: CanonNode, kernel: str, fmt: str) ->
     comes back in another layout (``fxlint.passes._grad_layout``: a LayerNorm over a permuted view, a ``cat``'s
     slice)."""
     t = node.tensor
-    if t is None or not node.grad_enabled:
-        return None
-    g = grad_layouts(view).at(node)
-    if g is None or g.made_by is None or g.through_copy is not None or len(g.strides) != t.ndim:
-        return None
-    if not all(isinstance(d, int) for d in (*t.shape, *g.strides)) or is_contiguous_as(t.shape, g.strides, fmt):
+    g = strided_output_grad(view, node, fmt)
+    if t is None or g is None or g.made_by is None:
         return None
     cause = g.made_by
     name = cause.spelling.rsplit(".", 1)[-1] if cause.spelling else cause.op
