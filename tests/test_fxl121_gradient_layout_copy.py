@@ -11,6 +11,7 @@ import torch.nn.functional as F
 import fxlint
 from fxlint.capture.graphs import capture
 from fxlint.passes._grad_layout import grad_layouts
+from tests.conftest import line_of
 from tests.copy_helpers import findings
 from tests.rule_snapshots import lint_fixture, marked_lines, reported_lines, rule_output
 
@@ -155,10 +156,16 @@ class _BiasAttention(torch.nn.Module):
 
     def forward(self, x):
         b, n, _ = x.shape
-        q = self.q(x).view(b, n, 4, 8).transpose(1, 2)  # the head split
-        k = self.k(x).view(b, n, 4, 8).transpose(1, 2)
-        v = self.v(x).view(b, n, 4, 8).transpose(1, 2)
-        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=self.bias).sum()
+        q = self.q(x).view(b, n, 4, 8).transpose(1, 2)  # the head split: q
+        k = self.k(x).view(b, n, 4, 8).transpose(1, 2)  # the head split: k
+        v = self.v(x).view(b, n, 4, 8).transpose(1, 2)  # the head split: v
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=self.bias)
+        return (out * torch.randn(out.shape, generator=torch.Generator().manual_seed(0))).sum()
+
+
+_BIAS_Q = line_of(__file__, "# the head split: q")
+_BIAS_K = line_of(__file__, "# the head split: k")
+_BIAS_V = line_of(__file__, "# the head split: v")
 
 
 @pytest.mark.parametrize("learned", [True, False])
@@ -171,5 +178,9 @@ def test_sdpa_math_path_with_a_learned_bias_is_reported_and_confirmed(learned):
     if not learned:  # the flash kernel: gradients in the views' layout, no copy
         assert got == []
         return
-    assert len(got) == 3 and all(f.status == "confirmed" and f.backward_bytes == 2 * 16 * 32 * 4 for f in got)
+    # the math path's matmuls write q's and v's gradients contiguous (copied at their views), k's in the order
+    # k.transpose(-2, -1) is read: the view takes it as it is, the linear's backward folds it to 2-D by a copy
+    assert {f.line for f in got} == {_BIAS_Q, _BIAS_K, _BIAS_V}
+    assert {f.violation.kind for f in got if f.line == _BIAS_K} == {"linear"}
+    assert all(f.status == "confirmed" and f.backward_bytes == 2 * 16 * 32 * 4 for f in got)
     assert all("math path" in f.fix for f in got)

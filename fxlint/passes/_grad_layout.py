@@ -23,7 +23,8 @@ tests/test_fxl121_gradient_layout_copy.py checks them):
 * `scaled_dot_product_attention` on the CPU, without dropout (the flash kernel): q, k and v's gradients are
   written (B, N, H, D)-major and handed back transposed, the layout of `x.view(B, N, H, D).transpose(1, 2)`;
   with dropout, or a mask that needs a gradient (a learned position bias: T5, Swin), it runs the math path:
-  contiguous.
+  q's and v's gradients contiguous, k's contiguous in the order `k.transpose(-2, -1)` is read (measured with
+  tensor hooks and a contiguous output gradient).
 
 Where several ops read a tensor, autograd adds their gradients as they arrive: the op latest in the forward
 runs first in the backward, and the sum lands in place in the first gradient that is a fresh tensor, so it keeps
@@ -208,9 +209,14 @@ class GradLayouts:
         # path then runs, matmuls whose gradients are contiguous (measured)
         math = dropout > 0 or (isinstance(mask, CanonNode) and _has_grad(mask) and u.grad_enabled)
         out: list[tuple[CanonNode, Grad | None]] = []
-        for i, t in zip(ins, infos):
-            if math:
-                out.append((i, Grad(contiguous_strides(t.shape), True, u)))
+        for i, t, role in zip(ins, infos, ("query", "key", "value")):
+            if math:  # matmuls: q's and v's gradients contiguous, k's contiguous as the k.transpose(-2, -1) read
+                if role == "key":
+                    b, h, n, d = t.shape
+                    sb, sh, sd, sn = contiguous_strides((b, h, d, n))
+                    out.append((i, Grad((sb, sh, sn, sd), True, u)))
+                else:
+                    out.append((i, Grad(contiguous_strides(t.shape), True, u)))
                 continue
             b, h, n, d = t.shape
             sb, sn, sh, sd = contiguous_strides((b, n, h, d))
