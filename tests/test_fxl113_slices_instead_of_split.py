@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
+import torch.nn as nn
 from torch.profiler import profile
 
 import fxlint
+from tests.conftest import line_of
 from tests.copy_helpers import findings
 from tests.rule_snapshots import lint_fixture, load_fixture, marked_lines, reported_lines, rule_output
 
@@ -126,3 +129,81 @@ def test_chunk_replaces_the_rotary_pieces_backward_copies():
         grads.append(x.grad)
     assert copies == [[2 * 4 * 16 * 4 * 4] * 2, []]
     assert torch.equal(grads[0], grads[1])
+
+
+class _PatchMerging3d(nn.Module):
+    """Swin-UNETR's 3-D patch merging: the eight strided pieces of x, concatenated."""
+
+    def __init__(self):
+        super().__init__()
+        self.reduce = nn.Linear(64, 16)
+
+    def forward(self, x):
+        x = x * 1.0
+        x0 = x[:, 0::2, 0::2, 0::2, :]  # piece 0
+        x1 = x[:, 1::2, 0::2, 0::2, :]
+        x2 = x[:, 0::2, 1::2, 0::2, :]
+        x3 = x[:, 0::2, 0::2, 1::2, :]
+        x4 = x[:, 1::2, 1::2, 0::2, :]
+        x5 = x[:, 1::2, 0::2, 1::2, :]
+        x6 = x[:, 0::2, 1::2, 1::2, :]
+        x7 = x[:, 1::2, 1::2, 1::2, :]
+        return self.reduce(torch.cat([x0, x1, x2, x3, x4, x5, x6, x7], -1))
+
+
+class _EvenOdd(nn.Module):
+    def __init__(self, both: bool):
+        super().__init__()
+        self.both = both
+
+    def forward(self, x):
+        x = x * 1.0
+        a = x[..., ::2]  # even
+        b = x[..., 1::2] if self.both else x[..., :4]  # odd, or a plain slice
+        return a.sum() + b.sum()
+
+
+def test_strided_pieces_that_tile_are_reported_per_line_and_confirmed():
+    x = torch.randn(2, 4, 4, 4, 8, requires_grad=True)
+    report = fxlint.lint(_PatchMerging3d().train(), (x,), train=True, select="FXL113", confirm=True, config=False)
+    got = findings(report, "FXL113")
+    first = line_of(__file__, "# piece 0")
+    assert sorted(f.line for f in got) == list(range(first, first + 8))
+    piece = x.numel() // 8 * 4
+    # per piece, one slice_backward per strided dim copies that slice's output: 4 + 2 + 1 pieces' bytes
+    assert all(f.status == "confirmed" and f.bytes == 0 and f.backward_bytes == 7 * piece for f in got)
+    assert got[0].violation.kind == "strided" and got[0].violation.steps == (2, 2, 2)
+    assert "`x.unflatten(1, (-1, 2)).unflatten(3, (-1, 2)).unflatten(5, (-1, 2))`" in got[0].fix
+
+
+@pytest.mark.parametrize("both", [True, False])
+def test_even_and_odd_pieces_tile_and_one_alone_does_not(both):
+    x = torch.randn(2, 8, 16, requires_grad=True)
+    got = findings(fxlint.lint(_EvenOdd(both).train(), (x,), train=True, select="FXL113", confirm=True,
+                               config=False), "FXL113")
+    assert len(got) == (2 if both else 0)
+    assert all(f.status == "confirmed" and f.backward_bytes == x.numel() // 2 * 4 for f in got)
+    if both:
+        assert "`x.unflatten(2, (-1, 2)).unbind(3)`" in got[0].fix
+
+
+def test_the_unbind_spelling_gives_the_same_pieces_and_gradients():
+    x = torch.randn(2, 4, 4, 4, 8)
+    grads = []
+    for spelled in ("subscripts", "unbind"):
+        h = x.clone().requires_grad_()
+        if spelled == "subscripts":
+            pieces = [h[:, i::2, j::2, k::2, :] for i in range(2) for j in range(2) for k in range(2)]
+        else:
+            p = h.unflatten(1, (-1, 2)).unflatten(3, (-1, 2)).unflatten(5, (-1, 2))
+            pieces = [pi.unbind(3)[j].unbind(4)[k] for pi in p.unbind(2) for j in range(2) for k in range(2)]
+        y = torch.cat(pieces, -1)
+        (y * torch.arange(y.numel()).reshape(y.shape)).sum().backward()
+        grads.append((y.detach(), h.grad))
+    assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1])
+
+
+def test_strided_pieces_in_inference_are_silent():
+    with torch.no_grad():
+        report = fxlint.lint(_PatchMerging3d().eval(), (torch.randn(2, 4, 4, 4, 8),), select="FXL113", config=False)
+    assert findings(report, "FXL113") == []

@@ -7,7 +7,11 @@ function, each by its own subscript, where a gradient flows back through them:
 x[:, 1:]` or `torch.tensor_split(x, (1,), dim=1)` (slices), and the same
 pieces on consecutive lines (`x1 = x[..., : d // 2]`, `x2 = x[..., d // 2 :]`,
 the rotary embedding's `rotate_half`), with every other dim taken whole and
-no two pieces overlapping. Also a select along a dim of size 1 (`h[:, 0]`
+no two pieces overlapping. And strided pieces that tile a tensor: every
+offset of a step along one or more dims (`x[..., ::2]` and `x[..., 1::2]`
+of a pairwise rotary embedding; the eight `x[:, i::2, j::2, k::2]` of a 3-D
+patch merging, a Focus layer's four), whose backward zero-fills and copies
+once per strided dim. Also a select along a dim of size 1 (`h[:, 0]`
 of an (N, 1, C) tensor): the one piece is the whole tensor, and
 `h.squeeze(1)` is the same view with a free backward. Only pieces whose
 gradient reaches the output count (a piece cut off by a `detach` gets no
@@ -48,6 +52,16 @@ x1, x2 = x.chunk(2, dim=-1)
 Measured (torch 2.13, CPU) on the rotary embedding: `x1, x2 = x[..., :h],
 x[..., h:]` then `torch.cat((-x2, x1), -1)` makes two `slice_backward`
 copies per call of it in the backward; `x.chunk(2, dim=-1)` none.
+For strided pieces, views with `unflatten` and `unbind` give the same
+pieces:
+```python
+a, b = x.unflatten(-1, (-1, 2)).unbind(-1)          # x[..., ::2], x[..., 1::2]
+p = x.unflatten(1, (-1, 2)).unflatten(3, (-1, 2)).unflatten(5, (-1, 2))
+x0 = p.unbind(2)[0].unbind(3)[0].unbind(4)[0]       # x[:, 0::2, 0::2, 0::2]
+```
+Measured on a (2, 4, 4, 4, 8) patch merging: the eight subscripts then
+`torch.cat` run 24 zero fills, 24 copies and 7 sums in the backward; the
+nested `unbind`s 7 stacks, and the same values.
 
 ## When it is intentional
 Pieces that overlap, or a single piece smaller than the tensor (`x[:, 1:]`
@@ -56,8 +70,9 @@ Silence a line with `# fxlint: ignore[FXL113]`.
 
 `details` (the fields of `SlicesInsteadOfSplit`): `tensor` (the sliced
 tensor, in the user's names), `dim`, `pieces` (how many), `kind`
-(`select` or `slice`), `suggestion` (the spelling with `unbind`/`split`),
-`copied` (backward bytes per training step).
+(`select`, `slice` or `strided`), `suggestion` (the spelling with
+`unbind`/`split`), `copied` (backward bytes per training step), and for
+strided pieces `steps` and `dims`.
 """
 
 from __future__ import annotations
@@ -86,9 +101,20 @@ class SlicesInsteadOfSplit(Violation):
     copied: int | str | None  # backward bytes per training step (of the pieces on this finding's line)
     spelled: str = "subscripts"  # "subscripts" or "tensor_split" (built from slices)
     lines: tuple[int, ...] = ()  # the source lines the pieces are taken on, when known
+    steps: tuple[int, ...] = ()  # kind "strided": the step on each strided dim (``dims``)
+    dims: tuple[int, ...] = ()
 
     def message(self) -> str:
         how = "select" if self.kind == "select" else "slice"
+        if self.kind == "strided":
+            where = f" (on lines {', '.join(map(str, self.lines))})" if len(self.lines) > 1 else ""
+            on_line = " on this line" if len(self.lines) > 1 else ""
+            plural = "s" if len(self.dims) > 1 else ""
+            return (f"{self.pieces} strided pieces of `{self.tensor}` (step{plural} {_listed(self.steps)} along dim"
+                    f"{plural} {_listed(self.dims)}) tile it{where}: in the backward each piece's subscript zero-fills a "
+                    f"gradient the size of `{self.tensor}` once per strided dim and copies its piece in, and the "
+                    f"pieces are summed ({bytes_text(self.copied)} copied per training step{on_line}, plus the zero "
+                    "fills and the sums)")
         if self.pieces == 1:
             return (f"`{self.tensor}` selected along dim {self.dim}, of size 1: the piece is the whole tensor, but in the "
                     f"backward the select copies its gradient into a zero-filled tensor the size of `{self.tensor}` "
@@ -102,6 +128,9 @@ class SlicesInsteadOfSplit(Violation):
                 "sums)")
 
     def fix_title(self) -> str:
+        if self.kind == "strided":
+            return (f"take the pieces at once as views: {self.suggestion} (backward: one stack per unbind, no zero "
+                    "fills)")
         if self.pieces == 1:
             return f"take it as a view with a free backward: `{self.suggestion}`"
         return f"take the pieces at once: `{self.suggestion}` (one backward write)"
@@ -180,6 +209,82 @@ def _pieces_of_split(node: CanonNode) -> tuple[int, list[tuple[CanonNode, int, i
     return dim, used
 
 
+def _listed(v: tuple[int, ...]) -> str:
+    return str(v[0]) if len(v) == 1 else str(v)
+
+
+def _strided(node: CanonNode) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...]] | None:
+    """(((dim, step), ...), offsets) of a subscript that takes every step-th element from an offset below the step
+    along one or more dims (``x[:, 1::2, 0::2]``), every other dim whole."""
+    spec = node.args.get("index")
+    x = node.input
+    if spec is None or x is None or x.tensor is None:
+        return None
+    items = [it for it in spec.items if it.kind != "ellipsis"]
+    cut = [it for it in items if not (it.kind == "slice" and it.start in (None, 0) and it.stop is None
+                                      and it.step in (None, 1))]
+    if not cut or any(it.kind != "slice" or it.dim is None or not isinstance(it.step, int) or it.step < 2
+                      or it.stop is not None for it in cut):
+        return None
+    dims, offsets = [], []
+    for it in sorted(cut, key=lambda i: i.dim):
+        size = x.tensor.shape[it.dim]
+        start = 0 if it.start is None else it.start
+        if not isinstance(size, int) or not isinstance(start, int) or not 0 <= start < it.step or size % it.step:
+            return None
+        dims.append((it.dim, it.step))
+        offsets.append(start)
+    return tuple(dims), tuple(offsets)
+
+
+def _strided_hits(view: GraphView) -> Iterator[Hit]:
+    """Strided pieces of one tensor, in one function, whose offsets cover every combination: they tile it
+    (patch merging's ``x[:, 0::2, 0::2, 0::2]`` ... ``x[:, 1::2, 1::2, 1::2]``, a Focus layer, ``x[..., ::2]`` and
+    ``x[..., 1::2]``)."""
+    Where = tuple[str | None, str | None] | None
+    groups: dict[tuple[int, tuple[tuple[int, int], ...], Where], list[tuple[CanonNode, tuple[int, ...]]]] = \
+        defaultdict(list)
+    for node in view.ops("slice"):
+        got = _strided(node)
+        if got is None or node.input is None or not _grads(node):
+            continue
+        loc = node.location
+        groups[(id(node.input), got[0], (loc.file, loc.function) if loc is not None else None)].append(
+            (node, got[1]))
+    for (_, dims, _), pieces in groups.items():
+        steps = tuple(st for _, st in dims)
+        if {off for _, off in pieces} != set(itertools.product(*(range(st) for st in steps))):
+            continue  # not every piece: no tiling to take at once
+        x = pieces[0][0].input
+        if x is None or x.tensor is None or not isinstance(x.tensor.numel, int):
+            continue
+        name = operand_name(x)
+        ds = tuple(d for d, _ in dims)
+        unflat = "".join(f".unflatten({d + k}, (-1, {st}))" for k, (d, st) in enumerate(dims))
+        if len(ds) == 1:
+            suggestion = f"`{name}{unflat}.unbind({ds[0] + 1})`"
+        else:  # each unbind drops one offset dim: the next one is then at its own dim + 1
+            suggestion = (f"`{name}{unflat}`, then " + ", ".join(f"`.unbind({d + 1})`" for d in ds)
+                          + " in turn (piece (i, j, ...) is `[i][j]...`)")
+        # each piece's backward: one slice_backward per strided dim, copying that slice's output into a zero-filled
+        # tensor of its input (sizes numel / step_1, numel / (step_1 step_2), ...)
+        per_piece, left = 0, x.tensor.numel * x.tensor.itemsize
+        for st in steps:
+            left //= st
+            per_piece += left
+        by_line: dict[int | None, list[CanonNode]] = defaultdict(list)
+        for node, _ in pieces:
+            by_line[_line(node)].append(node)
+        lines = tuple(sorted(ln for ln in by_line if ln is not None))
+        for nodes in by_line.values():
+            first = min(nodes, key=lambda nd: nd.position)
+            copied = per_piece * len(nodes)
+            yield Hit(first, SlicesInsteadOfSplit(tensor=name, dim=ds[0], pieces=len(pieces), kind="strided",
+                                                  suggestion=suggestion, copied=bytes_value(copied), lines=lines,
+                                                  steps=steps, dims=ds),
+                      bytes=0, backward_bytes=copied, dedup=f"{name}:{ds}")
+
+
 @rule("FXL113", "slices-instead-of-split", "warning", violation=SlicesInsteadOfSplit)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     # the pieces one statement takes (`q, k, v = qkv[0], qkv[1], qkv[2]`), then the lone pieces one function takes
@@ -210,6 +315,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         dim, used = got
         if len(used) >= 2:
             yield from _hit([(u, "slice", a, b) for u, a, b in used], dim, anchor=node, spelled="tensor_split")
+    yield from _strided_hits(view)
 
 
 def _line(node: CanonNode) -> int | None:
