@@ -20,9 +20,11 @@ them on hand-kept programs.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import itertools
 import math
+import shutil
 import sys
 import tempfile
 import textwrap
@@ -50,6 +52,8 @@ def _workdir() -> Path:
     global _dir
     if _dir is None:
         _dir = Path(tempfile.mkdtemp(prefix="fxlint_fuzz_"))
+        # removed when the test process ends (a failing program is printed by hypothesis: its source is the report)
+        atexit.register(shutil.rmtree, _dir, ignore_errors=True)
     return _dir
 
 
