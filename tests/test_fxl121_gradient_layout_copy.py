@@ -184,3 +184,40 @@ def test_sdpa_math_path_with_a_learned_bias_is_reported_and_confirmed(learned):
     assert {f.violation.kind for f in got if f.line == _BIAS_K} == {"linear"}
     assert all(f.status == "confirmed" and f.backward_bytes == 2 * 16 * 32 * 4 for f in got)
     assert all("math path" in f.fix for f in got)
+
+
+class _ConvAttentionBlock(torch.nn.Module):
+    """diffusers' attention block: NCHW features flattened to (B, H*W, C) tokens, a linear over the channels, and
+    the tokens transposed back to (B, C, H, W) and added to the NCHW residual for the next norm or conv, whose
+    backward hands the gradient back in (B, C, H, W) order: strided for the linear, whose backward folds it to 2-D
+    by a copy."""
+
+    def __init__(self, norm: str):
+        super().__init__()
+        self.to_out = torch.nn.Linear(8, 8)
+        self.after = {"conv": torch.nn.Conv2d(8, 8, 3, padding=1), "group_norm": torch.nn.GroupNorm(2, 8),
+                      "batch_norm": torch.nn.BatchNorm2d(8)}[norm]
+        self.register_buffer("weight", torch.randn(2, 8, 4, 4, generator=torch.Generator().manual_seed(0)))
+
+    def forward(self, x):
+        b, c, h, w = x.shape
+        t = x.flatten(2).transpose(1, 2)
+        t = self.to_out(t)  # the linear over the channels
+        y = x + t.transpose(1, 2).reshape(b, c, h, w)  # the residual: NCHW
+        return (self.after(y) * self.weight).sum()
+
+
+@pytest.mark.parametrize("after", ["conv", "group_norm", "batch_norm"])
+def test_a_conv_or_norm_after_the_transpose_back_lays_out_the_linear_s_gradient(after):
+    import fxlint
+
+    x = torch.randn(2, 8, 4, 4, requires_grad=True)
+    # FXL201 owns the forward copy of the linear's strided input: selected, so that FXL121's "nothing copied in
+    # the forward" is not judged against it
+    report = fxlint.lint(_ConvAttentionBlock(after).train(), (x,), train=True, select=["FXL121", "FXL201"],
+                         confirm=True, config=False)
+    got = [f for f in report.findings if f.code == "FXL121"]
+    assert [f.line for f in got] == [line_of(__file__, "# the linear over the channels")]
+    [f] = got
+    assert f.status == "confirmed" and f.backward_bytes == x.numel() * 4
+    assert f.violation.fix == "layout-op" and "1x1 conv" in f.fix

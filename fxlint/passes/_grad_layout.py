@@ -20,6 +20,8 @@ tests/test_fxl121_gradient_layout_copy.py checks them):
   (`slice_backward` zero-fills the input), `split`/`chunk`/`unbind` (their backward is a `cat`/`stack`): a new
   contiguous tensor;
 * `einsum`: contiguous in the order `bmm` read the operand (``fxlint.kernels.einsum``);
+* a convolution and `batch_norm`: a new tensor in the input's memory format (contiguous, or channels_last for a
+  channels_last input), whatever the output gradient's layout; `group_norm` on a contiguous input: contiguous;
 * `scaled_dot_product_attention` on the CPU, without dropout (the flash kernel): q, k and v's gradients are
   written (B, N, H, D)-major and handed back transposed, the layout of `x.view(B, N, H, D).transpose(1, 2)`;
   with dropout, or a mask that needs a gradient (a learned position bias: T5, Swin), it runs the math path:
@@ -57,6 +59,9 @@ _CONTIGUOUS = frozenset({"matmul", "mm", "bmm", "linear", "addmm", "baddbmm", "s
                          "where", "masked_fill", "relu"})
 #: ops that cut their input into pieces: their backward puts the pieces' gradients together with cat or stack
 _PIECES = frozenset({"split", "chunk", "unbind", "split_with_sizes", "tensor_split"})
+#: ops whose backward writes their input's gradient as a new tensor in the input's memory format, whatever the layout
+#: of their output's gradient (measured with tensor hooks): conv, batch_norm; group_norm (contiguous input)
+_IN_INPUT_LAYOUT = frozenset({"conv", "batch_norm", "group_norm"})
 #: views whose backward is a reshape of the gradient
 _RESHAPES = frozenset({"view", "reshape", "squeeze", "unsqueeze", "flatten", "unflatten"})
 
@@ -149,6 +154,8 @@ class GradLayouts:
                      else None) for i in u.tensor_inputs]
         if op == "scaled_dot_product_attention":
             return self._attention(u)
+        if op in _IN_INPUT_LAYOUT and x is not None and x.tensor is not None:
+            return [(x, self._input_layout(u, x))] + [(i, None) for i in u.tensor_inputs if i is not x]
         if op == "einsum":
             return self._einsum(u)
         if op in _CONTIGUOUS:
@@ -171,6 +178,20 @@ class GradLayouts:
                     out.append((i, Grad(dense, True, g.made_by, through) if dense is not None else None))
             return out
         return [(i, None) for i in u.tensor_inputs]
+
+    @staticmethod
+    def _input_layout(u: CanonNode, x: CanonNode) -> Grad | None:
+        """A conv's or batch_norm's input gradient: a new tensor in the input's own memory format (contiguous, or
+        channels_last for a channels_last input); group_norm's: contiguous, for a contiguous input."""
+        t = x.tensor
+        if t is None or not all(isinstance(d, int) for d in (*t.shape, *t.stride)):
+            return None
+        if t.is_contiguous() is True:
+            return Grad(contiguous_strides(t.shape), True, u)
+        if u.op != "group_norm" and t.ndim in (4, 5) and t.is_channels_last() is True:
+            order = [0, *range(2, t.ndim), 1][::-1]  # fastest first: C, then the spatial dims from the last
+            return Grad(dense_strides(t.shape, order), True, u)
+        return None
 
     def _reshaped(self, u: CanonNode, x: CanonNode, g: Grad | None) -> Grad | None:
         """A view's backward: ``g`` reshaped to the view's input, copied (and recorded) when no view can do it."""

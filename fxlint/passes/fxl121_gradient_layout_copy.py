@@ -25,7 +25,10 @@ gradient; `F.scaled_dot_product_attention` on the
 CPU writes q, k and v's gradients in the layout of
 `x.view(B, N, H, D).transpose(1, 2)` (no copy there), except on its math
 path (dropout inside it, or a mask that needs a gradient: the learned
-position bias of T5 and WavLM), whose gradients are contiguous.
+position bias of T5 and WavLM), whose gradients are contiguous; a conv,
+`batch_norm` or `group_norm` writes its input's gradient in that input's
+layout (diffusers' attention block: `to_out` on (B, H*W, C), transposed back
+to (B, C, H, W) for the next GroupNorm and conv).
 
 A view whose gradient comes back through a `.contiguous()` copy is FXL101's
 (its backward bytes); pieces taken after a permute are FXL114's.
@@ -73,8 +76,8 @@ custom score function) pays the copy. Silence a line with
 `details` (the fields of `GradientLayoutCopy`): `call` (the view or
 `linear` as written), `kind` (`view` or `linear`), `grad_strides` (the
 gradient's predicted strides), `cause` (the op whose backward wrote it),
-`cause_at` (its line), `fix` (`attention`, `attention-math` or
-`before-permute`), `copied` (backward bytes per training step).
+`cause_at` (its line), `fix` (`attention`, `attention-math`,
+`before-permute` or `layout-op`), `copied` (backward bytes per training step).
 """
 
 from __future__ import annotations
@@ -87,7 +90,7 @@ from ..canon import CanonNode, GraphView
 from ..canon.text import bytes_text, bytes_value, call_text, line_of, shape_text
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
-from ._grad_layout import grad_layouts
+from ._grad_layout import _IN_INPUT_LAYOUT, grad_layouts
 
 #: products whose backward writes their operands' gradients contiguous in the order they read them
 _PRODUCTS = frozenset({"matmul", "mm", "bmm", "einsum", "baddbmm", "addmm"})
@@ -110,7 +113,7 @@ class GradientLayoutCopy(Violation):
     grad_strides: tuple[int | str, ...]
     cause: str
     cause_at: str
-    fix: str  # "attention" | "attention-math" | "before-permute"
+    fix: str  # "attention" | "attention-math" | "before-permute" | "layout-op"
     copied: int | str | None
 
     def message(self) -> str:
@@ -125,6 +128,10 @@ class GradientLayoutCopy(Violation):
         return _CALLS
 
     def fix_title(self) -> str:
+        if self.fix == "layout-op":
+            return (f"`{self.cause}` hands back its input's gradient laid out as that input, which is in the permuted "
+                    "order: do this step in the order the conv or norm works in (a 1x1 conv on (B, C, H, W) for a "
+                    "linear over the channels), so that no permute sits between them")
         if self.fix == "attention-math":
             return ("F.scaled_dot_product_attention runs its math path here (dropout inside it, or a mask that needs a "
                     "gradient: a learned position bias), whose backward writes q, k and v's gradients contiguous; its "
@@ -167,6 +174,8 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             fix = "attention-math"  # the math path (dropout, a mask that needs a gradient): contiguous gradients
         elif cause.op in _BEFORE_PERMUTE:
             fix = "before-permute"
+        elif cause.op in _IN_INPUT_LAYOUT:
+            fix = "layout-op"  # a conv or norm after the permute: its input's gradient in the permuted order
         else:
             continue  # no spelling to offer
         node = c.node
