@@ -425,3 +425,38 @@ def test_the_operands_of_an_attention_inductor_replaced_are_copied_at_the_lines_
     # backs the finding on its line
     check = check_verdicts(report.findings, audit)
     assert [c.status for c in check.checks if c.code == "FXL701"] == [CONFIRMED, CONFIRMED]
+
+
+class _PaddedPieceCat(nn.Module):
+    """MONAI's UpCat: the upsampled piece padded (replicate) on one line and concatenated with the skip on the
+    next; Inductor computes the pad straight into the cat's slice, in one kernel lowered from both lines."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(16, 8, 3, padding=1)
+
+    def forward(self, x_e, x_0):
+        x_0 = F.pad(x_0, (0, 1, 0, 1), "replicate")  # PAD LINE
+        return self.conv(torch.cat([x_e, x_0], dim=1))  # PADDED CAT LINE
+
+
+@pytest.mark.inductor
+def test_a_cat_piece_computed_in_a_kernel_fused_from_several_lines_is_the_cat_lines_copy():
+    from tests.conftest import line_of
+
+    x_e, x_0 = torch.randn(2, 8, 16, 16), torch.randn(2, 8, 15, 15)
+    model = _PaddedPieceCat().eval()
+    cat_line = line_of(__file__, "# PADDED CAT LINE")
+    with torch.no_grad():
+        report = fxlint.lint(model, (x_e, x_0), compiled=True)
+        audit = fxlint.audit(model, (x_e, x_0), compiled=True)
+    piece = x_e.nbytes  # the padded x_0 has the skip's size
+    # the oracle: both pieces' writes into the cat's slices on the cat's line, none on the pad's
+    assert sorted(c.bytes for c in audit.copies if c.line == cat_line and c.kernel.startswith("cpp_fused_cat")
+                  and c.bytes == piece) == [piece, piece]
+    assert not [c for c in audit.copies if c.line == line_of(__file__, "# PAD LINE")]
+    # fxlint: both pieces copied into the cat, at the cat's line (not the padded piece at the pad's line, the
+    # node whose lowering realised the buffer)
+    assert sorted((f.line, f.compiled_bytes) for f in report.by_code("FXL703")) == [(cat_line, piece)] * 2
+    check = check_verdicts(report.findings, audit)
+    assert [c.status for c in check.checks if c.code == "FXL703"] == [CONFIRMED, CONFIRMED]

@@ -82,7 +82,9 @@ class CompiledCatCopy(Violation):
 @rule("FXL703", "compiled-cat-copy", "info", scope="compiled", violation=CompiledCatCopy)
 def check(compiled: CompiledGraph, ctx: RuleContext) -> Iterator[Hit]:
     for buf in compiled.copies(CAT):
-        cat = compiled.node(buf.producer)
+        # the concatenation the piece is written into: its line is the copy's, even where the kernel that
+        # writes the piece also computes it from ops of other lines (a pad fused into the slice's store)
+        cat = compiled.node(buf.into_node) or compiled.node(buf.producer)
         piece = _piece(compiled, buf, cat)
         why, kernel = _why(compiled, buf, piece)
         text = value_text(piece) if piece is not None else "one of its inputs"
@@ -90,7 +92,8 @@ def check(compiled: CompiledGraph, ctx: RuleContext) -> Iterator[Hit]:
             text = backward_value(compiled, buf)
         violation = CompiledCatCopy(piece=text,
                                     why=why, kernel=kernel, copied=buf.bytes, phase=buf.phase)
-        yield Hit(compiled.site(buf), violation, compiled_bytes=buf.bytes, compiled_phase=buf.phase,
+        site = cat if cat is not None and cat.kind == "op" else compiled.site(buf)
+        yield Hit(site, violation, compiled_bytes=buf.bytes, compiled_phase=buf.phase,
                   dedup=f"{violation.piece}:{buf.phase}")
 
 
