@@ -460,3 +460,96 @@ def test_a_cat_piece_computed_in_a_kernel_fused_from_several_lines_is_the_cat_li
     assert sorted((f.line, f.compiled_bytes) for f in report.by_code("FXL703")) == [(cat_line, piece)] * 2
     check = check_verdicts(report.findings, audit)
     assert [c.status for c in check.checks if c.code == "FXL703"] == [CONFIRMED, CONFIRMED]
+
+
+class _ContiguousQKV(nn.Module):
+    """Hiera's global attention: q, k, v made contiguous by the user before a `F.scaled_dot_product_attention`
+    the user calls (which takes them as they are, their last dim contiguous); ``contiguous=False``: without."""
+
+    def __init__(self, c: int = 64, heads: int = 2, contiguous: bool = True):
+        super().__init__()
+        self.qkv, self.heads, self.contiguous = nn.Linear(c, 3 * c), heads, contiguous
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        if self.contiguous:
+            q, k, v = q.contiguous(), k.contiguous(), v.contiguous()  # CONTIGUOUS QKV LINE
+        return F.scaled_dot_product_attention(q, k, v)  # USER SDPA LINE
+
+
+@pytest.mark.inductor
+def test_a_copy_the_user_wrote_before_a_kernel_that_takes_it_in_that_layout_survives_as_the_users():
+    from tests.conftest import line_of
+
+    x = torch.randn(2, 64, 64)
+    line = line_of(__file__, "# CONTIGUOUS QKV LINE")
+    with torch.no_grad():
+        report = fxlint.lint(_ContiguousQKV().eval(), (x,), compiled=True)
+        audit = fxlint.audit(_ContiguousQKV().eval(), (x,), compiled=True)
+    q_bytes = 2 * 2 * 64 * 32 * 4
+    # the oracle: q, k and v copied on the line of the user's `.contiguous()`, nothing on the SDPA's
+    assert sorted(c.bytes for c in audit.copies if c.line == line and c.how == "kernel") == [q_bytes] * 3
+    assert not [c for c in audit.copies if c.line == line_of(__file__, "# USER SDPA LINE")]
+    # fxlint: the user's copy survives (the buffer has the layout `.contiguous()` gives); it is not a copy
+    # Inductor makes for the kernel (FXL701 at the SDPA's line), with the user's said to be fused
+    [f] = [f for f in report.by_code("FXL101") if f.line == line]
+    assert f.compiled == "survives" and f.compiled_bytes == 3 * q_bytes
+    assert report.by_code("FXL701") == []
+    check = check_verdicts(report.findings, audit)
+    assert {(c.code, c.status) for c in check.checks} == {("FXL101", CONFIRMED)}
+
+
+@pytest.mark.inductor
+def test_without_the_users_copy_the_kernel_takes_q_k_v_as_they_are_and_nothing_is_copied():
+    x = torch.randn(2, 64, 64)
+    model = _ContiguousQKV(contiguous=False).eval()
+    with torch.no_grad():
+        report = fxlint.lint(model, (x,), compiled=True)
+        audit = fxlint.audit(model, (x,), compiled=True)
+    assert [c for c in audit.copies if c.how == "kernel"] == []
+    assert report.by_code("FXL101") == report.by_code("FXL701") == []
+
+
+class _GatheredBias(nn.Module):
+    """BEiT's relative-position bias: gathered from a table, permuted, made contiguous by the user, then given a
+    leading dim of 1 on the next line and handed to `F.scaled_dot_product_attention` as its mask."""
+
+    def __init__(self, c: int = 64, heads: int = 2, n: int = 16):
+        super().__init__()
+        self.qkv, self.heads, self.n = nn.Linear(c, 3 * c), heads, n
+        self.table = nn.Parameter(torch.randn(2 * n - 1, heads))
+        i = torch.arange(n)
+        self.register_buffer("index", (i[:, None] - i[None, :] + n - 1).reshape(-1))
+
+    def bias(self):
+        b = self.table[self.index].view(self.n, self.n, -1)
+        b = b.permute(2, 0, 1).contiguous()  # CONTIGUOUS BIAS LINE
+        return b.unsqueeze(0)  # UNSQUEEZE LINE
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=self.bias())
+
+
+@pytest.mark.inductor
+def test_a_users_copy_stored_through_an_unsqueeze_is_on_the_copys_line_for_both():
+    from tests.conftest import line_of
+
+    x, model = torch.randn(2, 16, 64), _GatheredBias().eval()
+    line = line_of(__file__, "# CONTIGUOUS BIAS LINE")
+    with torch.no_grad():
+        report = fxlint.lint(model, (x,), compiled=True)
+        audit = fxlint.audit(model, (x,), compiled=True)
+    bias = 2 * 16 * 16 * 4
+    # the oracle: the kernel (gather, permute, contiguous, unsqueeze: several lines) writes the bias once; the
+    # node that moved the data is the `.contiguous()`, not the `unsqueeze` (a view of the buffer's exact size)
+    assert [(c.line, c.bytes) for c in audit.copies if c.how == "kernel"] == [(line, bias)]
+    # fxlint: the same buffer is the user's `.contiguous()` (its layout but for the dim of 1), which survives
+    [f] = report.by_code("FXL101")
+    assert (f.line, f.compiled, f.compiled_bytes) == (line, "survives", bias)
+    assert report.by_code("FXL701") == []
+    check = check_verdicts(report.findings, audit)
+    assert [c.status for c in check.checks if c.verdict == "survives"] == [CONFIRMED]
+    assert REFUTED not in {c.status for c in check.checks}

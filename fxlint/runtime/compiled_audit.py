@@ -21,8 +21,9 @@ the verdicts:
   post-grad nodes the kernel was lowered from; ``inductor_post_grad_graph`` gives those nodes' ops and
   sizes. A copy is put on the user's line of its kernel (the innermost frame outside torch and the
   pass-through libraries, as the eager audit does); when a kernel spans several lines, on the line of the
-  post-grad node whose size is the buffer's; when that does not decide, on no line (``lines`` lists the
-  candidates);
+  post-grad node whose size is the buffer's (where only views have it, an ``unsqueeze`` the kernel stores
+  through: the node that moved the data, of that size but for dims of 1); when that does not decide, on no
+  line (``lines`` lists the candidates);
 * **the profiler** (``torch._inductor.config.cpp.enable_kernel_profile=True``: each generated kernel is a
   profiler event): which graphs ran and how often, that each copy kernel ran as often as ``call()`` says
   (a mismatch is a note), and the copies ATen makes inside the extern kernels and fallbacks the program
@@ -385,7 +386,13 @@ def _line_of(graph: _Graph, call: oc.Call, write: oc.Write | None
             # line, even when the kernel also computes values of the piece's size that leave it)
             cands = [n for n in cands if _short_op(n.op) == "cat"]
         cands = [n for n in cands if n.users - inside] or cands
-        cands = [n for n in cands if _short_op(n.op) not in _VIEW_OPS] or cands
+        movers = [n for n in cands if _short_op(n.op) not in _VIEW_OPS]
+        if not movers and not sliced:
+            # only views of the buffer's size (an `unsqueeze` the kernel stores through): the node beneath them
+            # that moved the data, of the same size but for dims of 1
+            movers = [n for n in nodes if _short_op(n.op) not in _VIEW_OPS and n.size is not None
+                      and _squeezed(n.size) == _squeezed(size) and (item is None or n.itemsize in (None, item))]
+        cands = movers or cands
         found = {}
         for n in cands:
             for t in traces:
@@ -417,6 +424,10 @@ def _next_reader(graph: _Graph, call: oc.Call, arg: str) -> oc.Call | None:
         if any(name.search(a) for a in later.args):
             return later
     return None
+
+
+def _squeezed(size: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(n for n in size if n != 1)
 
 
 def _numel(size: tuple[int, ...] | None) -> int:
