@@ -143,10 +143,11 @@ def test_the_wrapper_reader_follows_reused_buffers_and_provenance_handles():
     assert [(c.kind, c.name, c.handle) for c in code.calls] == [
         ("generated", "cpp_fused_clone_0", "cpp_fused_clone_0:1"), ("extern", "extern_kernels.mm", "extern_kernels.mm:2"),
         ("generated", "cpp_fused_clone_0", "cpp_fused_clone_0:3"), ("generated", "cpp_fused_clone_0", "cpp_fused_clone_0:4")]
-    # a reused buffer is written at its own size: buf2 is buf0's 32 floats, buf3 a 16-float view of buf1
+    # a reused buffer is written at its own size (and strides): buf2 is buf0's 32 floats, buf3 a 16-float view of
+    # buf1
     assert [c.writes for c in code.calls if c.kind == "generated"] == [
-        [("buf0", 128, oc.DATA, (8, 4), None)], [("buf2", 128, oc.DATA, (8, 4), None)],
-        [("buf3", 64, oc.DATA, (2, 8), None)]]
+        [("buf0", 128, oc.DATA, (8, 4), None, (4, 1))], [("buf2", 128, oc.DATA, (8, 4), None, (4, 1))],
+        [("buf3", 64, oc.DATA, (2, 8), None, (8, 1))]]
     with pytest.raises(ValueError):
         oc.parse("x = 1\n")
 
@@ -553,3 +554,114 @@ def test_a_users_copy_stored_through_an_unsqueeze_is_on_the_copys_line_for_both(
     check = check_verdicts(report.findings, audit)
     assert [c.status for c in check.checks if c.verdict == "survives"] == [CONFIRMED]
     assert REFUTED not in {c.status for c in check.checks}
+
+
+class _CacheLayer(nn.Module):
+    """GPT-2's attention with a KV cache's first update: k and v concatenated onto empty tensors (a cat Inductor
+    lowers to a copy of its one piece), kept in the cache the model returns and read by the SDPA it calls."""
+
+    def __init__(self, c: int = 64, heads: int = 2):
+        super().__init__()
+        self.c_attn, self.heads, self.c = nn.Linear(c, 3 * c), heads, c
+
+    def forward(self, x, cache):
+        b, n, c = x.shape
+        q, k, v = (t.view(b, n, self.heads, -1).transpose(1, 2) for t in self.c_attn(x).split(self.c, dim=2))
+        keys = torch.cat([torch.tensor([], dtype=x.dtype), k], dim=-2)  # KEYS CAT LINE
+        values = torch.cat([torch.tensor([], dtype=x.dtype), v], dim=-2)  # VALUES CAT LINE
+        cache.append((keys, values))
+        return F.scaled_dot_product_attention(q, keys, values).transpose(1, 2).reshape(b, n, c)  # CACHE SDPA LINE
+
+
+class _CachedAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = _CacheLayer(), _CacheLayer()
+
+    def forward(self, x):
+        cache: list = []
+        return self.b(self.a(x, cache), cache), cache
+
+
+@pytest.mark.inductor
+def test_a_cat_onto_an_empty_cache_is_the_cats_copy_of_its_one_piece_at_the_cats_line():
+    from tests.conftest import line_of
+
+    x = torch.randn(2, 16, 64)
+    keys, values = line_of(__file__, "# KEYS CAT LINE"), line_of(__file__, "# VALUES CAT LINE")
+    with torch.no_grad():
+        report = fxlint.lint(_CachedAttention().eval(), (x,), compiled=True)
+        audit = fxlint.audit(_CachedAttention().eval(), (x,), compiled=True)
+    piece = 2 * 2 * 16 * 32 * 4
+    # the oracle: a copy of k and one of v per layer, in kernels lowered from the split, view, transpose and cat
+    # lines; it cannot tell k's from v's (same size), so each may be on either cat line, never on the SDPA's
+    kernel = [c for c in audit.copies if c.how == "kernel"]
+    assert [c.bytes for c in kernel] == [piece] * 4
+    assert all(c.file is None and {f"{__file__}:{keys}", f"{__file__}:{values}"} <= set(c.lines) for c in kernel), [(c.file, c.line, c.lines) for c in kernel]
+    assert not any(c.endswith(f":{line_of(__file__, '# CACHE SDPA LINE')}") for k in kernel for c in k.lines)
+    # fxlint: the cat's copy of its one piece (FXL703 at each cat's line), not a copy laid out for the SDPA
+    assert report.by_code("FXL701") == []
+    got = sorted((f.line, f.compiled_bytes) for f in report.by_code("FXL703"))
+    assert got == [(keys, piece), (keys, piece), (values, piece), (values, piece)]
+    assert all("the other inputs are empty" in f.message for f in report.by_code("FXL703"))
+    check = check_verdicts(report.findings, audit)
+    assert [c.status for c in check.checks if c.verdict == "survives"] == [CONFIRMED] * 4
+
+
+class _SdpaRealisedLayer(nn.Module):
+    """As ``_CacheLayer`` without keeping the cache: the cat's one piece is realised for the SDPA that reads it
+    (a fallback of several outputs, lowered without an origin node: its stack traces are those of every op
+    lowered into its inputs too)."""
+
+    def __init__(self, c: int = 64, heads: int = 2):
+        super().__init__()
+        self.c_attn, self.heads, self.c = nn.Linear(c, 3 * c), heads, c
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q, k, v = (t.view(b, n, self.heads, -1).transpose(1, 2) for t in self.c_attn(x).split(self.c, dim=2))
+        keys = torch.cat([torch.tensor([], dtype=x.dtype), k], dim=-2)
+        values = torch.cat([torch.tensor([], dtype=x.dtype), v], dim=-2)
+        return F.scaled_dot_product_attention(q, keys, values).transpose(1, 2).reshape(b, n, c)  # FALLBACK LINE
+
+
+@pytest.mark.inductor
+def test_a_copy_realised_for_a_fallback_is_on_the_fallbacks_own_line_not_on_an_operands():
+    from tests.conftest import line_of
+
+    x, model = torch.randn(2, 16, 64), nn.Sequential(_SdpaRealisedLayer(), _SdpaRealisedLayer()).eval()
+    line = line_of(__file__, "# FALLBACK LINE")
+    with torch.no_grad():
+        report = fxlint.lint(model, (x,), compiled=True)
+        audit = fxlint.audit(model, (x,), compiled=True)
+    piece = 2 * 2 * 16 * 32 * 4
+    # the oracle: each layer's kernel (split, view, transpose, cat and the SDPA's lines) writes k and v for the
+    # SDPA: on the SDPA's line, not on the q/k/v line its fallback's stack traces also name
+    assert [(c.line, c.bytes) for c in audit.copies if c.how == "kernel"] == [(line, piece)] * 4
+    assert sorted((f.line, f.compiled_bytes) for f in report.by_code("FXL701")) == [(line, 2 * piece)] * 2
+    check = check_verdicts(report.findings, audit)
+    assert [c.status for c in check.checks if c.verdict == "survives"] == [CONFIRMED] * 2
+
+
+def test_the_post_grad_reader_names_the_nodes_a_node_reads_not_the_op_it_calls():
+    from fxlint.runtime.compiled_audit import _post_grad_nodes
+
+    text = """
+        # File: /m.py:11 in forward, code: keys = torch.cat([e, k], dim=-2)
+        clone: "f32[2, 2, 16, 32][1024, 32, 64, 1]cpu" = torch.ops.aten.clone.default(permute_2)
+
+        # File: /m.py:12 in forward, code: values = torch.cat([e, v], dim=-2)
+        clone_1: "f32[2, 2, 16, 32][1024, 32, 64, 1]cpu" = torch.ops.aten.clone.default(permute_3)
+
+        # File: /m.py:13 in forward, code: return F.scaled_dot_product_attention(q, keys, values)
+        _scaled_dot_product_flash_attention_for_cpu = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(permute_1, clone, clone_1)
+        getitem: "f32[2, 2, 16, 32][1024, 32, 64, 1]cpu" = _scaled_dot_product_flash_attention_for_cpu[0]
+        return (getitem,)
+"""  # noqa: E501
+    nodes = _post_grad_nodes(text)
+    sdpa = "_scaled_dot_product_flash_attention_for_cpu"
+    # `clone_1 = torch.ops.aten.clone.default(...)` does not read `clone`; the fallback printed without a type
+    # (several outputs) reads both
+    assert nodes["clone"].users == {sdpa} and nodes["clone_1"].users == {sdpa}
+    assert nodes[sdpa].op == "aten._scaled_dot_product_flash_attention_for_cpu.default"
+    assert nodes[sdpa].where == ("/m.py", 13) and nodes[sdpa].users == {"getitem"}
