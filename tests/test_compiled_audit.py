@@ -665,3 +665,34 @@ def test_the_post_grad_reader_names_the_nodes_a_node_reads_not_the_op_it_calls()
     assert nodes["clone"].users == {sdpa} and nodes["clone_1"].users == {sdpa}
     assert nodes[sdpa].op == "aten._scaled_dot_product_flash_attention_for_cpu.default"
     assert nodes[sdpa].where == ("/m.py", 13) and nodes[sdpa].users == {"getitem"}
+
+
+def _with_loops(x, loops):
+    torch._dynamo.graph_break()  # each caller runs the same graph after the break (PyG's add_self_loops)
+    return torch.cat([x, loops], dim=0)  # REUSED GRAPH CAT LINE
+
+
+class _TwoCallers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(16, 16), nn.Linear(16, 16)
+
+    def forward(self, x, loops):
+        return _with_loops(self.b(_with_loops(self.a(x), loops)[: x.shape[0]]), loops)
+
+
+@pytest.mark.inductor
+def test_the_bytes_of_a_graph_that_runs_twice_per_call_count_both_runs():
+    from tests.conftest import line_of
+
+    x, loops = torch.randn(8, 16), torch.randn(4, 16)
+    line = line_of(__file__, "# REUSED GRAPH CAT LINE")
+    with torch.no_grad():
+        report = fxlint.lint(_TwoCallers().eval(), (x, loops), compiled=True)
+        audit = fxlint.audit(_TwoCallers().eval(), (x, loops), compiled=True)
+    # the oracle: the cat's graph runs once per caller, and each run copies both pieces
+    assert sorted(c.bytes for c in audit.copies if c.line == line) == [2 * loops.nbytes, 2 * x.nbytes]
+    # fxlint: the graph is linted once; its copies count both runs
+    assert sorted(f.compiled_bytes for f in report.by_code("FXL703")) == [2 * loops.nbytes, 2 * x.nbytes]
+    check = check_verdicts(report.findings, audit)
+    assert [c.status for c in check.checks if c.code == "FXL703"] == [CONFIRMED, CONFIRMED]

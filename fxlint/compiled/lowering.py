@@ -126,6 +126,15 @@ class Lowering:
     def copies(self) -> list[CompiledBuffer]:
         return [b for b in self.buffers if b.copy]
 
+    def repeated(self, runs: int) -> Lowering:
+        """The lowering of a graph that runs ``runs`` times per call: each buffer written that many times."""
+        from dataclasses import replace
+
+        if runs <= 1:
+            return self
+        return replace(self, buffers=[replace(b, bytes=b.bytes * runs if b.bytes is not None else None)
+                                      for b in self.buffers])
+
 
 # ----------------------------------------------------------------------------------------- the hook
 
