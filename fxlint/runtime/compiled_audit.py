@@ -386,18 +386,22 @@ def _line_of(graph: _Graph, call: oc.Call, write: oc.Write | None
     sliced = write.base is not None and write.base != write.size
     # several lines: a buffer that holds, in that op's layout (but for dims of 1), the value of an op that moves
     # data (the user's `.contiguous()` before a kernel that takes it as it is) is that op's copy, whatever reads it
+    kept = False
     if not sliced and write.size is not None and write.stride is not None:
         layout = _squeezed_layout(write.size, write.stride)
-        held = _lines_of_nodes([n for n in nodes if _short_op(n.op) in _MOVE_OPS and n.size is not None
-                                and n.stride is not None and (item is None or n.itemsize in (None, item))
-                                and _squeezed_layout(n.size, n.stride) == layout], traces)
+        holders = [n for n in nodes if _short_op(n.op) in _MOVE_OPS and n.size is not None and n.stride is not None
+                   and (item is None or n.itemsize in (None, item)) and _squeezed_layout(n.size, n.stride) == layout]
+        held = _lines_of_nodes(holders, traces)
         if len(held) == 1:
             return next(iter(held.values())), (), ops
+        # the value of one of them the graph returns (a KV cache's concatenation): kept for the caller, not
+        # made for the op that reads it next
+        kept = bool(held) and any("output" in n.users for n in holders)
     # several lines: a buffer made for the op that reads it next (a matmul's operand, a convolution's input
     # in the layout it needs) goes on that op's line, when the kernel comes from that line too: where eager
     # makes the same copy (inside the op)
     reader = _next_reader(graph, call, write.arg)
-    if reader is not None:
+    if reader is not None and not kept:
         theirs = {(loc.file, loc.line) for loc in _own_locations(graph, reader)}
         mine = [loc for loc in locs if (loc.file, loc.line) in theirs]
         if len(mine) == 1:
