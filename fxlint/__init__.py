@@ -183,7 +183,7 @@ def lint(
         why_not = f"linted for {simulation.device}, simulated on this machine" if simulation is not None else None
         report.findings, quiet, report.extras["compiled"] = judge_capture(
             report.findings, captured.views, captured.example_inputs, why_not=why_not, rules=settings.rules,
-            ctx=RuleContext(training=training), settings=settings)
+            ctx=RuleContext(training=training), settings=settings, runs=captured.runs)
         report.suppressed.extend(quiet)
         report.errors.extend(e for said in report.extras["compiled"].values() for e in said.pop("rule_errors", ()))
         captured.example_inputs.clear()

@@ -143,10 +143,11 @@ def test_the_wrapper_reader_follows_reused_buffers_and_provenance_handles():
     assert [(c.kind, c.name, c.handle) for c in code.calls] == [
         ("generated", "cpp_fused_clone_0", "cpp_fused_clone_0:1"), ("extern", "extern_kernels.mm", "extern_kernels.mm:2"),
         ("generated", "cpp_fused_clone_0", "cpp_fused_clone_0:3"), ("generated", "cpp_fused_clone_0", "cpp_fused_clone_0:4")]
-    # a reused buffer is written at its own size: buf2 is buf0's 32 floats, buf3 a 16-float view of buf1
+    # a reused buffer is written at its own size (and strides): buf2 is buf0's 32 floats, buf3 a 16-float view of
+    # buf1
     assert [c.writes for c in code.calls if c.kind == "generated"] == [
-        [("buf0", 128, oc.DATA, (8, 4), None)], [("buf2", 128, oc.DATA, (8, 4), None)],
-        [("buf3", 64, oc.DATA, (2, 8), None)]]
+        [("buf0", 128, oc.DATA, (8, 4), None, (4, 1))], [("buf2", 128, oc.DATA, (8, 4), None, (4, 1))],
+        [("buf3", 64, oc.DATA, (2, 8), None, (8, 1))]]
     with pytest.raises(ValueError):
         oc.parse("x = 1\n")
 
@@ -425,3 +426,276 @@ def test_the_operands_of_an_attention_inductor_replaced_are_copied_at_the_lines_
     # backs the finding on its line
     check = check_verdicts(report.findings, audit)
     assert [c.status for c in check.checks if c.code == "FXL701"] == [CONFIRMED, CONFIRMED]
+
+
+class _PaddedPieceCat(nn.Module):
+    """MONAI's UpCat: the upsampled piece padded (replicate) on one line and concatenated with the skip on the
+    next; Inductor computes the pad straight into the cat's slice, in one kernel lowered from both lines."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(16, 8, 3, padding=1)
+
+    def forward(self, x_e, x_0):
+        x_0 = F.pad(x_0, (0, 1, 0, 1), "replicate")  # PAD LINE
+        return self.conv(torch.cat([x_e, x_0], dim=1))  # PADDED CAT LINE
+
+
+@pytest.mark.inductor
+def test_a_cat_piece_computed_in_a_kernel_fused_from_several_lines_is_the_cat_lines_copy():
+    from tests.conftest import line_of
+
+    x_e, x_0 = torch.randn(2, 8, 16, 16), torch.randn(2, 8, 15, 15)
+    model = _PaddedPieceCat().eval()
+    cat_line = line_of(__file__, "# PADDED CAT LINE")
+    with torch.no_grad():
+        report = fxlint.lint(model, (x_e, x_0), compiled=True)
+        audit = fxlint.audit(model, (x_e, x_0), compiled=True)
+    piece = x_e.nbytes  # the padded x_0 has the skip's size
+    # the oracle: both pieces' writes into the cat's slices on the cat's line, none on the pad's
+    assert sorted(c.bytes for c in audit.copies if c.line == cat_line and c.kernel.startswith("cpp_fused_cat")
+                  and c.bytes == piece) == [piece, piece]
+    assert not [c for c in audit.copies if c.line == line_of(__file__, "# PAD LINE")]
+    # fxlint: both pieces copied into the cat, at the cat's line (not the padded piece at the pad's line, the
+    # node whose lowering realised the buffer)
+    assert sorted((f.line, f.compiled_bytes) for f in report.by_code("FXL703")) == [(cat_line, piece)] * 2
+    check = check_verdicts(report.findings, audit)
+    assert [c.status for c in check.checks if c.code == "FXL703"] == [CONFIRMED, CONFIRMED]
+
+
+class _ContiguousQKV(nn.Module):
+    """Hiera's global attention: q, k, v made contiguous by the user before a `F.scaled_dot_product_attention`
+    the user calls (which takes them as they are, their last dim contiguous); ``contiguous=False``: without."""
+
+    def __init__(self, c: int = 64, heads: int = 2, contiguous: bool = True):
+        super().__init__()
+        self.qkv, self.heads, self.contiguous = nn.Linear(c, 3 * c), heads, contiguous
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        if self.contiguous:
+            q, k, v = q.contiguous(), k.contiguous(), v.contiguous()  # CONTIGUOUS QKV LINE
+        return F.scaled_dot_product_attention(q, k, v)  # USER SDPA LINE
+
+
+@pytest.mark.inductor
+def test_a_copy_the_user_wrote_before_a_kernel_that_takes_it_in_that_layout_survives_as_the_users():
+    from tests.conftest import line_of
+
+    x = torch.randn(2, 64, 64)
+    line = line_of(__file__, "# CONTIGUOUS QKV LINE")
+    with torch.no_grad():
+        report = fxlint.lint(_ContiguousQKV().eval(), (x,), compiled=True)
+        audit = fxlint.audit(_ContiguousQKV().eval(), (x,), compiled=True)
+    q_bytes = 2 * 2 * 64 * 32 * 4
+    # the oracle: q, k and v copied on the line of the user's `.contiguous()`, nothing on the SDPA's
+    assert sorted(c.bytes for c in audit.copies if c.line == line and c.how == "kernel") == [q_bytes] * 3
+    assert not [c for c in audit.copies if c.line == line_of(__file__, "# USER SDPA LINE")]
+    # fxlint: the user's copy survives (the buffer has the layout `.contiguous()` gives); it is not a copy
+    # Inductor makes for the kernel (FXL701 at the SDPA's line), with the user's said to be fused
+    [f] = [f for f in report.by_code("FXL101") if f.line == line]
+    assert f.compiled == "survives" and f.compiled_bytes == 3 * q_bytes
+    assert report.by_code("FXL701") == []
+    check = check_verdicts(report.findings, audit)
+    assert {(c.code, c.status) for c in check.checks} == {("FXL101", CONFIRMED)}
+
+
+@pytest.mark.inductor
+def test_without_the_users_copy_the_kernel_takes_q_k_v_as_they_are_and_nothing_is_copied():
+    x = torch.randn(2, 64, 64)
+    model = _ContiguousQKV(contiguous=False).eval()
+    with torch.no_grad():
+        report = fxlint.lint(model, (x,), compiled=True)
+        audit = fxlint.audit(model, (x,), compiled=True)
+    assert [c for c in audit.copies if c.how == "kernel"] == []
+    assert report.by_code("FXL101") == report.by_code("FXL701") == []
+
+
+class _GatheredBias(nn.Module):
+    """BEiT's relative-position bias: gathered from a table, permuted, made contiguous by the user, then given a
+    leading dim of 1 on the next line and handed to `F.scaled_dot_product_attention` as its mask."""
+
+    def __init__(self, c: int = 64, heads: int = 2, n: int = 16):
+        super().__init__()
+        self.qkv, self.heads, self.n = nn.Linear(c, 3 * c), heads, n
+        self.table = nn.Parameter(torch.randn(2 * n - 1, heads))
+        i = torch.arange(n)
+        self.register_buffer("index", (i[:, None] - i[None, :] + n - 1).reshape(-1))
+
+    def bias(self):
+        b = self.table[self.index].view(self.n, self.n, -1)
+        b = b.permute(2, 0, 1).contiguous()  # CONTIGUOUS BIAS LINE
+        return b.unsqueeze(0)  # UNSQUEEZE LINE
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=self.bias())
+
+
+@pytest.mark.inductor
+def test_a_users_copy_stored_through_an_unsqueeze_is_on_the_copys_line_for_both():
+    from tests.conftest import line_of
+
+    x, model = torch.randn(2, 16, 64), _GatheredBias().eval()
+    line = line_of(__file__, "# CONTIGUOUS BIAS LINE")
+    with torch.no_grad():
+        report = fxlint.lint(model, (x,), compiled=True)
+        audit = fxlint.audit(model, (x,), compiled=True)
+    bias = 2 * 16 * 16 * 4
+    # the oracle: the kernel (gather, permute, contiguous, unsqueeze: several lines) writes the bias once; the
+    # node that moved the data is the `.contiguous()`, not the `unsqueeze` (a view of the buffer's exact size)
+    assert [(c.line, c.bytes) for c in audit.copies if c.how == "kernel"] == [(line, bias)]
+    # fxlint: the same buffer is the user's `.contiguous()` (its layout but for the dim of 1), which survives
+    [f] = report.by_code("FXL101")
+    assert (f.line, f.compiled, f.compiled_bytes) == (line, "survives", bias)
+    assert report.by_code("FXL701") == []
+    check = check_verdicts(report.findings, audit)
+    assert [c.status for c in check.checks if c.verdict == "survives"] == [CONFIRMED]
+    assert REFUTED not in {c.status for c in check.checks}
+
+
+class _CacheLayer(nn.Module):
+    """GPT-2's attention with a KV cache's first update: k and v concatenated onto empty tensors (a cat Inductor
+    lowers to a copy of its one piece), kept in the cache the model returns and read by the SDPA it calls."""
+
+    def __init__(self, c: int = 64, heads: int = 2):
+        super().__init__()
+        self.c_attn, self.heads, self.c = nn.Linear(c, 3 * c), heads, c
+
+    def forward(self, x, cache):
+        b, n, c = x.shape
+        q, k, v = (t.view(b, n, self.heads, -1).transpose(1, 2) for t in self.c_attn(x).split(self.c, dim=2))
+        keys = torch.cat([torch.tensor([], dtype=x.dtype), k], dim=-2)  # KEYS CAT LINE
+        values = torch.cat([torch.tensor([], dtype=x.dtype), v], dim=-2)  # VALUES CAT LINE
+        cache.append((keys, values))
+        i = torch.arange(n)
+        mask = (i[None, :] <= i[:, None]).expand(b, 1, n, n)  # computed in the kernel that copies k and v
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)  # CACHE SDPA LINE
+        return out.transpose(1, 2).reshape(b, n, c)
+
+
+class _CachedAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = _CacheLayer(), _CacheLayer()
+
+    def forward(self, x):
+        cache: list = []
+        return self.b(self.a(x, cache), cache), cache
+
+
+@pytest.mark.inductor
+def test_a_cat_onto_an_empty_cache_is_the_cats_copy_of_its_one_piece_at_the_cats_line():
+    from tests.conftest import line_of
+
+    x = torch.randn(2, 16, 64)
+    keys, values = line_of(__file__, "# KEYS CAT LINE"), line_of(__file__, "# VALUES CAT LINE")
+    with torch.no_grad():
+        report = fxlint.lint(_CachedAttention().eval(), (x,), compiled=True)
+        audit = fxlint.audit(_CachedAttention().eval(), (x,), compiled=True)
+    piece = 2 * 2 * 16 * 32 * 4
+    # the oracle: a copy of k and one of v per layer, in kernels lowered from the split, view, transpose, cat,
+    # mask and SDPA lines; it cannot tell k's from v's (same size and layout), so each may be on either cat line;
+    # the SDPA reads them next, but they are the cache the graph returns, not copies made for it
+    kernel = [c for c in audit.copies if c.how == "kernel"]
+    assert [c.bytes for c in kernel] == [piece] * 4
+    assert all(c.file is None and {f"{__file__}:{keys}", f"{__file__}:{values}"} <= set(c.lines) for c in kernel)
+    # fxlint: the cat's copy of its one piece (FXL703 at each cat's line), not a copy laid out for the SDPA
+    assert report.by_code("FXL701") == []
+    got = sorted((f.line, f.compiled_bytes) for f in report.by_code("FXL703"))
+    assert got == [(keys, piece), (keys, piece), (values, piece), (values, piece)]
+    assert all("the other inputs are empty" in f.message for f in report.by_code("FXL703"))
+    check = check_verdicts(report.findings, audit)
+    assert [c.status for c in check.checks if c.verdict == "survives"] == [CONFIRMED] * 4
+
+
+class _SdpaRealisedLayer(nn.Module):
+    """As ``_CacheLayer`` without keeping the cache: the cat's one piece is realised for the SDPA that reads it
+    (a fallback of several outputs, lowered without an origin node: its stack traces are those of every op
+    lowered into its inputs too)."""
+
+    def __init__(self, c: int = 64, heads: int = 2):
+        super().__init__()
+        self.c_attn, self.heads, self.c = nn.Linear(c, 3 * c), heads, c
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q, k, v = (t.view(b, n, self.heads, -1).transpose(1, 2) for t in self.c_attn(x).split(self.c, dim=2))
+        keys = torch.cat([torch.tensor([], dtype=x.dtype), k], dim=-2)
+        values = torch.cat([torch.tensor([], dtype=x.dtype), v], dim=-2)
+        return F.scaled_dot_product_attention(q, keys, values).transpose(1, 2).reshape(b, n, c)  # FALLBACK LINE
+
+
+@pytest.mark.inductor
+def test_a_copy_realised_for_a_fallback_is_on_the_fallbacks_own_line_not_on_an_operands():
+    from tests.conftest import line_of
+
+    x, model = torch.randn(2, 16, 64), nn.Sequential(_SdpaRealisedLayer(), _SdpaRealisedLayer()).eval()
+    line = line_of(__file__, "# FALLBACK LINE")
+    with torch.no_grad():
+        report = fxlint.lint(model, (x,), compiled=True)
+        audit = fxlint.audit(model, (x,), compiled=True)
+    piece = 2 * 2 * 16 * 32 * 4
+    # the oracle: each layer's kernel (split, view, transpose, cat and the SDPA's lines) writes k and v for the
+    # SDPA: on the SDPA's line, not on the q/k/v line its fallback's stack traces also name
+    assert [(c.line, c.bytes) for c in audit.copies if c.how == "kernel"] == [(line, piece)] * 4
+    assert sorted((f.line, f.compiled_bytes) for f in report.by_code("FXL701")) == [(line, 2 * piece)] * 2
+    check = check_verdicts(report.findings, audit)
+    assert [c.status for c in check.checks if c.verdict == "survives"] == [CONFIRMED] * 2
+
+
+def test_the_post_grad_reader_names_the_nodes_a_node_reads_not_the_op_it_calls():
+    from fxlint.runtime.compiled_audit import _post_grad_nodes
+
+    text = """
+        # File: /m.py:11 in forward, code: keys = torch.cat([e, k], dim=-2)
+        clone: "f32[2, 2, 16, 32][1024, 32, 64, 1]cpu" = torch.ops.aten.clone.default(permute_2)
+
+        # File: /m.py:12 in forward, code: values = torch.cat([e, v], dim=-2)
+        clone_1: "f32[2, 2, 16, 32][1024, 32, 64, 1]cpu" = torch.ops.aten.clone.default(permute_3)
+
+        # File: /m.py:13 in forward, code: return F.scaled_dot_product_attention(q, keys, values)
+        _scaled_dot_product_flash_attention_for_cpu = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(permute_1, clone, clone_1)
+        getitem: "f32[2, 2, 16, 32][1024, 32, 64, 1]cpu" = _scaled_dot_product_flash_attention_for_cpu[0]
+        return (getitem,)
+"""  # noqa: E501
+    nodes = _post_grad_nodes(text)
+    sdpa = "_scaled_dot_product_flash_attention_for_cpu"
+    # `clone_1 = torch.ops.aten.clone.default(...)` does not read `clone`; the fallback printed without a type
+    # (several outputs) reads both
+    assert nodes["clone"].users == {sdpa} and nodes["clone_1"].users == {sdpa}
+    assert nodes[sdpa].op == "aten._scaled_dot_product_flash_attention_for_cpu.default"
+    assert nodes[sdpa].where == ("/m.py", 13) and nodes[sdpa].users == {"getitem"}
+
+
+def _with_loops(x, loops):
+    torch._dynamo.graph_break()  # each caller runs the same graph after the break (PyG's add_self_loops)
+    return torch.cat([x, loops], dim=0)  # REUSED GRAPH CAT LINE
+
+
+class _TwoCallers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(16, 16), nn.Linear(16, 16)
+
+    def forward(self, x, loops):
+        return _with_loops(self.b(_with_loops(self.a(x), loops)[: x.shape[0]]), loops)
+
+
+@pytest.mark.inductor
+def test_the_bytes_of_a_graph_that_runs_twice_per_call_count_both_runs():
+    from tests.conftest import line_of
+
+    x, loops = torch.randn(8, 16), torch.randn(4, 16)
+    line = line_of(__file__, "# REUSED GRAPH CAT LINE")
+    with torch.no_grad():
+        report = fxlint.lint(_TwoCallers().eval(), (x, loops), compiled=True)
+        audit = fxlint.audit(_TwoCallers().eval(), (x, loops), compiled=True)
+    # the oracle: the cat's graph runs once per caller, and each run copies both pieces
+    assert sorted(c.bytes for c in audit.copies if c.line == line) == [2 * loops.nbytes, 2 * x.nbytes]
+    # fxlint: the graph is linted once; its copies count both runs
+    assert sorted(f.compiled_bytes for f in report.by_code("FXL703")) == [2 * loops.nbytes, 2 * x.nbytes]
+    check = check_verdicts(report.findings, audit)
+    assert [c.status for c in check.checks if c.code == "FXL703"] == [CONFIRMED, CONFIRMED]

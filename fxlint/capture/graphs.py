@@ -55,6 +55,9 @@ class Captured:
     #: with ``capture(..., keep_inputs=True)``: the inputs Dynamo handed the backend, per graph label
     #: (what ``fxlint.compiled`` compiles each graph on)
     example_inputs: dict[str, list[Any]] = field(default_factory=dict)
+    #: how many times each graph ran in the captured call (a graph Dynamo reuses, as a helper every layer
+    #: calls after a graph break, runs once per caller), per graph label
+    runs: dict[str, int] = field(default_factory=dict)
 
     def program(self) -> Program:
         return Program(list(self.views), list(self.breaks), self.reach)
@@ -279,6 +282,8 @@ def _capture_dynamo_once(target: Callable[..., Any], args: tuple, kwargs: dict,
                 torch._dynamo.config.patch(optimize_ddp=False, allow_rnn=True, automatic_dynamic_shapes=False), \
                 phase("capturing with Dynamo", tracing_progress(module)):
             returned = compiled(*args, **kwargs)
+            for label, _ in runs.outputs:
+                result.runs[label] = result.runs.get(label, 0) + 1
             require_tensor_output(returned)
             result.reach = runs.safe_reach(returned)
     except ModelError:

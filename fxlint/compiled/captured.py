@@ -25,13 +25,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def judge_capture(findings: list[Finding], views: list[Any], inputs: dict[str, list[Any]],
                   *, why_not: str | None = None, rules: Sequence[Rule] = (), ctx: RuleContext | None = None,
-                  settings: Settings | None = None) -> tuple[list[Finding], list[Finding], dict[str, Any]]:
+                  settings: Settings | None = None, runs: dict[str, int] | None = None,
+                  ) -> tuple[list[Finding], list[Finding], dict[str, Any]]:
     """``findings`` with verdicts from Inductor's lowering of each graph in ``views`` (compiled on
     ``inputs[label]``) and the findings of the compiled rules among ``rules`` (the copies the compiled
     program makes that no eager finding explains); the compiled findings silenced by a comment or the
     configuration; what the verdicts say per graph. ``why_not``: no compile, every copy finding
     unknown for that reason. An inference lint (``ctx.training`` False) compiles with autograd off, as
-    an inference program runs."""
+    an inference program runs. ``runs``: how many times each graph ran in the captured call; the bytes of
+    a graph that runs more than once per call (a graph Dynamo reuses) count every run."""
     by_graph: dict[str | None, list[Finding]] = {}
     for f in findings:
         by_graph.setdefault(f.graph, []).append(f)
@@ -46,6 +48,7 @@ def judge_capture(findings: list[Finding], views: list[Any], inputs: dict[str, l
             lowering = Lowering(error=reason)
         else:
             lowering = compile_and_read(view.gm, inputs[view.label], inference=not (ctx is None or ctx.training))
+            lowering = lowering.repeated((runs or {}).get(view.label, 1))
         out, quiet, per_graph[view.label] = judge(mine, lowering, view, view.label, rules=rules, ctx=ctx,
                                                   settings=settings)
         for f, g in zip(mine, out):

@@ -7,7 +7,8 @@ copy of the compiled program has one owner, and ignoring a code hides that code'
 * ``MUTATION``: it writes a value back into an input of the graph (a parameter, a buffer or the caller's
   tensor written in place: functionalization's epilogue ``copy_``) - FXL704;
 * ``CAT``: it is written into a slice of a concatenation's output, because Inductor could not compute
-  that input in place there - FXL703;
+  that input in place there, or it is the output of a concatenation of one piece and empty tensors (a
+  copy of that piece, as Inductor lowers it) - FXL703;
 * ``INPUT_LAYOUT``: it lays an input of the graph (a parameter, a buffer, the caller's tensor), as it
   comes in, out for an ATen kernel Inductor calls (a convolution's channels_last weight and input) - FXL702;
 * ``KERNEL_LAYOUT``: it lays a value the graph computes out for an ATen kernel Inductor calls (the
@@ -37,7 +38,7 @@ def kind_of(buf: CompiledBuffer, view: Any = None) -> str:
     which tells an input as it comes in from a view of it)."""
     if buf.mutates is not None:
         return MUTATION
-    if buf.into == "cat":
+    if buf.into == "cat" or _made_by_a_cat(buf, view):
         return CAT
     if buf.consumers and buf.only_inputs and not _through_a_view(buf, view):
         return INPUT_LAYOUT  # the input as it comes in (a view of it in between is a computed value)
@@ -46,6 +47,13 @@ def kind_of(buf: CompiledBuffer, view: Any = None) -> str:
     if buf.output and buf.read_nodes:
         return OUTPUT_LAYOUT
     return OTHER
+
+
+def _made_by_a_cat(buf: CompiledBuffer, view: Any) -> bool:
+    """Realised by a `cat` itself (its producer): a concatenation whose other inputs are empty (a KV cache's
+    first update, `torch.cat([cache, k])` with an empty cache) is lowered to a copy of its one piece."""
+    node = view.by_name.get(buf.producer) if view is not None and buf.producer is not None else None
+    return node is not None and node.kind == "op" and node.op == "cat"
 
 
 def _through_a_view(buf: CompiledBuffer, view: Any) -> bool:

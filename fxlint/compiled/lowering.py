@@ -85,6 +85,10 @@ class CompiledBuffer:
     #: ``"cat"`` when it is written into a slice of a concatenation's output (a ``cat`` input Inductor
     #: could not compute in place), None otherwise
     into: str | None = None
+    #: the captured graph's node of that concatenation (the user's `torch.cat`), None when unknown: a piece
+    #: written into it is the cat's write, whatever other ops of the piece the kernel fused (a pad computed
+    #: straight into the slice)
+    into_node: str | None = None
     #: it is an output of the compiled graph (returned in the layout eager would return it)
     output: bool = False
     #: ``"forward"``, or ``"backward"`` for a buffer of the backward graph (AOTAutograd compiles it apart;
@@ -121,6 +125,15 @@ class Lowering:
 
     def copies(self) -> list[CompiledBuffer]:
         return [b for b in self.buffers if b.copy]
+
+    def repeated(self, runs: int) -> Lowering:
+        """The lowering of a graph that runs ``runs`` times per call: each buffer written that many times."""
+        from dataclasses import replace
+
+        if runs <= 1:
+            return self
+        return replace(self, buffers=[replace(b, bytes=b.bytes * runs if b.bytes is not None else None)
+                                      for b in self.buffers])
 
 
 # ----------------------------------------------------------------------------------------- the hook
@@ -315,20 +328,23 @@ def _extern_op(node: Any) -> str | None:
     return op or None
 
 
-def _into(buf: Any) -> str | None:
-    """``"cat"`` when ``buf`` is written into a slice of a concatenation's output (a ``NonOwningLayout``
-    over a ``ConcatKernel``'s buffer)."""
+def _into(buf: Any, watch: _Watch) -> tuple[str | None, str | None]:
+    """(``"cat"``, the observed graph's cat node or None) when ``buf`` is written into a slice of a
+    concatenation's output (a ``NonOwningLayout`` over a ``ConcatKernel``'s buffer); (None, None) otherwise."""
     from torch._inductor import ir
     from torch._inductor.virtualized import V
 
     layout = getattr(buf.node, "layout", None)
     if not isinstance(layout, ir.NonOwningLayout):
-        return None
+        return None, None
     try:
         owner = V.graph.name_to_buffer.get(layout.view.get_name())
     except Exception:  # noqa: BLE001 - a view fxlint cannot follow: say nothing
-        return None
-    return "cat" if isinstance(owner, ir.ConcatKernel) else None
+        return None, None
+    if not isinstance(owner, ir.ConcatKernel):
+        return None, None
+    cats = sorted(_made_by(owner, watch), key=watch.order.__getitem__)
+    return "cat", cats[-1] if cats else None
 
 
 def _read_scheduler(scheduler: Any, watch: _Watch) -> None:
@@ -416,14 +432,14 @@ def _read_scheduler(scheduler: Any, watch: _Watch) -> None:
                 consumer_nodes = sorted({n for _, nodes in readers for n in nodes}, key=order.__getitem__)
                 mutated = [graph_inputs[m] for m in buf.node.get_mutation_names() if m in graph_inputs]
                 size, stride = _layout(buf.node)
-                into = _into(buf)
+                into, into_node = _into(buf, watch)
                 out.buffers.append(CompiledBuffer(
                     name=name, kernel="extern" if extern else "generated",
                     copy=copy and not (into == "cat" and cat_from_register), bytes=_bytes(buf.node),
                     sources=tuple(ordered), ops=tuple(sorted(ops)), producer=producer, why=why,
                     consumers=tuple(consumers), consumer_nodes=tuple(consumer_nodes), inputs=inputs,
                     only_inputs=bool(reads) and all(r in graph_inputs for r in reads),
-                    mutates=mutated[0] if mutated else None, into=into, size=size, stride=stride,
+                    mutates=mutated[0] if mutated else None, into=into, into_node=into_node, size=size, stride=stride,
                     output=name in returned, phase=phase,
                     read_nodes=tuple(sorted({made[r] for r in reads if r in made}, key=order.__getitem__)),
                     saved=tuple(sorted({saved[r] for r in reads if r in saved}, key=order.__getitem__))))

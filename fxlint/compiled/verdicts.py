@@ -71,6 +71,14 @@ class Sites:
         return {"file": loc.file if loc is not None else None, "line": loc.line if loc is not None else None,
                 "module_path": at.module_path if at is not None else None, "op": at.op if at is not None else None}
 
+    def layout(self, node: str) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """The size and strides of ``node``'s output as ints (None: no view, not a tensor, or symbolic)."""
+        at = self.view.by_name.get(node) if self.view is not None else None
+        t = at.tensor if at is not None else None
+        if t is None or not all(isinstance(d, int) for d in (*t.shape, *t.stride)):
+            return None
+        return tuple(int(d) for d in t.shape), tuple(int(d) for d in t.stride)
+
     def operand(self, f: Finding, node: str) -> str | None:
         """The node of the operand ``f``'s violation names (``operand``: ``"a"``, ``"input"``...) at
         ``node`` (None: not about an operand, or no view)."""
@@ -88,8 +96,10 @@ def credit(findings: Sequence[Finding], lowering: Lowering, sites: Sites | None 
     A buffer goes to the finding on its producer (the node whose op made Inductor realise it); one
     laid out for an ATen kernel goes to that kernel's finding about the operand it copies (eager's
     convolution converts the same weight). A copy realised for a kernel's input from ops the user wrote a
-    copy in (`.contiguous()` before a convolution Inductor runs channels_last) is the kernel's: the user's
-    copy is fused into it, and removing it would leave the same copy. Where
+    copy in is the user's copy when it has the layout the user's copy gives (a `.contiguous()` q handed to
+    scaled_dot_product_attention, which would take q as it was), and the kernel's otherwise
+    (`.contiguous()` before a convolution Inductor runs channels_last: the user's copy is fused into it,
+    and removing it would leave the same copy). Where
     several copy findings share that node (a matmul's two operands), the one whose operand node
     (``Sites.operand``) is among the buffer's sources takes it; if none or several do, those findings
     are ambiguous (their verdict is unknown)."""
@@ -110,6 +120,13 @@ def credit(findings: Sequence[Finding], lowering: Lowering, sites: Sites | None 
             about = [[i for i in owners.get(n, ()) if sites.operand(findings[i], n) in buf.read_nodes]
                      for n in buf.consumer_nodes]
             mine = next((found for found in about if len(found) == 1), [])
+        if not mine:
+            # a copy the user wrote (`.contiguous()`, a reshape that copies) lowered into a buffer another op
+            # realised (the scaled_dot_product_attention that reads it): the user's copy when the buffer has the
+            # layout that copy gives its output, as the kernel takes it; in another layout (a convolution's
+            # channels_last) the copy is the kernel's, the user's fused into it
+            same = {i for n in buf.sources for i in owners.get(n, ()) if _same_layout(sites.layout(n), buf)}
+            mine = sorted(same) if len(same) == 1 else []
         if len(mine) > 1:
             srcs = set(buf.sources)
             picked = [i for i in mine if sites.operand(findings[i], buf.producer or "") in srcs]
@@ -122,6 +139,18 @@ def credit(findings: Sequence[Finding], lowering: Lowering, sites: Sites | None 
         else:
             unexplained.append(buf)
     return credited, ambiguous, unexplained
+
+
+def _same_layout(layout: tuple[tuple[int, ...], tuple[int, ...]] | None, buf: CompiledBuffer) -> bool:
+    """``layout`` (size, strides) is ``buf``'s but for dims of size 1 (an `unsqueeze` after the copy, which the
+    kernel stores through, moves no data)."""
+    if layout is None or buf.size is None or buf.stride is None:
+        return False
+
+    def squeezed(size: tuple[int, ...], stride: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+        return tuple((n, st) for n, st in zip(size, stride) if n != 1)
+
+    return squeezed(*layout) == squeezed(buf.size, buf.stride)
 
 
 def verdict(f: Finding, lowering: Lowering, bufs: list[CompiledBuffer] | None, ambiguous: bool,

@@ -6,7 +6,10 @@ Reads Inductor's lowering of the graph (under `torch.compile(..., backend="fxlin
 output. Inductor computes an input in place, in its slice of the output, when it is a computation it
 generates and nothing else needs it in a buffer of its own; it copies the others: an input of the graph
 (a parameter, the caller's tensor), the output of an ATen kernel it calls (a matmul, a convolution:
-they write their own buffer), or a value other ops read too. The bytes are what the copy writes per call.
+they write their own buffer), or a value other ops read too; and a `cat` whose other inputs are empty
+(a KV cache's first update, `torch.cat([cache, k], dim=-2)` with an empty cache) is a copy of its one
+piece. The finding is at the `cat`'s line, also where the kernel that writes the piece computes it from
+ops of other lines (a pad fused into the store). The bytes are what the copy writes per call.
 
 ## Why is this bad?
 Eager `torch.cat` copies every input; the compiled program copies only these. Each is a read and a write
@@ -33,7 +36,7 @@ Most concatenations of an ATen kernel's output pay this copy in eager as well; i
 level. Silence one line with `# fxlint: ignore[FXL703]`.
 
 `details` (the fields of `CompiledCatCopy`): `piece` (the input copied, by the user's name or the op
-that made it), `why` (`graph input`, `aten kernel`, `read elsewhere`, or `unknown`), `kernel` (the op that
+that made it), `why` (`graph input`, `aten kernel`, `read elsewhere`, `only piece`, or `unknown`), `kernel` (the op that
 made the piece, when it is an ATen kernel), `copied` (bytes per call in the compiled program).
 """
 
@@ -57,7 +60,7 @@ class CompiledCatCopy(Violation):
     """An input of a cat Inductor copies into the concatenation."""
 
     piece: str
-    why: str  # graph input | aten kernel | read elsewhere | unknown
+    why: str  # graph input | aten kernel | read elsewhere | only piece | unknown
     kernel: str | None
     copied: int | None
     phase: str  # forward | backward (a copy of the compiled backward graph)
@@ -67,6 +70,7 @@ class CompiledCatCopy(Violation):
             "graph input": "it is an input of the compiled graph, which Inductor cannot compute into the output",
             "aten kernel": f"it comes from an ATen kernel (`{self.kernel}`) that writes a buffer of its own",
             "read elsewhere": "other ops read it too, so it is kept in a buffer of its own",
+            "only piece": "the other inputs are empty, so the concatenation is a copy of it",
         }.get(self.why, "Inductor keeps it in a buffer of its own")
         return in_phase(self.phase, (
             f"the compiled program copies {self.piece} into the output of `torch.cat` "
@@ -76,21 +80,27 @@ class CompiledCatCopy(Violation):
         if self.why == "aten kernel":
             return ("if the pieces are projections of one input, project once with the weights concatenated "
                     "(the kernel then writes the whole output); otherwise this copy is the price of the cat")
+        if self.why == "only piece":
+            return ("where the other inputs are empty (a cache's first update), use the piece itself instead of "
+                    "concatenating it onto an empty tensor")
         return "this copy is the price of the concatenation; keep the pieces apart where the next op allows it"
 
 
 @rule("FXL703", "compiled-cat-copy", "info", scope="compiled", violation=CompiledCatCopy)
 def check(compiled: CompiledGraph, ctx: RuleContext) -> Iterator[Hit]:
     for buf in compiled.copies(CAT):
-        cat = compiled.node(buf.producer)
+        # the concatenation the piece is written into: its line is the copy's, even where the kernel that
+        # writes the piece also computes it from ops of other lines (a pad fused into the slice's store)
+        cat = compiled.node(buf.into_node) or compiled.node(buf.producer)
         piece = _piece(compiled, buf, cat)
-        why, kernel = _why(compiled, buf, piece)
+        why, kernel = _why(compiled, buf, piece, cat)
         text = value_text(piece) if piece is not None else "one of its inputs"
         if buf.phase == "backward":  # a gradient the backward concatenates (a split's or a chunk's backward)
             text = backward_value(compiled, buf)
         violation = CompiledCatCopy(piece=text,
                                     why=why, kernel=kernel, copied=buf.bytes, phase=buf.phase)
-        yield Hit(compiled.site(buf), violation, compiled_bytes=buf.bytes, compiled_phase=buf.phase,
+        site = cat if cat is not None and cat.kind == "op" else compiled.site(buf)
+        yield Hit(site, violation, compiled_bytes=buf.bytes, compiled_phase=buf.phase,
                   dedup=f"{violation.piece}:{buf.phase}")
 
 
@@ -114,7 +124,11 @@ def _piece(compiled: CompiledGraph, buf: CompiledBuffer, cat: CanonNode | None) 
     return None
 
 
-def _why(compiled: CompiledGraph, buf: CompiledBuffer, piece: CanonNode | None) -> tuple[str, str | None]:
+def _why(compiled: CompiledGraph, buf: CompiledBuffer, piece: CanonNode | None, cat: CanonNode | None
+         ) -> tuple[str, str | None]:
+    others = [p for p in cat.tensor_inputs if p is not piece] if cat is not None and piece is not None else []
+    if others and all(p.tensor is not None and p.tensor.numel == 0 for p in others):
+        return "only piece", None
     if buf.only_inputs or (piece is not None and piece.kind != "op"):
         return "graph input", None
     if piece is None:

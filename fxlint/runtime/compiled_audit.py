@@ -20,9 +20,11 @@ the verdicts:
   and ``_inductor_triton_kernel_to_post_grad_node_info`` give, for that key, the user stack traces and the
   post-grad nodes the kernel was lowered from; ``inductor_post_grad_graph`` gives those nodes' ops and
   sizes. A copy is put on the user's line of its kernel (the innermost frame outside torch and the
-  pass-through libraries, as the eager audit does); when a kernel spans several lines, on the line of the
-  post-grad node whose size is the buffer's; when that does not decide, on no line (``lines`` lists the
-  candidates);
+  pass-through libraries, as the eager audit does); when a kernel spans several lines, on the own line of
+  the op that reads the buffer next when the kernel comes from it too (its post-grad node's), else on the
+  line of the post-grad node whose size is the buffer's (where only views have it, an ``unsqueeze`` the kernel stores
+  through: the node that moved the data, of that size but for dims of 1); when that does not decide, on no
+  line (``lines`` lists the candidates);
 * **the profiler** (``torch._inductor.config.cpp.enable_kernel_profile=True``: each generated kernel is a
   profiler event): which graphs ran and how often, that each copy kernel ran as often as ``call()`` says
   (a mismatch is a note), and the copies ATen makes inside the extern kernels and fallbacks the program
@@ -248,6 +250,9 @@ def _inductor_settings() -> Iterator[None]:
 # ------------------------------------------------------------------------------ the post-grad graph
 
 _NODE = re.compile(r"^\s*(\w+)\s*:\s*\"([^\"]*)\"\s*=\s*(?:torch\.ops\.([\w.]+)\(|(.*))")
+#: a node printed without a type (a fallback of several outputs: `sdpa = torch.ops.aten._scaled_dot_...(q, k, v)`)
+_BARE_NODE = re.compile(r"^\s*(\w+)\s*=\s*torch\.ops\.([\w.]+)\(")
+_TARGET = re.compile(r"torch\.ops\.[\w.]+")
 _FILE = re.compile(r"^\s*# File: (.*?):(\d+) in (\S+), code: (.*)$")
 _ITEMSIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 2, "i8": 1, "u8": 1, "b8": 1,
              "c64": 8, "c128": 16}
@@ -261,6 +266,14 @@ class _PostNode:
     itemsize: int | None
     where: tuple[str, int] | None  # the innermost frame Inductor prints
     users: set[str] = field(default_factory=set)  # the nodes that read it ("output": the graph returns it)
+    stride: tuple[int, ...] | None = None
+
+
+def _int_list(text: str) -> tuple[int, ...] | None:
+    try:
+        return tuple(int(s) for s in text.split(",") if s.strip())
+    except ValueError:  # a symbol
+        return None
 
 
 def _post_grad_nodes(text: str) -> dict[str, _PostNode]:
@@ -280,23 +293,30 @@ def _post_grad_nodes(text: str) -> dict[str, _PostNode]:
         m = _NODE.match(line)
         if m:
             t = _TYPE.match(m.group(2))
-            size = None
-            if t is not None:
-                try:
-                    size = tuple(int(s) for s in t.group(2).split(",") if s.strip())
-                except ValueError:
-                    size = None
+            size = _int_list(t.group(2)) if t is not None else None
             item = _ITEMSIZE.get(t.group(1)) if t is not None else None
-            nodes[m.group(1)] = _PostNode(op=m.group(3), size=size, itemsize=item, where=where)
+            nodes[m.group(1)] = _PostNode(op=m.group(3), size=size, itemsize=item, where=where,
+                                          stride=_int_list(t.group(3)) if t is not None else None)
+            rhs[m.group(1)] = line.split("=", 1)[1]
+            continue
+        m = _BARE_NODE.match(line)
+        if m:
+            nodes[m.group(1)] = _PostNode(op=m.group(2), size=None, itemsize=None, where=where)
             rhs[m.group(1)] = line.split("=", 1)[1]
     for user, text_ in rhs.items():
-        for name in set(re.findall(r"\b\w+\b", text_)) & nodes.keys():
+        # the names of the nodes it reads, not the op it calls (`torch.ops.aten.clone.default` reads no `clone`)
+        for name in set(re.findall(r"\b\w+\b", _TARGET.sub("", text_))) & nodes.keys():
             if name != user:
                 nodes[name].users.add(user)
     return nodes
 
 
 # --------------------------------------------------------------------------------- one compiled graph
+
+#: ops whose output is their input's data moved (a copy, a gather, a pad, a dtype conversion): a buffer that holds
+#: one's value in its layout is its copy
+_MOVE_OPS = {"clone", "contiguous", "_to_copy", "convert_element_type", "copy", "copy_", "index", "_unsafe_index",
+             "index_select", "gather", "constant_pad_nd", "repeat", "flip", "roll"}
 
 #: ops that only name memory (no data moves for them); a buffer is matched to a node of another kind first
 _VIEW_OPS = {"view", "reshape", "_unsafe_view", "permute", "transpose", "t", "expand", "slice", "select", "squeeze",
@@ -361,21 +381,34 @@ def _line_of(graph: _Graph, call: oc.Call, write: oc.Write | None
     undecided = tuple(f"{loc.file}:{loc.line}" for loc in locs)
     if not locs or write is None:
         return None, undecided, ops
+    item = write.bytes // max(1, _numel(write.size)) if write.bytes is not None and write.size is not None else None
+    nodes = [graph.nodes[n] for n in post if n in graph.nodes]
+    sliced = write.base is not None and write.base != write.size
+    # several lines: a buffer that holds, in that op's layout (but for dims of 1), the value of an op that moves
+    # data (the user's `.contiguous()` before a kernel that takes it as it is) is that op's copy, whatever reads it
+    kept = False
+    if not sliced and write.size is not None and write.stride is not None:
+        layout = _squeezed_layout(write.size, write.stride)
+        holders = [n for n in nodes if _short_op(n.op) in _MOVE_OPS and n.size is not None and n.stride is not None
+                   and (item is None or n.itemsize in (None, item)) and _squeezed_layout(n.size, n.stride) == layout]
+        held = _lines_of_nodes(holders, traces)
+        if len(held) == 1:
+            return next(iter(held.values())), (), ops
+        # the value of one of them the graph returns (a KV cache's concatenation): kept for the caller, not
+        # made for the op that reads it next
+        kept = bool(held) and any("output" in n.users for n in holders)
     # several lines: a buffer made for the op that reads it next (a matmul's operand, a convolution's input
     # in the layout it needs) goes on that op's line, when the kernel comes from that line too: where eager
     # makes the same copy (inside the op)
     reader = _next_reader(graph, call, write.arg)
-    if reader is not None:
-        theirs = {(loc.file, loc.line) for loc in _locations(graph.compile.stack_traces.get(reader.handle or "", []))}
+    if reader is not None and not kept:
+        theirs = {(loc.file, loc.line) for loc in _own_locations(graph, reader)}
         mine = [loc for loc in locs if (loc.file, loc.line) in theirs]
         if len(mine) == 1:
             return mine[0], (), ops
     # several lines: the post-grad node the buffer holds: its size (or, for a cat input's slice, the size
     # of the buffer it is a slice of) and item size, read outside the kernel, moving data rather than a view
-    item = write.bytes // max(1, _numel(write.size)) if write.bytes is not None and write.size is not None else None
     inside = set(post)
-    nodes = [graph.nodes[n] for n in post if n in graph.nodes]
-    sliced = write.base is not None and write.base != write.size
     for size in ((write.base, write.size) if sliced else (write.size,)):
         if size is None:
             continue
@@ -385,14 +418,14 @@ def _line_of(graph: _Graph, call: oc.Call, write: oc.Write | None
             # line, even when the kernel also computes values of the piece's size that leave it)
             cands = [n for n in cands if _short_op(n.op) == "cat"]
         cands = [n for n in cands if n.users - inside] or cands
-        cands = [n for n in cands if _short_op(n.op) not in _VIEW_OPS] or cands
-        found = {}
-        for n in cands:
-            for t in traces:
-                if n.where is not None and _innermost(t) == n.where:
-                    loc = user_frame(t)
-                    if loc is not None:
-                        found[(loc.file, loc.line)] = loc
+        movers = [n for n in cands if _short_op(n.op) not in _VIEW_OPS]
+        if not movers and not sliced:
+            # only views of the buffer's size (an `unsqueeze` the kernel stores through): the node beneath them
+            # that moved the data, of the same size but for dims of 1
+            movers = [n for n in nodes if _short_op(n.op) not in _VIEW_OPS and n.size is not None
+                      and _squeezed(n.size) == _squeezed(size) and (item is None or n.itemsize in (None, item))]
+        cands = movers or cands
+        found = _lines_of_nodes(cands, traces)
         if len(found) == 1:
             return next(iter(found.values())), (), ops
         if len(found) > 1:
@@ -400,12 +433,40 @@ def _line_of(graph: _Graph, call: oc.Call, write: oc.Write | None
             # the call that reads the buffer next, when it is one of them
             reader = _next_reader(graph, call, write.arg)
             if reader is not None:
-                mine = [found[k] for k in ((loc.file, loc.line) for loc in
-                                           _locations(graph.compile.stack_traces.get(reader.handle or "", [])))
-                        if k in found]
+                mine = [found[k] for k in ((loc.file, loc.line) for loc in _own_locations(graph, reader)) if k in found]
                 if len(mine) == 1:
                     return mine[0], (), ops
     return None, undecided, ops
+
+
+def _lines_of_nodes(nodes: list[_PostNode], traces: list[str]) -> dict[tuple[str, int], Any]:
+    """The user lines of post-grad nodes: the kernel's stack traces whose innermost frame is the node's."""
+    found = {}
+    for n in nodes:
+        for t in traces:
+            if n.where is not None and _innermost(t) == n.where:
+                loc = user_frame(t)
+                if loc is not None:
+                    found[(loc.file, loc.line)] = loc
+    return found
+
+
+def _squeezed_layout(size: tuple[int, ...], stride: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """A layout without its dims of 1 (whose strides mean nothing)."""
+    return tuple((n, st) for n, st in zip(size, stride) if n != 1)
+
+
+def _own_locations(graph: _Graph, call: oc.Call) -> list[Any]:
+    """The user lines of the op a call runs: its post-grad node of that op, where the output code names it (an
+    extern kernel without an origin node, a fallback of several outputs such as scaled_dot_product_attention,
+    has the stack traces of every op lowered into its inputs too: q's transpose is not the attention's line);
+    else all its stack traces."""
+    traces = graph.compile.stack_traces.get(call.handle or "", [])
+    base = _op_base(call.name)
+    wheres = {graph.nodes[n].where for n in graph.compile.post_nodes.get(call.handle or "", [])
+              if n in graph.nodes and graph.nodes[n].where is not None and _short_op(graph.nodes[n].op) == base}
+    own = [t for t in traces if _innermost(t) in wheres]
+    return _locations(own or traces)
 
 
 def _next_reader(graph: _Graph, call: oc.Call, arg: str) -> oc.Call | None:
@@ -417,6 +478,10 @@ def _next_reader(graph: _Graph, call: oc.Call, arg: str) -> oc.Call | None:
         if any(name.search(a) for a in later.args):
             return later
     return None
+
+
+def _squeezed(size: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(n for n in size if n != 1)
 
 
 def _numel(size: tuple[int, ...] | None) -> int:

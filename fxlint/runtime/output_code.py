@@ -47,6 +47,7 @@ class Layout:
     size: tuple[int, ...]
     itemsize: int | None = None
     base: tuple[int, ...] | None = None  # an alias's (a cat input's slice) buffer's size
+    stride: tuple[int, ...] | None = None
 
     @property
     def numel(self) -> int:
@@ -64,6 +65,7 @@ class Write(NamedTuple):
     what: str  # DATA / CONST / INDEX / COMPUTED / UNKNOWN
     size: tuple[int, ...] | None
     base: tuple[int, ...] | None  # for an alias, the size of the buffer it is a part of
+    stride: tuple[int, ...] | None = None  # its strides, where the output code says them
 
 
 @dataclass
@@ -208,12 +210,19 @@ def _layout_of(expr: str, layouts: dict[str, Layout]) -> Layout | None:
         size = _literal(args[1])
         base = _layout_of(args[0], layouts)
         if isinstance(size, tuple) and all(isinstance(s, int) for s in size):
-            return Layout(tuple(size), base.itemsize if base else None)
+            return Layout(tuple(size), base.itemsize if base else None,
+                          stride=_ints(args[2]) if len(args) >= 3 else None)
     if fn.startswith("empty_strided") and len(args) >= 3:
         size = _literal(args[0])
         if isinstance(size, tuple) and all(isinstance(s, int) for s in size):
-            return Layout(tuple(size), _dtype_size(args[2]))
+            return Layout(tuple(size), _dtype_size(args[2]), stride=_ints(args[1]))
     return None
+
+
+def _ints(text: str) -> tuple[int, ...] | None:
+    """A literal tuple of ints (a size or strides), None when it is not one."""
+    value = _literal(text)
+    return tuple(value) if isinstance(value, tuple) and all(isinstance(s, int) for s in value) else None
 
 
 def _track_layout(stmt: str, layouts: dict[str, Layout]) -> None:
@@ -222,7 +231,8 @@ def _track_layout(stmt: str, layouts: dict[str, Layout]) -> None:
         name, size = parts[1][0], _literal(parts[1][1])
         if isinstance(size, tuple) and all(isinstance(s, int) for s in size):
             old = layouts.get(name)
-            layouts[name] = Layout(tuple(size), old.itemsize if old else None)
+            layouts[name] = Layout(tuple(size), old.itemsize if old else None,
+                                   stride=_ints(parts[1][2]) if len(parts[1]) >= 3 else None)
         return
     m = _ASSIGN.match(stmt)
     if m:
@@ -250,7 +260,7 @@ def _kernel_call(stmt: str, kernels: dict[str, Kernel], layouts: dict[str, Layou
             item = _ITEMSIZE.get(ctype.replace("const", "").replace("*", "").strip())
             nbytes = lay.numel * item if lay is not None and item is not None else None
             call.writes.append(Write(arg, nbytes, what, lay.size if lay is not None else None,
-                                     lay.base if lay is not None else None))
+                                     lay.base if lay is not None else None, lay.stride if lay is not None else None))
         return call
     if fn.startswith("extern_kernels."):
         return Call(index, "extern", fn, handle, args)
