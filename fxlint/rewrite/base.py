@@ -57,6 +57,31 @@ class Site:
     def details(self) -> Mapping[str, Any]:
         return self.finding.details
 
+    @property
+    def compiled(self) -> str | None:
+        """The verdict of the compiled program on the finding's copy (``"survives"``, ``"fused"``,
+        ``"unknown"``), when the graph goes to Inductor and its lowering was read before rewriting
+        (``fxlint.rewrite.engine.rewrite_graph``'s ``verdicts``); None otherwise."""
+        return self.finding.compiled
+
+
+def nothing_to_remove(finding: Finding, training: bool) -> str | None:
+    """Why a rewrite of ``finding`` would remove no copy of the compiled program (its verdict is
+    ``fused``, and in training the compiled backward copies nothing for it either); None when it may.
+
+    A ``fused`` finding whose backward was not read in a training graph (``compiled_backward_bytes``
+    None) is not judged: the slice's backward, not the forward copy, can be what a rewrite wins."""
+    from ..compiled.verdicts import FUSED
+
+    if finding.compiled != FUSED:
+        return None
+    back = finding.compiled_backward_bytes
+    if back or (training and back is None):
+        return None
+    where = "forward and backward" if back == 0 else "forward"
+    return ("Inductor fuses this copy into the kernel that reads it (compiled verdict `fused`, "
+            f"{where}): the compiled program does not make it, so the rewrite has nothing to remove")
+
 
 @dataclass
 class Change:
