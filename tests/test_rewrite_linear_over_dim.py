@@ -134,15 +134,18 @@ def test_reduced_precision_is_not_rewritten():
     assert len(reasons) == 2 and all("float32/float64" in r for r in reasons), reasons
 
 
-def test_a_matmul_copy_is_not_this_rewrites():
-    """FXL201 on ``q @ k.T`` of permuted q/k: a site of the rule, not of a linear's input."""
+def test_a_matmul_copy_is_no_site_of_this_rewrite():
+    """FXL201 on ``q @ k.T`` of permuted q/k: a finding of the rule, advice only: not a site (not listed as
+    "not applied")."""
 
     def scores(qkv):  # (B, N, 3, H, D)
         q, k = qkv.permute(2, 0, 3, 1, 4)[:2]
         return q @ k.transpose(-2, -1)
 
-    reasons = _not_applied(scores, torch.randn(2, 8, 3, 4, 16))
-    assert reasons and all("not of a linear's input" in r for r in reasons), reasons
+    x = torch.randn(2, 8, 3, 4, 16)
+    assert [f.code for f in fxlint.lint(scores, (x,), select="FXL201").findings] == ["FXL201", "FXL201"]
+    result = fxlint.rewrite(scores, (x,), select="FXL201")
+    assert result.applied == [] and result.skipped == []
 
 
 def test_a_linear_on_its_last_dim_is_no_site():

@@ -97,17 +97,19 @@ class Change:
 ApplyFn = Callable[[Site], Change]  # what ``Rewrite.apply`` is (``fxlint.registry.Rewrite``)
 
 
-def register(code: str, name: str) -> Callable[[ApplyFn], ApplyFn]:
+def register(code: str, name: str, *, sites: Callable[[Finding], bool] | None = None
+             ) -> Callable[[ApplyFn], ApplyFn]:
     """Register ``apply`` as the rewrite named ``name`` for rule ``code``, in the default registry.
     The rule declares it (``fix=FixSpec.rewrite_of(name, ...)``); the module docstring documents
-    it, its ``## Preconditions`` section listing, in the user's terms, what it proves first."""
+    it, its ``## Preconditions`` section listing, in the user's terms, what it proves first.
+    ``sites``: which of the rule's findings it addresses (default: all); the others are not sites."""
 
     def deco(fn: ApplyFn) -> ApplyFn:
         from ..registry import _DEFAULT
 
         module = inspect.getmodule(fn)
         doc = inspect.cleandoc((module.__doc__ if module else None) or fn.__doc__ or "")
-        _DEFAULT.add_rewrite(Rewrite(code, name, fn, doc))
+        _DEFAULT.add_rewrite(Rewrite(code, name, fn, doc, sites))
         return fn
 
     return deco

@@ -58,7 +58,8 @@ Verdicts = Callable[[list[Finding], GraphView], list[Finding]]
 
 def find_sites(view: GraphView, settings: Settings | None = None, training: bool = True, *,
                registry: Registry | None = None, rules: Sequence[Rule] | None = None) -> list[SiteSpec]:
-    """(finding, silenced) for every hit of every rule that has a rewrite, in graph order.
+    """(finding, silenced) for every hit of every rule that has a rewrite, in graph order (of a rewrite
+    that addresses only some of its rule's findings, ``Rewrite.sites``, those).
 
     The rules run through the rule engine (``fxlint.analysis.engine.evaluate``) with the project's
     ``settings``, so a finding silenced in a lint (``# fxlint: ignore`` on its line or an anchor,
@@ -81,9 +82,15 @@ def find_sites(view: GraphView, settings: Settings | None = None, training: bool
     for w in caught:  # anything else the rules warned about
         if not str(w.message).startswith("fxlint: rule skipped"):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    found = [(e.position, e.finding, e.silenced) for e in ev.hits if e.hit.node is not None]
+    addresses = {r.code: rw.sites for r in with_rewrite if (rw := reg.rewrite_for(r)) is not None}
+    found = [(e.position, e.finding, e.silenced) for e in ev.hits if e.hit.node is not None
+             and _addressed(addresses.get(e.finding.code), e.finding)]
     found.sort(key=lambda t: (t[0], t[1].code))
     return [(f, s) for _, f, s in found]
+
+
+def _addressed(sites: Callable[[Finding], bool] | None, finding: Finding) -> bool:
+    return sites is None or sites(finding)
 
 
 def _silence_text(code: str, how: str | bool, settings: Settings | None) -> str:

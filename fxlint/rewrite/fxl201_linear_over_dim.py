@@ -26,6 +26,10 @@ it lies, and the bias's add is fused into the kernel that reads the result
 before the BLAS call, eager and Inductor's extern kernel alike.
 
 ## Preconditions (each checked on the graph, else "not applied: <reason>")
+Its sites are FXL201's findings about the input of a ``Linear`` made by a
+permute; the rule's other findings (a matmul's operands, SDPA's q/k/v) are advice
+only and are not listed as "not applied".
+
 - The finding is about the linear's input, which is a ``permute`` of a
   contiguous tensor ``x`` (static shape, float32 or float64) moving one dim
   ``d`` (not the last) to the end and keeping the others in order.
@@ -55,6 +59,7 @@ import torch.fx as fx
 from ..canon import CanonNode
 from ..canon.text import operand_name
 from ..canon.values import size_hint
+from ..findings import Finding
 from ..tensor.info import known
 from .base import Change, NotApplied, Site, register
 from .graph import copy_provenance, erase_if_dead, refresh_values
@@ -62,7 +67,14 @@ from .graph import copy_provenance, erase_if_dead, refresh_values
 _DTYPES = (torch.float32, torch.float64)
 
 
-@register("FXL201", "linear-over-dim")
+def _addresses(finding: Finding) -> bool:
+    """FXL201's findings about a linear's input made by a permute; its other findings (a matmul's operands,
+    SDPA's q/k/v) are advice this rewrite does not act on, and are not listed as "not applied"."""
+    d = finding.details
+    return d.get("kernel") == "F.linear" and d.get("operand") == "input" and d.get("permute") is not None
+
+
+@register("FXL201", "linear-over-dim", sites=_addresses)
 def apply(site: Site) -> Change:
     node = site.node
     if node.op != "linear" or site.details.get("operand") != "input":
@@ -79,8 +91,9 @@ def apply(site: Site) -> Change:
     d = dims[-1]
     if d == n - 1 or dims[:-1] != tuple(i for i in range(n) if i != d):
         raise NotApplied(f"the permute {dims} does not move one dim to the end keeping the others in order")
-    shape = [known(s) for s in t.shape]
-    if any(s is None for s in shape):
+    sizes = [known(s) for s in t.shape]
+    shape = [s for s in sizes if s is not None]
+    if len(shape) != n:
         raise NotApplied("a size of the permuted tensor is dynamic; the bmm's shapes would add guards")
     if t.is_contiguous() is not True:
         raise NotApplied("the permuted tensor is not contiguous: reshaping it for bmm would copy it")
@@ -93,7 +106,7 @@ def apply(site: Site) -> Change:
     if bias is not None and (not isinstance(bias, CanonNode) or bias.tensor is None or bias.tensor.ndim != 1):
         raise NotApplied("the linear's bias is not a 1-D graph value")
     g, c = (known(s) for s in weight.tensor.shape)
-    if g is None or c != shape[d]:
+    if g is None or c is None or c != shape[d]:
         raise NotApplied(f"the weight's shape does not contract dim {d} of size {shape[d]}")
     users = node.users
     inverse = tuple(dims.index(i) for i in range(n))
