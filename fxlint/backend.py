@@ -13,7 +13,10 @@ Options (``torch.compile(..., options={...})``):
             (default: ``inner`` from the project configuration, else ``"inductor"``)
 ``rewrite`` apply the safe rewrites before handing the graph on (default:
             ``rewrite`` from the project configuration, else False); each is
-            verified on the example inputs unless ``verify`` is False
+            verified on the example inputs unless ``verify`` is False. With Inductor
+            and ``compiled``, a graph with a rewrite site is compiled as captured
+            first, and the rewrites go by that program's verdicts (a fused copy is not
+            rewritten); that compile is returned when nothing is rewritten
 ``verify``  compare each rewritten graph with the original (default True)
 ``select``/``ignore``/``extend_select``  rule codes or prefixes, a list or a
             comma-separated string
