@@ -14,6 +14,9 @@ of a channels_last-laid-out tensor before the next stage's patch-embedding convo
 called as torchvision calls them, in training: two FXL110 self-assignments (drop-self-assign).
 ``swin_t``: torchvision's Swin-T at 224 px, whose window-attention pads all have zero widths (FXL205
 drop-zero-pad).
+``cait_xxs24``: timm's CaiT-XXS24 at 224 px, batch 2: the talking-heads attention's
+``proj_l(attn.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)`` and ``proj_w(...)`` in each of its 24 blocks (FXL201
+linear-over-dim; docs/rewriting.md has the measured figures).
 """
 
 from __future__ import annotations
@@ -74,3 +77,13 @@ def swin_t() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
 
     torch.manual_seed(0)
     return torchvision.models.swin_t(num_classes=10).eval(), (torch.randn(2, 3, 224, 224),)
+
+
+def cait_xxs24() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    """timm ``cait_xxs24_224`` (random weights) on a batch of two 224 px images: 48 ``Linear`` layers over the
+    heads dim of the attention scores, each ``Linear(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)`` (FXL201
+    linear-over-dim)."""
+    import timm
+
+    torch.manual_seed(0)
+    return timm.create_model("cait_xxs24_224", pretrained=False).eval(), (torch.randn(2, 3, 224, 224),)

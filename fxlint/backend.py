@@ -13,7 +13,10 @@ Options (``torch.compile(..., options={...})``):
             (default: ``inner`` from the project configuration, else ``"inductor"``)
 ``rewrite`` apply the safe rewrites before handing the graph on (default:
             ``rewrite`` from the project configuration, else False); each is
-            verified on the example inputs unless ``verify`` is False
+            verified on the example inputs unless ``verify`` is False. With Inductor
+            and ``compiled``, a graph with a rewrite site is compiled as captured
+            first, and the rewrites go by that program's verdicts (a fused copy is not
+            rewritten); that compile is returned when nothing is rewritten
 ``verify``  compare each rewritten graph with the original (default True)
 ``select``/``ignore``/``extend_select``  rule codes or prefixes, a list or a
             comma-separated string
@@ -215,8 +218,11 @@ def fxlint_backend(
     fusing = not (isinstance(inner_choice, str) and inner_choice in _EAGER_INNER)
     to_compile = gm
     deferred: list[tuple[str, Report, Any, Any]] = []  # linted, logged once the compile says what survives
+    # with Inductor, the rewrites go by the verdicts of its lowering of the original graph: compiled (and
+    # kept) only when a rewrite has a site, before rewriting
+    first = _FirstCompile(inner, opts, gm, example_inputs, mode, kwargs) if _reads_first(inner, opts, gm) else None
     try:
-        to_compile = _lint_and_rewrite(gm, example_inputs, opts, settings, fusing, deferred)
+        to_compile = _lint_and_rewrite(gm, example_inputs, opts, settings, fusing, deferred, first)
     except Exception as exc:  # noqa: BLE001 - never break the user's compile
         _warn_untouched(exc)
         to_compile = gm
@@ -224,6 +230,9 @@ def fxlint_backend(
                    training=any(ctx.training for *_, ctx in deferred))
     try:
         if to_compile is gm:
+            if first is not None and first.compiled is not None:  # nothing rewritten: the first compile is it
+                watch.lowering, watch.error = first.watch.lowering, first.watch.error
+                return first.compiled
             return watch.call(inner, opts, gm, example_inputs, mode, kwargs)
         try:
             return watch.call(inner, opts, to_compile, example_inputs, mode, kwargs)
@@ -235,6 +244,9 @@ def fxlint_backend(
                 ),
                 stacklevel=2,
             )
+            if first is not None and first.compiled is not None:
+                watch.lowering, watch.error = first.watch.lowering, first.watch.error
+                return first.compiled
             return watch.call(inner, opts, gm, example_inputs, mode, kwargs)
     finally:
         from .session import publish
@@ -247,6 +259,48 @@ def fxlint_backend(
             except Exception as exc:  # noqa: BLE001 - reporting must not cost the user the compile
                 warnings.warn(FxlintWarning(f"fxlint failed reporting the findings of {label} "
                                             f"({type(exc).__name__}: {exc}); the compile goes on"), stacklevel=2)
+
+
+def _reads_first(inner: str | Callable[..., Any], opts: BackendOptions, gm: fx.GraphModule) -> bool:
+    """Whether the rewrites of this graph go by Inductor's verdicts: Inductor compiles it, the verdicts are
+    asked for (``compiled``), the rewrites are on (the project configuration may turn them on: checked
+    again when there is a site), and it is a whole Dynamo graph (a DDP bucket's piece keeps today's
+    heuristics: its inputs are fake)."""
+    from .capture.distributed import is_ddp_split
+
+    return inner == "inductor" and opts.compiled and opts.rewrite is not False and not is_ddp_split(gm)
+
+
+class _FirstCompile:
+    """Inductor's compile of the original graph, read (``_Watch``) before the rewrites run, for the
+    verdicts they go by (``fxlint.rewrite.engine.Verdicts``). Called only when a rewrite has a site; the
+    compiled program is kept and is what the backend returns when nothing is rewritten, so a graph costs a
+    second compile only when a rewrite applies. A compile that fails leaves the verdicts unknown (the
+    rewrites then use their own rules), and the user's compile reports the failure as it would anyway."""
+
+    def __init__(self, inner: str | Callable[..., Any], opts: BackendOptions, gm: fx.GraphModule,
+                 example_inputs: list[Any], mode: str | None, extra: dict[str, Any]) -> None:
+        self.args = (inner, opts, gm, example_inputs, mode, extra)
+        self.watch = _Watch(True)
+        self.compiled: Callable[..., Any] | None = None
+        self.error: str | None = None
+
+    def verdicts(self, training: bool) -> Callable[[list[Any], Any], list[Any]]:
+        def judge(findings: list[Any], view: Any) -> list[Any]:
+            from .compiled.verdicts import Sites, apply_verdicts, unknown_verdicts
+
+            self.watch.training = training  # a training graph: its backward is read too, as the inner compile's
+            try:
+                self.compiled = self.watch.call(*self.args)
+            except Exception as exc:  # noqa: BLE001 - the user's own compile says it, once, later
+                self.error = f"{type(exc).__name__}: {first_line(exc)}"
+                return unknown_verdicts(findings)
+            lowering = self.watch.lowering
+            if lowering is None:
+                return unknown_verdicts(findings)
+            return apply_verdicts(findings, lowering, sites=Sites(view))
+
+        return judge
 
 
 class _Watch:
@@ -331,7 +385,7 @@ def _user_file(gm: fx.GraphModule) -> str | None:
 
 def _lint_and_rewrite(
     gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, settings: Settings, fusing: bool,
-    deferred: list[tuple[str, Report, Any, Any]] | None = None,
+    deferred: list[tuple[str, Report, Any, Any]] | None = None, first: _FirstCompile | None = None,
 ) -> fx.GraphModule:
     """Lint (and rewrite) ``gm``; the report of a whole graph goes to ``deferred``, to be logged after
     its compile (a DDP bucket's piece logs the graph it split at once)."""
@@ -366,7 +420,8 @@ def _lint_and_rewrite(
         # a rule that failed was reported once (one FxlintWarning); it finds no rewrite sites
         failed = set(report.extras.get("failed_rules", ())) if report is not None else set()
         rules = [r for r in settings.rules if r.code not in failed]
-        return _rewrite(gm, inputs, opts, settings, label, ctx.training, rules, fusing)
+        verdicts = first.verdicts(ctx.training) if first is not None and not is_ddp_split(gm) else None
+        return _rewrite(gm, inputs, opts, settings, label, ctx.training, rules, fusing, verdicts)
     return gm
 
 
@@ -427,14 +482,16 @@ def _training() -> bool:
 
 
 def _rewrite(gm: fx.GraphModule, example_inputs: list[Any], opts: BackendOptions, settings: Settings,
-             label: str, training: bool, rules: list[Any], fusing: bool) -> fx.GraphModule:
-    """Apply the safe rewrites to (a copy of) the captured graph; the inner backend compiles the result."""
+             label: str, training: bool, rules: list[Any], fusing: bool,
+             verdicts: Callable[[list[Any], Any], list[Any]] | None = None) -> fx.GraphModule:
+    """Apply the safe rewrites to (a copy of) the captured graph; the inner backend compiles the result.
+    ``verdicts``: Inductor's verdicts on the sites' copies, read from its compile of the original graph."""
     from .rewrite.engine import rewrite_graph
     from .session import publish_rewrites
 
     result = rewrite_graph(gm, list(example_inputs), origin="dynamo", settings=settings, rules=rules,
                            verify=opts.verify, training=training, label=label, symbolic_ok=False,
-                           fusing=fusing, registry=opts.registry, safe_only=opts.safe_only)
+                           fusing=fusing, registry=opts.registry, safe_only=opts.safe_only, verdicts=verdicts)
     _log_rewrites(label, result, opts.ranks)
     publish_rewrites(result)
     return result.module

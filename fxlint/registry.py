@@ -62,6 +62,9 @@ class Rewrite:
     name: str
     apply: Callable[[Any], Any]
     doc: str  # the module docstring: what it does, its preconditions, what changes
+    #: which of the rule's findings it addresses (None: all): a finding it does not is advice only, not a
+    #: site (never listed as "not applied"); for a rewrite that fixes one shape of a broad rule's findings
+    sites: Callable[[Any], bool] | None = None
 
     @property
     def preconditions(self) -> tuple[str, ...]:

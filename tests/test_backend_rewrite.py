@@ -194,3 +194,57 @@ def test_returned_index_under_a_fusing_compiler_keeps_its_gather(model, inner_na
         [skipped] = session.skipped
         assert "returned" in skipped.reason and "fuses the gather" in skipped.reason and "`output`" in skipped.reason
         assert "index" in _ops(seen[0])
+
+
+class _HeadsAndGather(nn.Module):
+    """CaiT's talking heads (an FXL201 copy Inductor keeps: the permuted input of the first Linear is copied
+    by a kernel of its own) beside a returned gather Inductor fuses into the op that makes it (FXL401)."""
+
+    def __init__(self):
+        super().__init__()
+        from tests.test_rewrite_linear_over_dim import TalkingHeads
+
+        self.heads = TalkingHeads()
+        self.lin = nn.Linear(16, 16)
+
+    def forward(self, attn, x):
+        output = self.lin(x) * 2
+        return self.heads(attn), output[:, [0, 2, 4, 6]]
+
+
+@pytest.mark.inductor
+@pytest.mark.parametrize("select, compiles", [(None, 2), ("FXL401", 1)])
+def test_under_inductor_the_rewrites_go_by_its_verdicts(monkeypatch, select, compiles):
+    """The backend compiles the original graph with Inductor first and reads its verdicts: the fused gather
+    is skipped with that reason, the talking heads are rewritten, and the program Inductor generates from
+    the rewritten graph has no copy kernel left. When nothing is rewritten that first compile is the one
+    returned (one compile, not two)."""
+    import re
+
+    from torch._inductor.utils import run_and_get_code
+
+    import fxlint.backend as backend
+
+    calls = []
+    real = backend._call_inner
+    monkeypatch.setattr(backend, "_call_inner", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    torch._dynamo.reset()
+    m, attn, x = _HeadsAndGather().eval(), torch.randn(2, 4, 8, 8), torch.randn(4, 16)
+    options = {"rewrite": True, **({"select": select} if select else {})}
+    with fxlint.collect() as session, torch.no_grad():
+        out, codes = run_and_get_code(torch.compile(m, backend="fxlint", options=options), attn, x)
+        want = m(attn, x)
+    for a, b in zip(out, want):
+        torch.testing.assert_close(a, b)
+    assert len(calls) == compiles
+    [gather] = [s for s in session.skipped if s.code == "FXL401"]
+    assert "compiled verdict `fused`" in gather.reason and not gather.rolled_back
+    kernels = [re.findall(r"^(cpp_fused_\w+) = ", code, re.M) for code in codes]
+    assert any("clone" in k for k in kernels[0])  # the original program copies the permuted scores
+    if select is None:
+        assert sorted(a.node for a in session.applied) == ["linear_1", "linear_2"]
+        assert all(a.code == "FXL201" for a in session.applied)
+        assert not any("clone" in k for k in kernels[-1]), kernels[-1]
+        assert "extern_kernels.bmm" in codes[-1] and "extern_kernels.mm" not in codes[-1]
+    else:
+        assert session.applied == []

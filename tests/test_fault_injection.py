@@ -34,6 +34,7 @@ class Trigger(nn.Module):
         super().__init__()
         self.conv = nn.Conv2d(3, 4, 3)
         self.lin = nn.Linear(8, 8)
+        self.mix = nn.Linear(2, 2)
 
     def forward(self, x: torch.Tensor, img: torch.Tensor) -> tuple[torch.Tensor, ...]:
         a = x[:, [0, 2, 4, 6]]  # FXL401: index-to-slice
@@ -43,7 +44,8 @@ class Trigger(nn.Module):
         e = torch.nn.functional.pad(x, (0, 0)) * 3  # FXL205: a pad of zero widths (drop-zero-pad)
         h = self.lin(x)
         h[:, 2:] += 1  # FXL110 in training: the self-assign autograd records (drop-self-assign)
-        return a * 2, b, c + 1, d, e, h
+        g = self.mix(x.view(4, 2, 4).permute(0, 2, 1)).permute(0, 2, 1)  # FXL201: linear-over-dim
+        return a * 2, b, c + 1, d, e, h, g
 
 
 def _inputs() -> tuple[torch.Tensor, torch.Tensor]:

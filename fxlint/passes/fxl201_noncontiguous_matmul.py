@@ -72,7 +72,7 @@ from ..canon import CanonNode, GraphView
 from ..canon.text import permute_text
 from ..kernels import KernelCopy, operand_role, ops, predict
 from ..kernels.attention import sdpa_blocker
-from ..registry import Hit, RuleContext, rule
+from ..registry import FixSpec, Hit, RuleContext, rule
 from ._layout_hits import OperandCopy, backward_bytes, copy_sizes, made_by_permute, operand_copy, total
 
 #: the kernel families this rule checks: their ops and operand roles come from the kernel registry
@@ -132,7 +132,12 @@ class NoncontiguousMatmul(OperandCopy):
                 f"or store the operand row- or column-major{at}")
 
 
-@rule("FXL201", "noncontiguous-matmul", "warning", violation=NoncontiguousMatmul)
+@rule("FXL201", "noncontiguous-matmul", "warning", violation=NoncontiguousMatmul,
+      fix=FixSpec.rewrite_of(
+    "linear-over-dim", safe=False,
+    why="only `Linear(x.permute(...)).permute(...)` back over one dim is rewritten, to a `bmm` with the weight "
+        "expanded over the batch: the result is a contiguous tensor where it was a permuted view, and its sums "
+        "run in another order (equal within the dtype's tolerance)"))
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     for node in view.ops(*ops(family=FAMILY)):
         pred = predict(node)

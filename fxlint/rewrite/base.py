@@ -57,6 +57,31 @@ class Site:
     def details(self) -> Mapping[str, Any]:
         return self.finding.details
 
+    @property
+    def compiled(self) -> str | None:
+        """The verdict of the compiled program on the finding's copy (``"survives"``, ``"fused"``,
+        ``"unknown"``), when the graph goes to Inductor and its lowering was read before rewriting
+        (``fxlint.rewrite.engine.rewrite_graph``'s ``verdicts``); None otherwise."""
+        return self.finding.compiled
+
+
+def nothing_to_remove(finding: Finding, training: bool) -> str | None:
+    """Why a rewrite of ``finding`` would remove no copy of the compiled program (its verdict is
+    ``fused``, and in training the compiled backward copies nothing for it either); None when it may.
+
+    A ``fused`` finding whose backward was not read in a training graph (``compiled_backward_bytes``
+    None) is not judged: the slice's backward, not the forward copy, can be what a rewrite wins."""
+    from ..compiled.verdicts import FUSED
+
+    if finding.compiled != FUSED:
+        return None
+    back = finding.compiled_backward_bytes
+    if back or (training and back is None):
+        return None
+    where = "forward and backward" if back == 0 else "forward"
+    return ("Inductor fuses this copy into the kernel that reads it (compiled verdict `fused`, "
+            f"{where}): the compiled program does not make it, so the rewrite has nothing to remove")
+
 
 @dataclass
 class Change:
@@ -72,17 +97,19 @@ class Change:
 ApplyFn = Callable[[Site], Change]  # what ``Rewrite.apply`` is (``fxlint.registry.Rewrite``)
 
 
-def register(code: str, name: str) -> Callable[[ApplyFn], ApplyFn]:
+def register(code: str, name: str, *, sites: Callable[[Finding], bool] | None = None
+             ) -> Callable[[ApplyFn], ApplyFn]:
     """Register ``apply`` as the rewrite named ``name`` for rule ``code``, in the default registry.
     The rule declares it (``fix=FixSpec.rewrite_of(name, ...)``); the module docstring documents
-    it, its ``## Preconditions`` section listing, in the user's terms, what it proves first."""
+    it, its ``## Preconditions`` section listing, in the user's terms, what it proves first.
+    ``sites``: which of the rule's findings it addresses (default: all); the others are not sites."""
 
     def deco(fn: ApplyFn) -> ApplyFn:
         from ..registry import _DEFAULT
 
         module = inspect.getmodule(fn)
         doc = inspect.cleandoc((module.__doc__ if module else None) or fn.__doc__ or "")
-        _DEFAULT.add_rewrite(Rewrite(code, name, fn, doc))
+        _DEFAULT.add_rewrite(Rewrite(code, name, fn, doc, sites))
         return fn
 
     return deco

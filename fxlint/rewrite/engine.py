@@ -18,7 +18,7 @@ For one GraphModule:
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -29,7 +29,7 @@ from ..canon import GraphView, build_view
 from ..errors import FxlintWarning, first_line
 from ..findings import Finding
 from ..registry import Registry, Rule, RuleContext, default_registry
-from .base import AppliedRewrite, NotApplied, RewriteResult, Site, SkippedRewrite
+from .base import AppliedRewrite, NotApplied, RewriteResult, Site, SkippedRewrite, nothing_to_remove
 from .graph import copy_graph_module, finish, node_code
 from .verify import Verifier
 
@@ -51,10 +51,15 @@ def view_of(gm: fx.GraphModule, origin: str, label: str = "graph") -> GraphView:
 #: (finding, why it is silenced or None): what ``apply_sites`` takes. ``True`` reads as silenced inline.
 SiteSpec = tuple[Finding, "str | bool | None"]
 
+#: the sites' findings -> the same findings with the compiled program's verdicts (``Finding.compiled``),
+#: given the canonical view of the graph; the backend's reads Inductor's lowering of the original graph
+Verdicts = Callable[[list[Finding], GraphView], list[Finding]]
+
 
 def find_sites(view: GraphView, settings: Settings | None = None, training: bool = True, *,
                registry: Registry | None = None, rules: Sequence[Rule] | None = None) -> list[SiteSpec]:
-    """(finding, silenced) for every hit of every rule that has a rewrite, in graph order.
+    """(finding, silenced) for every hit of every rule that has a rewrite, in graph order (of a rewrite
+    that addresses only some of its rule's findings, ``Rewrite.sites``, those).
 
     The rules run through the rule engine (``fxlint.analysis.engine.evaluate``) with the project's
     ``settings``, so a finding silenced in a lint (``# fxlint: ignore`` on its line or an anchor,
@@ -77,9 +82,15 @@ def find_sites(view: GraphView, settings: Settings | None = None, training: bool
     for w in caught:  # anything else the rules warned about
         if not str(w.message).startswith("fxlint: rule skipped"):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    found = [(e.position, e.finding, e.silenced) for e in ev.hits if e.hit.node is not None]
+    addresses = {r.code: rw.sites for r in with_rewrite if (rw := reg.rewrite_for(r)) is not None}
+    found = [(e.position, e.finding, e.silenced) for e in ev.hits if e.hit.node is not None
+             and _addressed(addresses.get(e.finding.code), e.finding)]
     found.sort(key=lambda t: (t[0], t[1].code))
     return [(f, s) for _, f, s in found]
+
+
+def _addressed(sites: Callable[[Finding], bool] | None, finding: Finding) -> bool:
+    return sites is None or sites(finding)
 
 
 def _silence_text(code: str, how: str | bool, settings: Settings | None) -> str:
@@ -108,18 +119,26 @@ def rewrite_graph(
     fusing: bool = False,
     registry: Registry | None = None,
     safe_only: bool = False,
+    verdicts: Verdicts | None = None,
 ) -> RewriteResult:
     """Apply every safe rewrite to a copy of ``gm``; ``gm`` itself is never changed.
 
     ``settings`` are the project's (silencing, the selected rules); ``rules`` narrows them.
     ``fusing``: the result goes to a compiler that fuses ops (Inductor), not to eager execution.
-    ``safe_only``: only rewrites whose rule declares them ``safe`` (see ``FixSpec``)."""
+    ``safe_only``: only rewrites whose rule declares them ``safe`` (see ``FixSpec``).
+    ``verdicts``: called once, only when there is a site to rewrite, with the sites' findings; what
+    it returns carries the compiled program's verdict on each copy, and a site whose copy the
+    compiled program does not make (``fused``) is skipped with that reason."""
     reg = registry or default_registry()
-    sites = find_sites(view_of(gm, origin, label), settings, training, registry=reg, rules=rules)
+    view = view_of(gm, origin, label)
+    sites = find_sites(view, settings, training, registry=reg, rules=rules)
     if safe_only:
         sites = [(f, s) for f, s in sites if reg.get(f.code).fix.applicability == "safe"]
+    if verdicts is not None and any(not s for _, s in sites):
+        judged = verdicts([f for f, _ in sites], view)
+        sites = [(j, s) for j, (_, s) in zip(judged, sites)]
     return apply_sites(gm, sites, args, kwargs, origin=origin, verify=verify, label=label,
-                       symbolic_ok=symbolic_ok, fusing=fusing, registry=reg, settings=settings)
+                       symbolic_ok=symbolic_ok, fusing=fusing, registry=reg, settings=settings, training=training)
 
 
 def apply_sites(
@@ -135,10 +154,13 @@ def apply_sites(
     fusing: bool = False,
     registry: Registry | None = None,
     settings: Settings | None = None,
+    training: bool = True,
 ) -> RewriteResult:
     """Rewrite each (finding, silenced) site in order, each on a copy, verified; see the module doc.
 
-    ``find_sites`` gives the sites from the rules; a test may hand-build findings (code, node)."""
+    ``find_sites`` gives the sites from the rules; a test may hand-build findings (code, node). A
+    finding with the compiled verdict ``fused`` (nothing to remove in the compiled program, in the
+    forward nor, in ``training``, the backward) is skipped with that reason."""
     rewrites = (registry or default_registry()).rewrites()
     verifier = Verifier(gm, args, kwargs) if verify else None
     current = gm
@@ -154,6 +176,10 @@ def apply_sites(
 
         if silenced:
             skip(_silence_text(finding.code, silenced, settings))
+            continue
+        fused = nothing_to_remove(finding, training)
+        if fused:
+            skip(fused)
             continue
         candidate = copy_graph_module(current)
         view = view_of(candidate, origin, label)

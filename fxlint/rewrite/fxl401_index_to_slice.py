@@ -30,7 +30,11 @@ needed (an ``arange``, a literal tensor) go away with it.
   elements, while a returned view makes it compute and store the whole tensor
   (measured on ``models/speech_separation.py``: 0.62x with the slice). Inner
   backends ``eager``/``aot_eager``, training graphs (where the slice's backward
-  wins, 2.2x) and ``fxlint.rewrite`` are rewritten.
+  wins, 2.2x) and ``fxlint.rewrite`` are rewritten. This is the rule of thumb
+  for a graph whose compiled verdict is not known (a callable inner backend,
+  ``compiled=False``): with Inductor's verdicts (the backend's default), a gather
+  Inductor fuses is left alone whether or not it is returned, and one whose copy
+  survives is rewritten (see "Under Inductor" in docs/rewriting.md).
 - In training (the result requires grad), only one dim is indexed: each slice
   or select of a chain has its own backward that fills a gradient the size of
   its input, so slicing two dims copies more than the gather's one scatter
@@ -69,6 +73,7 @@ from ..canon import CanonNode
 from ..canon.alias import Aliasing
 from ..canon.text import bytes_text, operand_name
 from ..canon.values import size_hint
+from ..compiled.verdicts import SURVIVES
 from ..util.source import Line, parse_line
 from .base import Change, NotApplied, Site, register
 from .graph import refresh_values, retarget_as_basic_index
@@ -96,7 +101,7 @@ def apply(site: Site) -> Change:
     hazard = view_hazard(site.view, node, base)
     if hazard:
         raise NotApplied(hazard)
-    if site.fusing and not (out is not None and out.requires_grad and node.grad_enabled):
+    if site.fusing and site.compiled != SURVIVES and not (out is not None and out.requires_grad and node.grad_enabled):
         fused = _fused_gather_wins(site, node, base)
         if fused:
             raise NotApplied(fused)
