@@ -74,3 +74,16 @@ def check_negative(fn: Callable[..., Any], inputs: tuple, code: str) -> None:
 
 def nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
+
+
+def profiled_bytes(prof: Any, ops: tuple[str, ...], itemsize: int = 4) -> dict[str, int]:
+    """Bytes per op name in ``ops`` of a ``torch.profiler.profile(record_shapes=True)`` run: each event's first
+    input's elements times ``itemsize`` (the copies' source, as ``aten::contiguous``/``aten::_to_copy`` record it)."""
+    out: dict[str, int] = {}
+    for e in prof.events():
+        if e.name in ops and e.input_shapes and e.input_shapes[0]:
+            n = itemsize
+            for d in e.input_shapes[0]:
+                n *= d
+            out[e.name] = out.get(e.name, 0) + n
+    return out

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch.profiler import profile
 
-from tests.copy_helpers import findings
+from tests.copy_helpers import findings, profiled_bytes
 from tests.rule_snapshots import lint_fixture, marked_lines, reported_lines, rule_output
 
 
@@ -20,14 +20,7 @@ def _backward_contiguous_bytes(fn, x, grad_perm):
     g = torch.randn([y.shape[i] for i in grad_perm]).permute(*inv)
     with profile(record_shapes=True) as p:
         y.backward(g)
-    total = 0
-    for e in p.events():
-        if e.name == "aten::contiguous" and e.input_shapes and e.input_shapes[0]:
-            n = 4
-            for d in e.input_shapes[0]:
-                n *= d
-            total += n
-    return total
+    return profiled_bytes(p, ("aten::contiguous",)).get("aten::contiguous", 0)
 
 
 @pytest.mark.parametrize("name,fn,shape,perm,copies", [

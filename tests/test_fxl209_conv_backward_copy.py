@@ -12,7 +12,7 @@ import torch.nn as nn
 from torch.profiler import profile
 
 import fxlint
-from tests.copy_helpers import findings
+from tests.copy_helpers import findings, profiled_bytes
 from tests.rule_snapshots import FIXTURES, lint_fixture, marked_lines
 
 
@@ -23,14 +23,7 @@ def _backward_copy_bytes(conv: nn.Module, x: torch.Tensor) -> dict[str, int]:
     g = torch.randn_like(y)
     with profile(record_shapes=True) as p:
         y.backward(g)
-    out: dict[str, int] = {}
-    for e in p.events():
-        if e.name in ("aten::contiguous", "aten::_to_copy") and e.input_shapes and e.input_shapes[0]:
-            n = 4
-            for d in e.input_shapes[0]:
-                n *= d
-            out[e.name] = out.get(e.name, 0) + n
-    return out
+    return profiled_bytes(p, ("aten::contiguous", "aten::_to_copy"))
 
 
 class One(nn.Module):

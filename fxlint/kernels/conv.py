@@ -40,7 +40,8 @@ from .model_registry import kernel_model, needs_grad, tensor_arg
 from .probe import OpCall, Operand, runner
 from .results import KernelCopy, KernelPrediction, Unknown, copy_of, none_when_undecided
 
-__all__ = ["AGAIN_IN_BACKWARD", "ONEDNN_AMX_CONV1D", "ONEDNN_REORDER", "predict_conv", "predict_conv_node"]
+__all__ = ["AGAIN_IN_BACKWARD", "ONEDNN_AMX_CONV1D", "ONEDNN_REORDER", "conv_format", "predict_conv",
+           "predict_conv_node"]
 
 
 def _conv_use_mkldnn(inp: Geometry, w: Geometry, strided: bool, dilated: bool, transposed: bool, groups: int,
@@ -200,6 +201,12 @@ def predict_conv(x: TensorInfo, weight: TensorInfo, *, output: TensorInfo | None
         copies += more
         unknown += open_parts
     return KernelPrediction(kernel, f"{kernel}: {backend}, {fmt}", tuple(copies), tuple(unknown), probe=call)
+
+
+def conv_format(pred: KernelPrediction) -> str:
+    """The memory format a conv prediction runs in (the last part of its ``path``: ``contiguous``,
+    ``channels_last``, ``channels_last_3d``)."""
+    return pred.path.rsplit(", ", 1)[-1]
 
 
 def _backend(lx: Geometry, lw: Geometry, mkldnn: bool, transposed: bool, dilated: bool) -> tuple[str, str]:

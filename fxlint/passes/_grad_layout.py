@@ -271,6 +271,11 @@ def grad_layouts(view: GraphView) -> GradLayouts:
     return got
 
 
+def cause_name(node: CanonNode) -> str:
+    """How a finding names the op whose backward laid a gradient out: the name it was called by, else its op."""
+    return node.spelling.rsplit(".", 1)[-1] if node.spelling else node.op
+
+
 def strided_output_grad(view: GraphView, node: CanonNode, fmt: str) -> Grad | None:
     """The gradient ``node``'s output gets back when it is not laid out in ``fmt`` (the memory format the op's
     backward makes it contiguous in), wrote by a known op and not through a ``.contiguous()``; else None."""
@@ -337,4 +342,4 @@ def _accumulate(got: Sequence[tuple[int, Grad | None]], shape: Sequence[Dim]) ->
     return acc
 
 
-__all__ = ["BackwardCopy", "Grad", "GradLayouts", "grad_layouts", "strided_output_grad"]
+__all__ = ["BackwardCopy", "Grad", "GradLayouts", "cause_name", "grad_layouts", "strided_output_grad"]

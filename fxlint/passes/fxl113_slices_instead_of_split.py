@@ -81,12 +81,14 @@ import itertools
 from collections import defaultdict
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from ..analysis.gradflow import cut_kind
 from ..canon import CanonNode, GraphView
 from ..canon.text import bytes_text, bytes_value, operand_name
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
+from ..tensor.info import TensorInfo
 
 
 @dataclass(frozen=True)
@@ -136,19 +138,28 @@ class SlicesInsteadOfSplit(Violation):
         return f"take the pieces at once: `{self.suggestion}` (one backward write)"
 
 
-def _piece(node: CanonNode) -> tuple[int, str, int, int] | None:
-    """(dim, kind, start, stop) of a subscript that takes one piece along one dim, every other dim whole."""
+def _cut(node: CanonNode) -> tuple[TensorInfo, list[Any]] | None:
+    """The subscripted tensor and the index items that cut it (a dim not taken whole); None when ``node`` is no
+    subscript of a known tensor."""
     spec = node.args.get("index")
     x = node.input
     if spec is None or x is None or x.tensor is None:
         return None
     items = [it for it in spec.items if it.kind != "ellipsis"]
-    cut = [it for it in items if not (it.kind == "slice" and it.start in (None, 0) and it.stop is None
-                                      and it.step in (None, 1))]
+    return x.tensor, [it for it in items if not (it.kind == "slice" and it.start in (None, 0) and it.stop is None
+                                                 and it.step in (None, 1))]
+
+
+def _piece(node: CanonNode) -> tuple[int, str, int, int] | None:
+    """(dim, kind, start, stop) of a subscript that takes one piece along one dim, every other dim whole."""
+    got = _cut(node)
+    if got is None:
+        return None
+    t, cut = got
     if len(cut) != 1 or cut[0].dim is None:
         return None
     it = cut[0]
-    size = x.tensor.shape[it.dim]
+    size = t.shape[it.dim]
     if not isinstance(size, int):
         return None
     if it.kind == "int" and isinstance(it.value, int):
@@ -216,19 +227,16 @@ def _listed(v: tuple[int, ...]) -> str:
 def _strided(node: CanonNode) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...]] | None:
     """(((dim, step), ...), offsets) of a subscript that takes every step-th element from an offset below the step
     along one or more dims (``x[:, 1::2, 0::2]``), every other dim whole."""
-    spec = node.args.get("index")
-    x = node.input
-    if spec is None or x is None or x.tensor is None:
+    got = _cut(node)
+    if got is None:
         return None
-    items = [it for it in spec.items if it.kind != "ellipsis"]
-    cut = [it for it in items if not (it.kind == "slice" and it.start in (None, 0) and it.stop is None
-                                      and it.step in (None, 1))]
+    t, cut = got
     if not cut or any(it.kind != "slice" or it.dim is None or not isinstance(it.step, int) or it.step < 2
                       or it.stop is not None for it in cut):
         return None
     dims, offsets = [], []
     for it in sorted(cut, key=lambda i: i.dim):
-        size = x.tensor.shape[it.dim]
+        size = t.shape[it.dim]
         start = 0 if it.start is None else it.start
         if not isinstance(size, int) or not isinstance(start, int) or not 0 <= start < it.step or size % it.step:
             return None
@@ -272,12 +280,8 @@ def _strided_hits(view: GraphView) -> Iterator[Hit]:
         for st in steps:
             left //= st
             per_piece += left
-        by_line: dict[int | None, list[CanonNode]] = defaultdict(list)
-        for node, _ in pieces:
-            by_line[_line(node)].append(node)
-        lines = tuple(sorted(ln for ln in by_line if ln is not None))
-        for nodes in by_line.values():
-            first = min(nodes, key=lambda nd: nd.position)
+        lines, per_line = _by_line([node for node, _ in pieces])
+        for first, nodes in per_line:
             copied = per_piece * len(nodes)
             yield Hit(first, SlicesInsteadOfSplit(tensor=name, dim=ds[0], pieces=len(pieces), kind="strided",
                                                   suggestion=suggestion, copied=bytes_value(copied), lines=lines,
@@ -320,6 +324,16 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
 
 def _line(node: CanonNode) -> int | None:
     return node.location.line if node.location is not None else None
+
+
+def _by_line(nodes: list[CanonNode]) -> tuple[tuple[int, ...], list[tuple[CanonNode, list[CanonNode]]]]:
+    """The pieces' source lines, and per line its first piece and all its pieces (one finding per line: the audit
+    files each piece's backward copy at its own line)."""
+    by_line: dict[int | None, list[CanonNode]] = defaultdict(list)
+    for node in nodes:
+        by_line[_line(node)].append(node)
+    lines = tuple(sorted(ln for ln in by_line if ln is not None))
+    return lines, [(min(ns, key=lambda nd: nd.position), ns) for ns in by_line.values()]
 
 
 def _whole(pieces: list[tuple[CanonNode, str, int, int]], dim: int) -> Generator[Hit, None, bool]:
@@ -374,12 +388,8 @@ def _hit(pieces: list[tuple[CanonNode, str, int, int]], dim: int, anchor: CanonN
                   bytes=0, backward_bytes=copied, dedup=f"{name}:{dim}")
         return
     # one finding per line the pieces are taken on, each with its own pieces' backward copies
-    by_line: dict[int | None, list[CanonNode]] = defaultdict(list)
-    for node, *_ in pieces:
-        by_line[_line(node)].append(node)
-    lines = tuple(sorted(ln for ln in by_line if ln is not None))
-    for nodes in by_line.values():
-        first = min(nodes, key=lambda nd: nd.position)
+    lines, per_line = _by_line([node for node, *_ in pieces])
+    for first, nodes in per_line:
         copied = sum((nd.tensor.nbytes for nd in nodes if nd.tensor is not None), 0)
         yield Hit(first, SlicesInsteadOfSplit(tensor=name, dim=dim, pieces=n, kind=kind, suggestion=suggestion,
                                               copied=bytes_value(copied), spelled=spelled, lines=lines),

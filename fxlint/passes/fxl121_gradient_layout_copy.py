@@ -90,7 +90,7 @@ from ..canon import CanonNode, GraphView
 from ..canon.text import bytes_text, bytes_value, call_text, line_of, shape_text
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
-from ._grad_layout import _IN_INPUT_LAYOUT, grad_layouts
+from ._grad_layout import _IN_INPUT_LAYOUT, cause_name, grad_layouts
 
 #: products whose backward writes their operands' gradients contiguous in the order they read them
 _PRODUCTS = frozenset({"matmul", "mm", "bmm", "einsum", "baddbmm", "addmm"})
@@ -158,7 +158,7 @@ def _cause_text(node: CanonNode) -> str:
         return node.args["index"].text
     if node.op in ("permute", "view", "reshape", "expand"):
         return call_text(node)
-    return node.spelling.rsplit(".", 1)[-1] if node.spelling else node.op
+    return cause_name(node)
 
 
 @rule("FXL121", "gradient-layout-copy", "info", violation=GradientLayoutCopy)

@@ -67,7 +67,7 @@ from ..canon.text import bytes_text, bytes_value, dims_value, line_of, shape_tex
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
 from ..tensor.layout import CONTIGUOUS, is_contiguous_as
-from ._grad_layout import strided_output_grad
+from ._grad_layout import cause_name, strided_output_grad
 
 #: ops whose backward makes their output's gradient contiguous (each measured with the profiler, torch 2.13, CPU)
 _OPS = ("layer_norm", "group_norm")
@@ -118,6 +118,6 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         violation = StridedGradientCopy(
             op=node.op, shape=dims_value(node.tensor.shape),
             grad_strides=tuple(bytes_value(s) for s in g.strides),  # type: ignore[misc]
-            cause=cause.spelling.rsplit(".", 1)[-1] if cause.spelling else cause.op, cause_at=line_of(cause),
+            cause=cause_name(cause), cause_at=line_of(cause),
             copied=bytes_value(copied))
         yield Hit(node, violation, bytes=0, backward_bytes=copied)

@@ -62,7 +62,7 @@ from ..canon import CanonNode, GraphView
 from ..canon.text import bytes_text, dims_value, shape_text
 from ..findings import Severity
 from ..kernels import KernelCopy, KernelPrediction, ops, predict
-from ..kernels.conv import AGAIN_IN_BACKWARD
+from ..kernels.conv import AGAIN_IN_BACKWARD, conv_format
 from ..registry import Hit, RuleContext, rule
 from ..tensor.layout import CONTIGUOUS
 from ._layout_hits import OperandCopy, backward_bytes, backward_clause, copy_sizes, operand_copy, total
@@ -150,7 +150,7 @@ def _hit(node: CanonNode, pred: KernelPrediction, operand: str, copies: list[Ker
     xt = x.tensor if x is not None else None
     w = node.args.get("weight_info")
     nbytes = total(copies)
-    fmt = pred.path.rsplit(", ", 1)[-1]
+    fmt = conv_format(pred)
     if backward is not None:
         backward = [c for c in backward if c.reason in _BACKWARD_REASONS]
     facts = operand_copy(x, xt, node, copies, backward, pred.path)

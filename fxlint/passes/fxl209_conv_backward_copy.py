@@ -77,12 +77,12 @@ from ..canon import CanonNode, GraphView
 from ..canon.text import bytes_text, bytes_value, dims_value, line_of, shape_text
 from ..findings import Violation
 from ..kernels import ops, predict
-from ..kernels.conv import AGAIN_IN_BACKWARD, predict_conv
+from ..kernels.conv import AGAIN_IN_BACKWARD, conv_format, predict_conv
 from ..kernels.probe import resolve
 from ..registry import Hit, RuleContext, rule
 from ..tensor.info import TensorInfo
 from ..tensor.layout import CONTIGUOUS, contiguous_strides
-from ._grad_layout import strided_output_grad
+from ._grad_layout import cause_name, strided_output_grad
 from ._layout_hits import total, where
 
 
@@ -155,11 +155,10 @@ def _output_gradient(view: GraphView, node: CanonNode, kernel: str, fmt: str) ->
     if t is None or g is None or g.made_by is None:
         return None
     cause = g.made_by
-    name = cause.spelling.rsplit(".", 1)[-1] if cause.spelling else cause.op
     violation = ConvBackwardCopy(
         kernel=kernel, operand="output", layout=fmt, shape=dims_value(t.shape), copied=bytes_value(t.nbytes),
         other_layout=fmt, other_copied=None, made_at=None, measured=False,
-        grad_strides=tuple(bytes_value(s) for s in g.strides), cause=name, cause_at=line_of(cause))  # type: ignore[misc]
+        grad_strides=tuple(bytes_value(s) for s in g.strides), cause=cause_name(cause), cause_at=line_of(cause))  # type: ignore[misc]
     return Hit(node, violation, bytes=0, backward_bytes=t.nbytes, dedup=f"{node.name}:output-grad")
 
 
@@ -179,8 +178,7 @@ def _input_gradient_in_nchw(node: CanonNode, x: TensorInfo, w: TensorInfo) -> in
         grad=True, weight_grad=w.requires_grad)
     if nchw is None:
         return None
-    if nchw.probe is not None and nchw.machine_dependent:
-        nchw = resolve(nchw)
+    nchw = resolve(nchw)  # measured where probing is on and oneDNN decides (resolve asks both)
     if not nchw.knows("backward", "input"):
         return None
     got = total(c for c in nchw.backward("input") if c.reason not in AGAIN_IN_BACKWARD)
@@ -193,7 +191,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         pred = predict(node)
         if pred is None:
             continue
-        fmt = pred.path.rsplit(", ", 1)[-1]
+        fmt = conv_format(pred)
         grouped_native = node.args.get("groups", 1) != 1 and "oneDNN" not in pred.path
         out = None if grouped_native else _output_gradient(view, node, pred.kernel, fmt)
         if out is not None:  # (the native kernels slice a grouped conv's gradient per group, copying each anyway)
