@@ -229,11 +229,15 @@ def fxlint_backend(
     watch = _Watch(bool(deferred) and inner == "inductor" and opts.compiled,
                    training=any(ctx.training for *_, ctx in deferred))
     try:
-        if to_compile is gm:
-            if first is not None and first.compiled is not None:  # nothing rewritten: the first compile is it
+        def original() -> Callable[..., Any]:
+            """The original graph's compile: the first one when it was made (nothing rewritten), else now."""
+            if first is not None and first.compiled is not None:
                 watch.lowering, watch.error = first.watch.lowering, first.watch.error
                 return first.compiled
             return watch.call(inner, opts, gm, example_inputs, mode, kwargs)
+
+        if to_compile is gm:
+            return original()
         try:
             return watch.call(inner, opts, to_compile, example_inputs, mode, kwargs)
         except Exception as exc:  # noqa: BLE001 - the rewritten graph must not cost the user the compile
@@ -244,10 +248,7 @@ def fxlint_backend(
                 ),
                 stacklevel=2,
             )
-            if first is not None and first.compiled is not None:
-                watch.lowering, watch.error = first.watch.lowering, first.watch.error
-                return first.compiled
-            return watch.call(inner, opts, gm, example_inputs, mode, kwargs)
+            return original()
     finally:
         from .session import publish
 
@@ -420,7 +421,7 @@ def _lint_and_rewrite(
         # a rule that failed was reported once (one FxlintWarning); it finds no rewrite sites
         failed = set(report.extras.get("failed_rules", ())) if report is not None else set()
         rules = [r for r in settings.rules if r.code not in failed]
-        verdicts = first.verdicts(ctx.training) if first is not None and not is_ddp_split(gm) else None
+        verdicts = first.verdicts(ctx.training) if first is not None else None  # None for a DDP piece
         return _rewrite(gm, inputs, opts, settings, label, ctx.training, rules, fusing, verdicts)
     return gm
 
