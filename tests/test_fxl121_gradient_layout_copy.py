@@ -43,6 +43,12 @@ _OPS = {
     "chunk": lambda h: torch.cat(h.chunk(2, -1)[::-1], -1), "slice": lambda h: h[..., 1:],
     "einsum": lambda h: torch.einsum("bhid,bhjd->bhij", h, h * 2),
     "sdpa": lambda h: F.scaled_dot_product_attention(h, h * 2, h * 3),
+    "dropout, p=0": lambda h: F.dropout(h, 0.0, True), "dropout, eval": lambda h: F.dropout(h, 0.5, False),
+    "cat, first dim": lambda h: torch.cat([h, h * 2], 0), "mean": lambda h: h.mean(-1, keepdim=True), "mean, dim 3": lambda h: h.mean(3),
+    "mean, dims 1 and 3": lambda h: h.mean((1, 3), keepdim=True),
+    "avg_pool2d": lambda h: F.avg_pool2d(h, 2), "max_pool2d": lambda h: F.max_pool2d(h, 2),
+    "adaptive_avg_pool2d, 1": lambda h: F.adaptive_avg_pool2d(h, 1),
+    "adaptive_avg_pool2d, 2": lambda h: F.adaptive_avg_pool2d(h, 2),
     "sdpa, a learned mask": lambda h: F.scaled_dot_product_attention(h, h * 2, h * 3, attn_mask=h[:1, :, :, :1] * h[
         :1, :, :, :1].transpose(-1, -2)),
 }

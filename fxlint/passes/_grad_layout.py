@@ -13,6 +13,8 @@ tests/test_fxl121_gradient_layout_copy.py checks them):
 
 * a permute, the permuted gradient; a view, reshape, squeeze or unsqueeze, the gradient reshaped to the input's
   shape (a view where ATen's view rule allows, else a contiguous copy: the copies this module predicts);
+* a dropout of probability 0 (timm's default `nn.Dropout(0.0)`), or not training: the gradient itself (it hands
+  back its input, no autograd node);
 * `+`, `-`, `*`, `/`, `neg`, `exp`, `gelu`, `silu`, dropout, conversions, `clone`, `contiguous`: the gradient's
   own layout (TensorIterator lays its result out like the gradient, its first operand), for an input of the
   output's shape; `cat`: a slice of the gradient;
@@ -20,8 +22,11 @@ tests/test_fxl121_gradient_layout_copy.py checks them):
   (`slice_backward` zero-fills the input), `split`/`chunk`/`unbind` (their backward is a `cat`/`stack`): a new
   contiguous tensor;
 * `einsum`: contiguous in the order `bmm` read the operand (``fxlint.kernels.einsum``);
-* a convolution and `batch_norm`: a new tensor in the input's memory format (contiguous, or channels_last for a
-  channels_last input), whatever the output gradient's layout; `group_norm` on a contiguous input: contiguous;
+* a convolution, `batch_norm` and the poolings (average, max, adaptive average): a new tensor in the input's
+  memory format (contiguous, or channels_last for a channels_last input), whatever the output gradient's layout;
+  `group_norm` on a contiguous input: contiguous; `mean` (and an adaptive average pool to 1 x 1, which ATen runs
+  as one): the gradient expanded over the reduced dims and divided, a new tensor TensorIterator lays out from the
+  expanded strides (contiguous for a contiguous gradient, whatever the input's layout);
 * `scaled_dot_product_attention` on the CPU, without dropout (the flash kernel): q, k and v's gradients are
   written (B, N, H, D)-major and handed back transposed, the layout of `x.view(B, N, H, D).transpose(1, 2)`;
   with dropout, or a mask that needs a gradient (a learned position bias: T5, Swin), it runs the math path:
@@ -45,7 +50,7 @@ from dataclasses import dataclass
 import torch
 
 from ..canon import CanonNode, GraphView
-from ..tensor.layout import contiguous_strides, dense_strides, is_contiguous_as
+from ..tensor.layout import CONTIGUOUS, contiguous_strides, dense_strides, is_contiguous_as
 from ..tensor.symbolic import Dim
 from ..tensor.viewable import check_view, contiguous_copy_bytes
 
@@ -64,6 +69,9 @@ _PIECES = frozenset({"split", "chunk", "unbind", "split_with_sizes", "tensor_spl
 _IN_INPUT_LAYOUT = frozenset({"conv", "batch_norm", "group_norm"})
 #: views whose backward is a reshape of the gradient
 _RESHAPES = frozenset({"view", "reshape", "squeeze", "unsqueeze", "flatten", "unflatten"})
+#: poolings: their backward writes the input's gradient in the input's memory format (measured with tensor hooks);
+#: an adaptive average pool to 1 x 1 is a ``mean`` (below)
+_POOLS = frozenset({"avg_pool2d", "max_pool2d", "adaptive_avg_pool2d"})
 
 
 @dataclass(frozen=True)
@@ -126,6 +134,8 @@ class GradLayouts:
         """What ``u``'s backward hands each of its tensor inputs, given the gradient ``g`` of its output."""
         op = u.op
         x = u.input
+        if op == "dropout" and _returns_input(u):  # dropout(p=0) and eval-mode dropout hand back their input
+            return [(x, g)] if x is not None else []
         if op == "tuple_getitem":  # a piece of split/chunk/unbind: the node cutting it decides (below)
             return [(x, g)] if x is not None else []
         if u.tensor is None:  # a node with several outputs
@@ -149,12 +159,14 @@ class GradLayouts:
             return [(x, g if same else None)]
         if op in _PIECES and x is not None and x.tensor is not None:
             return [(x, Grad(contiguous_strides(x.tensor.shape), True, u))]
-        if op == "cat":
-            return [(i, Grad(g.strides, False, g.made_by, g.through_copy) if g is not None and _same_rank(i, g)
-                     else None) for i in u.tensor_inputs]
+        if op == "cat":  # each input gets a slice of the gradient: strided, unless the slice is contiguous
+            return [(i, Grad(g.strides, False, g.made_by if _contiguous_piece(i, g) else u, g.through_copy)
+                     if g is not None and _same_rank(i, g) else None) for i in u.tensor_inputs]
         if op == "scaled_dot_product_attention":
             return self._attention(u)
-        if op in _IN_INPUT_LAYOUT and x is not None and x.tensor is not None:
+        if (op == "mean" or _global_pool(u)) and x is not None and x.tensor is not None:
+            return [(x, _mean_grad(u, x, g))]
+        if (op in _IN_INPUT_LAYOUT or op in _POOLS) and x is not None and x.tensor is not None:
             return [(x, self._input_layout(u, x))] + [(i, None) for i in u.tensor_inputs if i is not x]
         if op == "einsum":
             return self._einsum(u)
@@ -288,6 +300,86 @@ def strided_output_grad(view: GraphView, node: CanonNode, fmt: str) -> Grad | No
     if not all(isinstance(d, int) for d in (*t.shape, *g.strides)) or is_contiguous_as(t.shape, g.strides, fmt):
         return None
     return g
+
+
+def _contiguous_piece(i: CanonNode, g: Grad) -> bool:
+    """A piece of a joined gradient that is contiguous as it is (a join along the first dim, a batch of one): the
+    layout is the gradient's, and the op that wrote it keeps the credit; else the join made it strided."""
+    t = i.tensor
+    return t is not None and all(isinstance(d, int) for d in (*t.shape, *g.strides)) and \
+        is_contiguous_as(t.shape, g.strides, CONTIGUOUS)
+
+
+def _returns_input(u: CanonNode) -> bool:
+    """A dropout that hands back its input itself (``p`` 0, or not training: no autograd node, the gradient passes
+    through as it is; measured with tensor hooks)."""
+    args = list(u.args.get("args") or ())[1:]
+    kwargs = u.args.get("kwargs") or {}
+    p = args[0] if args else kwargs.get("p", 0.5)
+    training = args[1] if len(args) > 1 else kwargs.get("training", kwargs.get("train", True))
+    return (isinstance(p, (int, float)) and p == 0) or training is False
+
+
+def _mean_grad(u: CanonNode, x: CanonNode, g: Grad | None) -> Grad | None:
+    """``mean``'s backward: the gradient expanded over the reduced dims (stride 0) and divided, a new tensor that
+    TensorIterator lays out from the expanded operand's strides (``_iterator_strides``)."""
+    t = x.tensor
+    if g is None or t is None or not all(isinstance(d, int) for d in (*t.shape, *g.strides)):
+        return None
+    ndim = t.ndim
+    if _global_pool(u):
+        dims, keepdim = [ndim - 2, ndim - 1], True
+    else:
+        args = list(u.args.get("args") or ())[1:]
+        kwargs = u.args.get("kwargs") or {}
+        dim = args[0] if args else kwargs.get("dim")
+        keepdim = args[1] if len(args) > 1 else kwargs.get("keepdim", False)
+        if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+            dim = list(range(ndim))
+        dims = [dim] if isinstance(dim, int) else list(dim)
+        if not all(isinstance(d, int) for d in dims) or not isinstance(keepdim, bool):
+            return None
+        dims = [d % ndim for d in dims] if ndim else []
+    strides = list(g.strides)
+    if not keepdim:
+        for d in sorted(dims):
+            strides.insert(d, 0)
+    if len(strides) != ndim:
+        return None
+    expanded = [0 if d in dims else strides[d] for d in range(ndim)]
+    return Grad(_iterator_strides(tuple(t.shape), expanded), True, u)
+
+
+def _iterator_strides(shape: tuple[int, ...], strides: Sequence[int]) -> tuple[int, ...]:
+    """The strides of the new tensor TensorIterator writes for one operand of ``strides`` (ATen's
+    ``reorder_dimensions``: an insertion sort from the last dim, a broadcast dim (stride 0) compared with nothing,
+    equal strides ordered by size)."""
+    def should_swap(d0: int, d1: int) -> int:
+        s0, s1 = strides[d0], strides[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return -1 if s0 < s1 else 1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    perm = list(range(len(shape)))[::-1]  # fastest first
+    for i in range(1, len(perm)):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    return tuple(dense_strides(shape, perm))
+
+
+def _global_pool(u: CanonNode) -> bool:
+    """An adaptive average pool to 1 x 1: ATen computes it as ``mean`` over the spatial dims."""
+    size = u.args.get("output_size")
+    return u.op == "adaptive_avg_pool2d" and size is not None and \
+        all(s == 1 for s in (size if isinstance(size, (tuple, list)) else (size,)))
 
 
 def _has_grad(n: CanonNode) -> bool:

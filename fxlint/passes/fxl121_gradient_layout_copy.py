@@ -168,6 +168,8 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         cause = c.grad.made_by
         if cause is None or c.grad.through_copy is not None:
             continue  # from the graph's output (nothing to move), or through a `.contiguous()` (FXL101's)
+        if cause.op == "cat" and c.node.op == "linear":
+            continue  # a joined tensor's piece folded to 2-D: no order of the linear's input avoids it
         if cause.op in _PRODUCTS:
             fix = "attention"
         elif cause.op == "scaled_dot_product_attention":

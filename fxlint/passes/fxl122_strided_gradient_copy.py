@@ -18,7 +18,9 @@ not predicted.
 Each finding names the op whose backward wrote the gradient that way: a
 gradient that comes back through a `permute` after the op (the norm ran on
 (B, N, C) and the result was transposed, the NHWC `LayerNorm2d` of
-ConvNeXt-style blocks), a matmul that read the op's output transposed.
+ConvNeXt-style blocks), a matmul that read the op's output transposed, a
+pool or `mean` of the norm's output permuted to NCHW (Swin's and ConvNeXt's
+classifier heads: the pool's backward writes an NCHW gradient).
 
 A gradient that comes back through a `.contiguous()` is FXL101's (its
 backward bytes); a convolution's output gradient is FXL209's.
@@ -90,6 +92,9 @@ class StridedGradientCopy(Violation):
                 f"{shape_text(self.grad_strides)}, as the backward of `{self.cause}` at {self.cause_at} writes it")
 
     def fix_title(self) -> str:
+        if self.cause == "mean" or "pool" in self.cause.lower():  # a reduction after a permute back to NCHW
+            return (f"reduce `{self.op}`'s output in its own order (`x.mean((1, 2))` of an NHWC tensor rather than "
+                    f"permuting it to NCHW for `{self.cause}`): its gradient then comes back contiguous")
         return (f"let the ops after `{self.op}` read its output in its own order (a permute before `{self.op}` "
                 f"rather than after it, or `{self.cause}` reading it untransposed): its gradient then comes back "
                 "contiguous")
