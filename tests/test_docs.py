@@ -60,17 +60,17 @@ def test_check_and_write_cover_whatever_rules_are_registered(capsys, tmp_path, m
     shutil.copy(SITE / "cli.md", out / "cli.md")
     shutil.copy(SITE / "report.schema.json", out / "report.schema.json")
     (out / "rules" / "FXL401.md").write_text("edited by hand\n")
-    (out / "rules" / "FXL123.md").write_text("a rule that was removed\n")
+    (out / "rules" / "FXL119.md").write_text("a rule that was removed\n")
     (out / "cli.md").write_text("edited by hand\n")
     assert main(["docs", "--check", "--output", str(out)]) == 1
     err = capsys.readouterr().err
-    assert "rules/FXL990.md missing" in err and "rules/FXL401.md differs" in err and "rules/FXL123.md stale" in err
+    assert "rules/FXL990.md missing" in err and "rules/FXL401.md differs" in err and "rules/FXL119.md stale" in err
     assert "rules/README.md differs" in err and "cli.md differs" in err and "report.schema.json differs" in err
     assert f"run `fxlint docs --output {out}`" in err
 
     assert main(["docs", "--output", str(out)]) == 0
     assert (out / "rules" / "FXL990.md").read_text() == explain_text("FXL990")
-    assert not (out / "rules" / "FXL123.md").exists()
+    assert not (out / "rules" / "FXL119.md").exists()
     assert (out / "cli.md").read_text() == (SITE / "cli.md").read_text()
     assert main(["docs", "--check", "--output", str(out)]) == 0
     assert "up to date" in capsys.readouterr().err
