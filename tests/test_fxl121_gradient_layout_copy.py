@@ -227,3 +227,37 @@ def test_a_conv_or_norm_after_the_transpose_back_lays_out_the_linear_s_gradient(
     [f] = got
     assert f.status == "confirmed" and f.backward_bytes == x.numel() * 4
     assert f.violation.fix == "layout-op" and "1x1 conv" in f.fix
+
+
+
+def _in_layout(h, layout):
+    """``h`` made in one layout and viewed as (B, C, H, W) or (B, C, L) in another (diffusers' attention output,
+    transposed back to NCHW and added to the residual, reaches the next ResNet block's GroupNorm channels-last)."""
+    if layout == "channels_last view":
+        return h.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
+    if layout == "transposed 3-D":
+        return h.flatten(2).transpose(1, 2).contiguous().transpose(1, 2)
+    return h * 1.0
+
+
+class _NormOfLayout(nn.Module):
+    def __init__(self, layout):
+        super().__init__()
+        self.layout = layout
+
+    def forward(self, x):
+        return F.group_norm(_in_layout(x * 1.0, self.layout) * 2.0, 2)
+
+
+@pytest.mark.parametrize("layout", ["channels_last view", "transposed 3-D", "contiguous"])
+def test_group_norm_hands_back_its_input_s_gradient_as_autograd_does(layout):
+    x = torch.randn(2, 8, 4, 4, requires_grad=True)
+    view = capture(_NormOfLayout(layout), (x,)).views[0]
+    [gn] = [n for n in view.nodes if n.op == "group_norm"]
+    seen = {}
+    inp = _in_layout(x.detach() * 1.0, layout).requires_grad_() * 2.0
+    inp.register_hook(lambda g: seen.update(s=tuple(g.stride())) or None)
+    out = F.group_norm(inp, 2)
+    out.backward(torch.randn(out.shape))
+    got = grad_layouts(view).at(gn.input)
+    assert got is not None and tuple(got.strides) == seen["s"], (layout, got, seen)

@@ -24,7 +24,8 @@ tests/test_fxl121_gradient_layout_copy.py checks them):
 * `einsum`: contiguous in the order `bmm` read the operand (``fxlint.kernels.einsum``);
 * a convolution, `batch_norm` and the poolings (average, max, adaptive average): a new tensor in the input's
   memory format (contiguous, or channels_last for a channels_last input), whatever the output gradient's layout;
-  `group_norm` on a contiguous input: contiguous; `mean` (and an adaptive average pool to 1 x 1, which ATen runs
+  `group_norm` likewise on a 4-D input (channels_last for channels_last), and contiguous for any other layout (it
+  runs on a contiguous copy); `mean` (and an adaptive average pool to 1 x 1, which ATen runs
   as one): the gradient expanded over the reduced dims and divided, a new tensor TensorIterator lays out from the
   expanded strides (contiguous for a contiguous gradient, whatever the input's layout);
 * `scaled_dot_product_attention` on the CPU, without dropout (the flash kernel): q, k and v's gradients are
@@ -160,7 +161,7 @@ class GradLayouts:
         if op in _PIECES and x is not None and x.tensor is not None:
             return [(x, Grad(contiguous_strides(x.tensor.shape), True, u))]
         if op == "cat":  # each input gets a slice of the gradient: strided, unless the slice is contiguous
-            return [(i, Grad(g.strides, False, g.made_by if _contiguous_piece(i, g) else u, g.through_copy)
+            return [(i, Grad(g.strides, False, u if _cut_strided(u, i, g) else g.made_by, g.through_copy)
                      if g is not None and _same_rank(i, g) else None) for i in u.tensor_inputs]
         if op == "scaled_dot_product_attention":
             return self._attention(u)
@@ -193,16 +194,19 @@ class GradLayouts:
 
     @staticmethod
     def _input_layout(u: CanonNode, x: CanonNode) -> Grad | None:
-        """A conv's or batch_norm's input gradient: a new tensor in the input's own memory format (contiguous, or
-        channels_last for a channels_last input); group_norm's: contiguous, for a contiguous input."""
+        """A conv's, batch_norm's or pool's input gradient: a new tensor in the input's own memory format (contiguous,
+        or channels_last for a channels_last input); group_norm's: channels_last for a 4-D channels_last input, else
+        contiguous."""
         t = x.tensor
         if t is None or not all(isinstance(d, int) for d in (*t.shape, *t.stride)):
             return None
         if t.is_contiguous() is True:
             return Grad(contiguous_strides(t.shape), True, u)
-        if u.op != "group_norm" and t.ndim in (4, 5) and t.is_channels_last() is True:
+        if t.ndim in ((4,) if u.op == "group_norm" else (4, 5)) and t.is_channels_last() is True:
             order = [0, *range(2, t.ndim), 1][::-1]  # fastest first: C, then the spatial dims from the last
             return Grad(dense_strides(t.shape, order), True, u)
+        if u.op == "group_norm":  # any other layout: group_norm runs on a contiguous copy of its input
+            return Grad(contiguous_strides(t.shape), True, u)
         return None
 
     def _reshaped(self, u: CanonNode, x: CanonNode, g: Grad | None) -> Grad | None:
@@ -302,12 +306,15 @@ def strided_output_grad(view: GraphView, node: CanonNode, fmt: str) -> Grad | No
     return g
 
 
-def _contiguous_piece(i: CanonNode, g: Grad) -> bool:
-    """A piece of a joined gradient that is contiguous as it is (a join along the first dim, a batch of one): the
-    layout is the gradient's, and the op that wrote it keeps the credit; else the join made it strided."""
-    t = i.tensor
-    return t is not None and all(isinstance(d, int) for d in (*t.shape, *g.strides)) and \
-        is_contiguous_as(t.shape, g.strides, CONTIGUOUS)
+def _cut_strided(u: CanonNode, i: CanonNode, g: Grad) -> bool:
+    """The cat's cut made ``i``'s piece of a contiguous gradient strided (a join along a dim after the first, with a
+    batch of more than one): the cat laid it out. A piece of a gradient in another order keeps that order's
+    author."""
+    t, whole = i.tensor, u.tensor
+    if t is None or whole is None or not all(isinstance(d, int) for d in (*t.shape, *whole.shape, *g.strides)):
+        return False
+    return is_contiguous_as(whole.shape, g.strides, CONTIGUOUS) and not is_contiguous_as(t.shape, g.strides,
+                                                                                          CONTIGUOUS)
 
 
 def _returns_input(u: CanonNode) -> bool:
