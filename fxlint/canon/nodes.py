@@ -49,6 +49,9 @@ class IndexSpec:
     items: tuple[IndexItem, ...]
     style: str  # "getitem" | "setitem" | "index_select" | "aten.index" | "aten.slice" | "narrow" | "select"
     written: str | None = None  # the subscript as the user wrote it (``getitem``/``setitem``): "[..., :3]"
+    #: one slice written alone (``x[a:b]``, not ``x[a:b, ...]``): eager runs ``aten::slice`` for it even when it
+    #: takes the whole dim, where a tuple index returns an alias (measured)
+    lone: bool = False
 
     @property
     def advanced(self) -> list[IndexItem]:

@@ -267,7 +267,7 @@ def _getitem_spec(c: Call, inp: Any) -> IndexSpec:
     while dim < rank:
         items.append(IndexItem("slice", dim=dim))
         dim += 1
-    return IndexSpec(tuple(items), "getitem", subscript_text(c.conv(idx)))
+    return IndexSpec(tuple(items), "getitem", subscript_text(c.conv(idx)), lone=isinstance(idx, slice))
 
 
 # --------------------------------------------------------------------------- copies and conversions
