@@ -45,7 +45,7 @@ def _finding(message: str, bytes_: int, graph: str = "graph 0") -> Finding:
 def test_merge_repeats_of_a_loop_and_apart_of_different_copies():
     loop = merge_repeats([_finding("copies 1 kB.", 1024, f"graph {i}") for i in range(3)])
     assert [f.bytes for f in loop] == [3072] and loop[0].message.endswith(
-        "This line runs 3 times per call (a loop); the bytes are the total.")
+        "This line makes this copy 3 times per call; the bytes are the total.")
     kept = apart([_finding("copies 1 kB.", 1024), _finding("copies 512 B.", 512, "graph 1"),
                   _finding("copies 1 kB.", 1024, "graph 2")])
     assert [f.dedup for f in kept] == ["", "~1", ""]

@@ -271,7 +271,7 @@ def apart(findings: list[Finding]) -> list[Finding]:
 
 
 def merge_repeats(findings: list[Finding]) -> list[Finding]:
-    """One finding per line for a copy a loop makes again and again.
+    """One finding per line for a copy a line makes again and again (a loop, or one statement for several values).
 
     A Python loop unrolled by Dynamo yields one node, hence one hit, per
     iteration, all with the same code, line, module and message. They become
@@ -320,7 +320,9 @@ def merge_repeats(findings: list[Finding]) -> list[Finding]:
             more = (f" This line runs {ran} times per call; {len(fs)} of them make this copy (the bytes are "
                     "their total), the others are reported apart.")
         else:
-            more = f" This line runs {len(fs)} times per call (a loop); the bytes are the total."
+            # a loop's iterations, or one statement that makes the copy for several values (k and v of one kv):
+            # the graph does not tell them apart, so the count is said without a cause
+            more = f" This line makes this copy {len(fs)} times per call; the bytes are the total."
         message = first.message.rstrip() + stop + more
         nodes = tuple(f.node for f in fs if f.node is not None)
         compiled = {key: sum(getattr(f, key) or 0 for f in fs) for key in ("compiled_bytes", "compiled_backward_bytes")
