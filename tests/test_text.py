@@ -131,3 +131,18 @@ def test_every_rule_shows_a_symbolic_size_as_a_formula_in_bytes():
         assert f.bytes is None and f.bytes_expr
         assert f"{f.bytes_expr} bytes" in f.message, f.message
         assert not re.search(r"\d B\b", f.message), f.message
+
+
+def test_line_from_names_the_file_when_it_differs():
+    from types import SimpleNamespace
+
+    from fxlint.canon.text import line_from
+
+    def node(file, line):
+        return SimpleNamespace(location=SimpleNamespace(file=file, line=line), name="n")
+
+    here = node("/site-packages/diffusers/models/transformers/transformer_2d.py", 480)
+    assert line_from(node("/site-packages/diffusers/models/attention_processor.py", 2775), here) == \
+        "attention_processor.py:2775"
+    assert line_from(node("/site-packages/diffusers/models/transformers/transformer_2d.py", 469), here) == "line 469"
+    assert line_from(SimpleNamespace(location=None, name="view_3"), here) == "node view_3"

@@ -329,6 +329,15 @@ def line_of(node: CanonNode | None) -> str:
     return f"line {node.location.line}"
 
 
+def line_from(node: CanonNode, at: CanonNode) -> str:
+    """Where ``node`` is, said from a finding at ``at``: ``line 12``, or ``attend.py:596`` when ``node`` is in
+    another file than ``at``."""
+    loc, here = node.location, at.location
+    if loc is not None and here is not None and loc.file != here.file:
+        return f"{loc.file.replace(chr(92), '/').rsplit('/', 1)[-1]}:{loc.line}"
+    return line_of(node)
+
+
 __all__ = [
     "TRANSPOSE_SPELLINGS",
     "args_text",

@@ -81,7 +81,7 @@ from typing import Literal
 import torch
 
 from ..canon import GraphView
-from ..canon.text import bytes_text, bytes_value, call_text, line_of, torch_name
+from ..canon.text import bytes_text, bytes_value, call_text, line_from, torch_name
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
 from ..tensor.viewable import contiguous_copy_bytes
@@ -188,7 +188,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             backward_copied=bytes_value(bwd_bytes),
             backward_copies=[n.name for n, _ in bwd],
             backward_copy=call_text(bwd[0][0]) if bwd else None,
-            backward_copy_at=line_of(bwd[0][0]) if bwd else None,
+            backward_copy_at=line_from(bwd[0][0], node) if bwd else None,
         )
         yield Hit(node, violation, bytes=site.nbytes, copy_sizes=site.copy_sizes, backward_bytes=bwd_bytes,
                   severity=severity)

@@ -82,12 +82,11 @@ gradient's predicted strides), `cause` (the op whose backward wrote it),
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..canon import CanonNode, GraphView
-from ..canon.text import bytes_text, bytes_value, call_text, line_of, shape_text
+from ..canon.text import bytes_text, bytes_value, call_text, line_from, shape_text
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
 from ._grad_layout import _IN_INPUT_LAYOUT, cause_name, grad_layouts
@@ -145,14 +144,6 @@ class GradientLayoutCopy(Violation):
                 "before `.transpose(1, 2)`): its gradient then comes back in the view's order")
 
 
-def _where(cause: CanonNode, at: CanonNode) -> str:
-    """``line 12``, or ``attend.py:596`` when the cause is in another file than the copy."""
-    loc, here = cause.location, at.location
-    if loc is not None and here is not None and loc.file != here.file:
-        return f"{os.path.basename(loc.file)}:{loc.line}"
-    return line_of(cause)
-
-
 def _cause_text(node: CanonNode) -> str:
     if node.op == "slice" and node.args.get("index") is not None:
         return node.args["index"].text
@@ -185,5 +176,5 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         violation = GradientLayoutCopy(
             call=call, kind="linear" if node.op == "linear" else "view",
             grad_strides=tuple(bytes_value(s) for s in c.grad.strides),  # type: ignore[misc]
-            cause=_cause_text(cause), cause_at=_where(cause, node), fix=fix, copied=bytes_value(c.bytes))
+            cause=_cause_text(cause), cause_at=line_from(cause, node), fix=fix, copied=bytes_value(c.bytes))
         yield Hit(node, violation, bytes=0, backward_bytes=c.bytes)
