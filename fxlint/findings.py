@@ -135,7 +135,8 @@ class Finding:
       once per batch, a line a loop runs three times); None when one event of ``bytes``, or when
       a size is symbolic;
     * ``backward_bytes``: what the training step's backward copies again because of this site
-      (0: nothing; None: not modelled for this site, or not a copy finding);
+      (0: nothing; None: not modelled for this site, or not a copy finding); ``backward_sites``: the
+      other (file, line) where autograd makes those copies, when they are not the finding's own line;
     * ``repeats``: how many times the line runs per call (an unrolled loop), ``bytes`` the total;
       ``nodes`` the FX node of each instance (None when one);
     * ``tensor_shape``: the tensor the finding is about, for a claim that something is *not*
@@ -178,6 +179,7 @@ class Finding:
     suppressed: bool = False
     copy_sizes: tuple[int, ...] | None = None
     backward_bytes: int | None = None
+    backward_sites: tuple[tuple[str, int], ...] = ()  # other lines where the backward makes those copies
     repeats: int = 1
     tensor_shape: tuple[int, ...] | None = None
     dedup: str = ""

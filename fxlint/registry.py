@@ -104,11 +104,15 @@ class Hit:
     rule: the bytes the compiled program copies per call at the site (the finding then ``survives``
     under Inductor; eager makes no copy there, and ``bytes`` stays None); ``compiled_phase``
     ``"backward"`` when the copy is the compiled backward's (its bytes are then per training step).
+    ``backward_sites``: the source lines, other than the hit's own, whose nodes' backward makes the
+    copies ``backward_bytes`` counts (autograd files a gradient's copy at the op that reshapes it back:
+    a `.contiguous()` pays again in the backward of a `linear` in another module).
     """
 
     __slots__ = (
         "anchors",
         "backward_bytes",
+        "backward_sites",
         "bytes",
         "compiled_bytes",
         "compiled_phase",
@@ -138,6 +142,7 @@ class Hit:
         graph: str | None = None,
         compiled_bytes: int | None = None,
         compiled_phase: str = "forward",
+        backward_sites: tuple[Location, ...] = (),
     ) -> None:
         if not isinstance(violation, Violation):
             raise TypeError(f"a Hit needs the rule's Violation instance, not {type(violation).__name__}")
@@ -154,6 +159,7 @@ class Hit:
         self.graph = graph
         self.compiled_bytes = compiled_bytes
         self.compiled_phase = compiled_phase
+        self.backward_sites = tuple(backward_sites)
 
     def __repr__(self) -> str:
         return f"Hit({self.node!r}, {type(self.violation).__name__})"

@@ -144,3 +144,24 @@ def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
     for block in out.strip().split("\n\n"):  # the positives marked info are the ones reported as info
         assert (" info " in block.splitlines()[0]) == ("positive (info)" in block), block
     assert out == snapshot
+
+
+def test_a_backward_copy_in_another_module_is_claimed_there_and_confirmed():
+    """The `.contiguous()`'s gradient comes back transposed to a `linear` in another module, whose backward copies
+    it: FXL101 says so with that line (`backward_sites`), and the runtime's backward copy there backs the claim."""
+    import inspect
+
+    from fxlint.runtime.confirm import _backward_hits
+    from tests.fixtures.backward_site import Block, Proj
+
+    x = torch.randn(2, 8, 16)
+    rep = fxlint.lint(Block(), (x,), train=True, select=["FXL101"], config=False)
+    [f] = rep.findings
+    src, start = inspect.getsourcelines(Proj.forward)
+    lin_line = start + next(i for i, t in enumerate(src) if "the linear whose backward copies" in t)
+    assert f.backward_bytes == x.numel() * 4
+    assert [line for _, line in f.backward_sites] == [lin_line]
+    assert f"`linear` at line {lin_line} must copy it" in f.message
+    audit = fxlint.audit(Block(), (x,), train=True)
+    hits = _backward_hits(f, audit, set())
+    assert [c.line for c in hits] == [lin_line] and sum(c.bytes for c in hits) == f.backward_bytes

@@ -70,6 +70,8 @@ def finding_from_hit(rule: Rule, hit: Hit, label: str | None) -> Finding:
         graph=label,
         copy_sizes=_known_ints(sizes),
         backward_bytes=known(backward) if backward is not None else None,
+        backward_sites=tuple(dict.fromkeys((b.file, b.line) for b in hit.backward_sites
+                                           if loc is None or (b.file, b.line) != (loc.file, loc.line))),
         tensor_shape=_known_ints(shape),
         dedup=hit.dedup,
         via=loc.via or None if loc else None,

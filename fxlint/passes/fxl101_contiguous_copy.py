@@ -87,6 +87,7 @@ from ..registry import Hit, RuleContext, rule
 from ..tensor.viewable import contiguous_copy_bytes
 from ._backward import backward_layout_copies
 from ._consumers import AGNOSTIC, NEEDS, consumers_need
+from ._grad_layout import grad_layouts
 from ._layout_hits import InputLayout
 from ._sites import count_text, sites, source_key
 
@@ -173,6 +174,11 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         verdict = need.verdict if site.repeats == 1 else "repeated"
         severity = Severity.WARNING if verdict in ("repeated", AGNOSTIC) else Severity.INFO
         bwd = [b for n in site.nodes for b in backward_layout_copies(n, view)]
+        # and the copies further on that the gradient model traces to this copy (a `linear` in another module
+        # folding the gradient the copy's backward hands back permuted)
+        seen = {id(n) for n, _ in bwd}
+        bwd += [(c.node, c.bytes) for c in grad_layouts(view).copies
+                if any(c.grad.through_copy is n for n in site.nodes) and id(c.node) not in seen]
         bwd_bytes = sum(b for _, b in bwd) if bwd else 0
         violation = ContiguousCopy(
             call="contiguous" if node.op == "contiguous" else "clone",
@@ -187,9 +193,9 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             source=src.name,
             backward_copied=bytes_value(bwd_bytes),
             backward_copies=[n.name for n, _ in bwd],
-            backward_copy=call_text(bwd[0][0]) if bwd else None,
+            backward_copy=("linear" if bwd[0][0].op == "linear" else call_text(bwd[0][0])) if bwd else None,
             backward_copy_at=line_from(bwd[0][0], node) if bwd else None,
         )
         yield Hit(node, violation, bytes=site.nbytes, copy_sizes=site.copy_sizes, backward_bytes=bwd_bytes,
-                  severity=severity)
+                  severity=severity, backward_sites=tuple(n.location for n, _ in bwd if n.location is not None))
 

@@ -37,6 +37,8 @@ _FIELD_DOCS = {
     "suppressed": "silenced by a comment or per-file-ignores (in 'suppressed' only)",
     "copy_sizes": "bytes of each copy event the finding stands for, when several (or null)",
     "backward_bytes": "bytes the backward copies again because of this site (0: none; null: not modelled)",
+    "backward_sites": "[file, line] pairs, other than the finding's, where autograd makes those backward copies "
+                      "(a `.contiguous()` paid again in the backward of a `linear` in another module)",
     "repeats": "times the line makes this copy per call (a loop, or one statement for several values); "
                "bytes is the total",
     "tensor_shape": "for a claim that nothing is copied: the tensor it is about",

@@ -164,7 +164,8 @@ def _backward_hits(f: Finding, audit: AuditReport, taken: set[int]) -> list[Copy
     whose copies a largest-first pick would cross); else the copies of its own line come first; then
     those a view earlier in the same function (and module) makes of the gradient the finding's layout
     change sends back (autograd runs that copy in the view's node, so the audit files it at the view's
-    line)."""
+    line); then those at the finding's ``backward_sites`` (a view or a `linear` elsewhere, another module
+    or file, that reshapes the gradient back)."""
     if not f.backward_bytes or f.file is None:
         return []
     same_module = _same_module(f, audit)
@@ -174,6 +175,10 @@ def _backward_hits(f: Finding, audit: AuditReport, taken: set[int]) -> list[Copy
                 and (not same_module or c.module_path == f.module_path))
 
     here = [c for c in audit.copies if fits(c) and c.line == f.line]
+    # copies autograd makes at another line for this site (a `.contiguous()`'s gradient reshaped back by a
+    # `linear` in another module: that line's copies, once its own line has none left)
+    elsewhere = [c for c in audit.copies if c.phase == "backward" and c.avoidable and id(c) not in taken
+                 and (c.file, c.line) in set(f.backward_sites)]
     functions = {c.function for c in audit.copies if c.file == f.file and c.line == f.line and c.function}
     upstream = [c for c in audit.copies if fits(c) and c.line is not None and f.line is not None and c.line < f.line
                 and c.function in functions and (c.grad_fn or "").startswith(_BACKWARD_OF_VIEWS)]
@@ -181,7 +186,8 @@ def _backward_hits(f: Finding, audit: AuditReport, taken: set[int]) -> list[Copy
     if exact is not None:
         return [exact]  # one copy of the predicted size: another finding on the line may need the larger ones
     picked, total = [], 0
-    for c in [*sorted(here, key=lambda c: -c.bytes), *sorted(upstream, key=lambda c: (-(c.line or 0), -c.bytes))]:
+    for c in [*sorted(here, key=lambda c: -c.bytes), *sorted(upstream, key=lambda c: (-(c.line or 0), -c.bytes)),
+              *sorted(elsewhere, key=lambda c: -c.bytes)]:
         if total >= f.backward_bytes:
             break
         picked.append(c)
