@@ -73,7 +73,7 @@ class Fixed:
             return frozenset({"weights"}) if self.weights else None
         if n.kind != "op":
             return None  # a user input: its data changes every call
-        if n.op in _DROPOUTS and _training(n) is False:
+        if n.op in _DROPOUTS and dropout_training(n) is False:
             return self._all(n.inputs, depth)  # the identity
         if n.op in _RANDOM_OPS or "rand" in n.op:
             return None
@@ -117,7 +117,7 @@ class Fixed:
                 continue
             if persistent:
                 return None  # state the model updates every call (a step counter, running statistics)
-            if (w.op in _RANDOM_OPS or "rand" in w.op) and not (w.op in _DROPOUTS and _training(w) is False):
+            if (w.op in _RANDOM_OPS or "rand" in w.op) and not (w.op in _DROPOUTS and dropout_training(w) is False):
                 return None  # filled with random numbers in place (normal_, uniform_, bernoulli_...)
             d = self._all([i for i in w.inputs if i not in family], depth)
             if d is None:
@@ -126,7 +126,7 @@ class Fixed:
         return got
 
 
-def _training(n: CanonNode) -> object:
+def dropout_training(n: CanonNode) -> object:
     """A dropout's ``training`` argument as captured (third positional, or keyword; True by default)."""
     args = n.args.get("args") or []
     kwargs = n.args.get("kwargs") or {}

@@ -51,9 +51,10 @@ from dataclasses import dataclass
 import torch
 
 from ..canon import CanonNode, GraphView
-from ..tensor.layout import CONTIGUOUS, contiguous_strides, dense_strides, is_contiguous_as
+from ..tensor.layout import CONTIGUOUS, contiguous_strides, dense_strides, is_contiguous_as, iter_output_strides
 from ..tensor.symbolic import Dim
 from ..tensor.viewable import check_view, contiguous_copy_bytes
+from ._constant import dropout_training
 
 #: ops whose backward hands each input of the output's shape a gradient laid out like the output's
 _FOLLOW = frozenset({"add", "sub", "rsub", "mul", "div", "true_divide", "neg", "exp", "gelu", "silu", "dropout",
@@ -320,16 +321,14 @@ def _cut_strided(u: CanonNode, i: CanonNode, g: Grad) -> bool:
 def _returns_input(u: CanonNode) -> bool:
     """A dropout that hands back its input itself (``p`` 0, or not training: no autograd node, the gradient passes
     through as it is; measured with tensor hooks)."""
-    args = list(u.args.get("args") or ())[1:]
-    kwargs = u.args.get("kwargs") or {}
-    p = args[0] if args else kwargs.get("p", 0.5)
-    training = args[1] if len(args) > 1 else kwargs.get("training", kwargs.get("train", True))
-    return (isinstance(p, (int, float)) and p == 0) or training is False
+    args = u.args.get("args") or []
+    p = (u.args.get("kwargs") or {}).get("p", args[1] if len(args) > 1 else 0.5)
+    return (isinstance(p, (int, float)) and p == 0) or dropout_training(u) is False
 
 
 def _mean_grad(u: CanonNode, x: CanonNode, g: Grad | None) -> Grad | None:
     """``mean``'s backward: the gradient expanded over the reduced dims (stride 0) and divided, a new tensor that
-    TensorIterator lays out from the expanded operand's strides (``_iterator_strides``)."""
+    TensorIterator lays out from the expanded operand's strides (``iter_output_strides``)."""
     t = x.tensor
     if g is None or t is None or not all(isinstance(d, int) for d in (*t.shape, *g.strides)):
         return None
@@ -354,39 +353,22 @@ def _mean_grad(u: CanonNode, x: CanonNode, g: Grad | None) -> Grad | None:
     if len(strides) != ndim:
         return None
     expanded = [0 if d in dims else strides[d] for d in range(ndim)]
-    return Grad(_iterator_strides(tuple(t.shape), expanded), True, u)
+    return Grad(iter_output_strides(t.shape, [(t.shape, expanded)]), True, u)
 
 
-def _iterator_strides(shape: tuple[int, ...], strides: Sequence[int]) -> tuple[int, ...]:
-    """The strides of the new tensor TensorIterator writes for one operand of ``strides`` (ATen's
-    ``reorder_dimensions``: an insertion sort from the last dim, a broadcast dim (stride 0) compared with nothing,
-    equal strides ordered by size)."""
-    def should_swap(d0: int, d1: int) -> int:
-        s0, s1 = strides[d0], strides[d1]
-        if s0 == 0 or s1 == 0:
-            return 0
-        if s0 != s1:
-            return -1 if s0 < s1 else 1
-        return 1 if shape[d0] > shape[d1] else 0
-
-    perm = list(range(len(shape)))[::-1]  # fastest first
-    for i in range(1, len(perm)):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = should_swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
-    return tuple(dense_strides(shape, perm))
+def global_pool(u: CanonNode) -> bool:
+    """An adaptive average pool (1-D or 2-D) to size 1: ATen computes it as ``mean`` over the pooled dims."""
+    size = u.args.get("output_size")
+    if size is None and u.op == "adaptive_avg_pool1d":  # not normalised: the call as written
+        args = u.args.get("args") or []
+        size = args[1] if len(args) > 1 else (u.args.get("kwargs") or {}).get("output_size")
+    sizes = size if isinstance(size, (tuple, list)) else (size,)
+    return u.op in ("adaptive_avg_pool2d", "adaptive_avg_pool1d") and bool(sizes) and all(s == 1 for s in sizes)
 
 
 def _global_pool(u: CanonNode) -> bool:
-    """An adaptive average pool to 1 x 1: ATen computes it as ``mean`` over the spatial dims."""
-    size = u.args.get("output_size")
-    return u.op == "adaptive_avg_pool2d" and size is not None and \
-        all(s == 1 for s in (size if isinstance(size, (tuple, list)) else (size,)))
+    """The 2-D global pool, whose backward layout the hooks measured (the 1-D one is not modelled)."""
+    return u.op == "adaptive_avg_pool2d" and global_pool(u)
 
 
 def _has_grad(n: CanonNode) -> bool:
@@ -441,4 +423,4 @@ def _accumulate(got: Sequence[tuple[int, Grad | None]], shape: Sequence[Dim]) ->
     return acc
 
 
-__all__ = ["BackwardCopy", "Grad", "GradLayouts", "cause_name", "grad_layouts", "strided_output_grad"]
+__all__ = ["BackwardCopy", "Grad", "GradLayouts", "cause_name", "global_pool", "grad_layouts", "strided_output_grad"]

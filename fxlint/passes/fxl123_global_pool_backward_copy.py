@@ -58,6 +58,7 @@ from ..canon.text import bytes_text, bytes_value, dims_value, operand_name, shap
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
 from ..tensor.layout import CHANNELS_LAST, CONTIGUOUS, is_contiguous_as
+from ._grad_layout import global_pool
 
 
 @dataclass(frozen=True)
@@ -77,20 +78,6 @@ class GlobalPoolBackwardCopy(Violation):
     def fix_title(self) -> str:
         fix = self.fix if self.fix.startswith("`") else f"`{self.fix}`"
         return f"{fix}: the same values (ATen runs this mean), without the restride and its backward copy"
-
-
-def _output_size(node: CanonNode) -> object:
-    size = node.args.get("output_size")
-    if size is None and node.op == "adaptive_avg_pool1d":
-        rest = list(node.args.get("args") or ())
-        size = rest[1] if len(rest) > 1 else (node.args.get("kwargs") or {}).get("output_size")
-    return size
-
-
-def _global(node: CanonNode) -> bool:
-    size = _output_size(node)
-    sizes = size if isinstance(size, (tuple, list)) else (size,)
-    return bool(sizes) and all(s == 1 for s in sizes)
 
 
 def _channels_last(node: CanonNode) -> bool:
@@ -115,7 +102,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     for node in view.ops("adaptive_avg_pool2d", "adaptive_avg_pool1d"):
         t = node.tensor
         if t is None or not node.grad_enabled or not t.requires_grad or not t.dtype.is_floating_point or \
-                not _global(node) or not _channels_last(node):
+                not global_pool(node) or not _channels_last(node):
             continue
         x = node.input
         assert x is not None and x.tensor is not None
