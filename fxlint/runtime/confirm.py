@@ -177,8 +177,9 @@ def _backward_hits(f: Finding, audit: AuditReport, taken: set[int]) -> list[Copy
     here = [c for c in audit.copies if fits(c) and c.line == f.line]
     # copies autograd makes at another line for this site (a `.contiguous()`'s gradient reshaped back by a
     # `linear` in another module: that line's copies, once its own line has none left)
-    elsewhere = [c for c in audit.copies if c.phase == "backward" and c.avoidable and id(c) not in taken
-                 and (c.file, c.line) in set(f.backward_sites)]
+    sites = set(f.backward_sites)
+    elsewhere = [c for c in audit.copies if sites and (c.file, c.line) in sites and c.phase == "backward"
+                 and c.avoidable and id(c) not in taken]
     functions = {c.function for c in audit.copies if c.file == f.file and c.line == f.line and c.function}
     upstream = [c for c in audit.copies if fits(c) and c.line is not None and f.line is not None and c.line < f.line
                 and c.function in functions and (c.grad_fn or "").startswith(_BACKWARD_OF_VIEWS)]
