@@ -435,6 +435,37 @@ def test_accumulating_scatters_are_reductions_not_copies_and_a_real_copy_still_c
             c.bytes for c in report.copies if c.avoidable and c.phase == "backward")
 
 
+class SegmentReduce(nn.Module):
+    def __init__(self, reduce: str) -> None:
+        super().__init__()
+        self.reduce = reduce
+
+    def forward(self, x, idx):
+        index = idx[:, None].expand(-1, x.shape[1])
+        out = x.new_zeros(8, x.shape[1]).scatter_reduce_(0, index, x, self.reduce, include_self=False)  # reduce
+        return out
+
+
+@pytest.mark.parametrize("reduce", ["sum", "amax", "mean"])
+def test_the_destination_autograd_saves_for_an_in_place_reduction_is_unavoidable_only_where_backward_reads_it(
+        reduce):
+    x = torch.randn(30, 4, requires_grad=True)
+    idx = torch.randint(0, 8, (30,))
+    report = fxlint.audit(SegmentReduce(reduce), (x, idx), train=True)
+    saved = [c for c in report.at(HERE, _line("# reduce"), phase="forward") if "aten::clone" in c.chain]
+    # autograd clones the (8, 4) destination before the in-place write in every case (profiled) ...
+    assert [c.bytes for c in saved] == [8 * 4 * 4]
+    # ... but only amax/amin/mean/prod read it back: a sum can be scatter_add_, which saves nothing
+    if reduce == "sum":
+        assert saved[0].avoidable and saved[0].reason is None
+    else:
+        assert not saved[0].avoidable and saved[0].reason == UNAVOIDABLE["reduction-saved"]
+    # in inference nothing is saved, so nothing is cloned; mean's own one-element count cast is the op's
+    infer = fxlint.audit(SegmentReduce(reduce), (x.detach(), idx)).at(HERE, _line("# reduce"), phase="forward")
+    assert [c.chain for c in infer if "aten::clone" in c.chain or c.avoidable] == []
+    assert all(c.bytes == 4 and c.reason == UNAVOIDABLE["scalar"] for c in infer)
+
+
 def test_a_plain_scatter_still_writes_its_values():
     class Write(nn.Module):
         def forward(self, x, idx, v):

@@ -447,6 +447,9 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
     tables = tables or set()
     #: sequence numbers of the forward gathers that read a trained table (their backward is its gradient)
     lookups: set[int] = set()
+    #: sequence numbers of the reductions whose backward reads their saved destination (amax, amin, mean, prod
+    #: compare or divide by it; a sum's backward does not)
+    reads_destination: set[int] = set()
     #: sequence number of each forward subscript that takes a piece -> the tensor it takes it from
     pieces_of: dict[int, tuple] = {}
 
@@ -457,6 +460,8 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
         if _is_op(e):
             if e.name.startswith(_SEQ_EVENT):
                 ran_backward.add(e.extra_fields.sequence_number)
+                if e.name[len(_SEQ_EVENT):].startswith(_REDUCTION_BACKWARDS) and _runs_any(e, _READS_DESTINATION):
+                    reads_destination.add(e.extra_fields.sequence_number)
                 return  # backward nodes reuse their forward op's number; only forward ops define it
             m = _ANNOTATION.match(e.name)
             if m:
@@ -511,6 +516,8 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
                 event["table"] = lookup if phase == "backward" else (name in GATHER_KERNELS and _reads_table(e, tables))
                 event["lone_piece"] = (phase == "backward" and alone_of is not None
                                        and _numel(event["shape"]) < alone_of)
+                event["saved_destination"] = (phase == "forward" and chain[0] in _IN_PLACE_REDUCTIONS
+                                              and evs[0].extra_fields.sequence_number in reads_destination)
                 _record(raw, event, sites.get(site) if site is not None else None, grad_fn, phase)
                 if name in GATHER_KERNELS:  # a copy of the gather's input is a copy of its own
                     for c in e.children:
@@ -556,6 +563,18 @@ def _duration(e: Any) -> int:
 
 #: backward nodes of accumulating scatters (reductions): the gathers in them are the reduction's gradient
 _REDUCTION_BACKWARDS = ("ScatterAddBackward", "ScatterReduceBackward", "IndexAddBackward", "IndexReduceBackward")
+#: in-place reductions: autograd clones their destination before they write it when their backward needs it
+_IN_PLACE_REDUCTIONS = {"aten::scatter_reduce_", "aten::index_reduce_"}
+#: the ops a reduction's backward runs when it reads the saved destination: ``amax``/``amin`` compare it with the
+#: result, ``mean`` divides by its counts, ``prod`` divides by it (profiled); ``sum`` runs gather and scatter only
+_READS_DESTINATION = {"aten::eq", "aten::div"}
+
+
+def _runs_any(e: Any, names: set[str]) -> bool:
+    """Does the subtree of event ``e`` run one of the ops ``names``?"""
+    return any(_is_op(c) and (c.name in names or _runs_any(c, names)) for c in e.children)
+
+
 #: backward nodes of gathers: their accumulating scatter writes the gathered gradient back (a copy of it)
 _GATHER_BACKWARDS = ("IndexBackward", "IndexSelectBackward", "GatherBackward")
 
@@ -662,6 +681,10 @@ UNAVOIDABLE: dict[str, str] = {
                             "...) view: parameters, not activations, every such call pays it",
     "reduction-init": "the output of an out-of-place reduction starts as a copy of its input (``x.index_add(...)``: "
                       "every such call pays it)",
+    "reduction-saved": "the destination of an in-place amax/amin/mean/prod reduction (``zeros(...).scatter_reduce_``), "
+                       "cloned by autograd before the write because its backward reads it: the out-of-place form "
+                       "copies the same bytes (every such reduction pays it in training; a sum does not need it: "
+                       "``scatter_add_``)",
     "scatter-grad": "the gradient of an accumulating scatter (a reduction into rows by an index): every source "
                     "element reads its row's gradient back, a gather, as a sum's gradient is a broadcast (every such "
                     "scatter pays it in training)",
@@ -681,16 +704,19 @@ UNAVOIDABLE: dict[str, str] = {
 
 
 def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...], *,
-             table: bool = False, lone_piece: bool = False) -> tuple[bool, str | None]:
+             table: bool = False, lone_piece: bool = False,
+             saved_destination: bool = False) -> tuple[bool, str | None]:
     """(avoidable, reason) of one copy: its op chain (top op down to the kernel that wrote the
     bytes), the backward node it ran in (None in forward), its shape, whether it is a gather from a
     parameter the training step updates, or that gather's gradient (``table``), and whether it is the
-    backward of a subscript that took the only piece of its tensor (``lone_piece``). The reasons are the
+    backward of a subscript that took the only piece of its tensor (``lone_piece``), and whether it is an in-place
+    reduction whose backward read the destination autograd saved (``saved_destination``). The reasons are the
     values of ``UNAVOIDABLE``."""
     parent = chain[-2] if len(chain) >= 2 else None
     if chain[-1] in HOST_READ_KERNELS:
         return True, None
-    if _numel(shape) <= 1 and chain[0] not in COPY_ENTRY_OPS and chain[0] not in _USER_CONVERSIONS:
+    if _numel(shape) <= 1 and (chain[0] not in COPY_ENTRY_OPS or chain[0] in REDUCTION_KERNELS) \
+            and chain[0] not in _USER_CONVERSIONS:  # a reduction's own scalars (mean's count) are the op's
         return False, UNAVOIDABLE["scalar"]
     if chain[-1] in _FILL_SCATTERS and _numel(shape) == 1:
         return False, UNAVOIDABLE["fill"]
@@ -718,6 +744,8 @@ def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...]
     if chain[-1] == "aten::copy_" and any(op in _OUT_OF_PLACE_REDUCTIONS for op in chain[:-1]):
         # only a reducing index_put / scatter is descended into (a writing one is a copy itself)
         return False, UNAVOIDABLE["reduction-init"]
+    if saved_destination and chain[0] in _IN_PLACE_REDUCTIONS and "aten::clone" in chain and grad_fn is None:
+        return False, UNAVOIDABLE["reduction-saved"]
     return True, None
 
 
@@ -731,7 +759,8 @@ def _record(raw: RawAudit, ev: dict[str, Any], site: CallSite | None, grad_fn: s
     at = next((i for i, c in enumerate(chain) if c in COPY_ENTRY_OPS), len(chain) - 1)
     op = chain[at]
     avoidable, reason = classify(chain, grad_fn, ev["shape"], table=bool(ev.get("table")),
-                                 lone_piece=bool(ev.get("lone_piece")))
+                                 lone_piece=bool(ev.get("lone_piece")),
+                                 saved_destination=bool(ev.get("saved_destination")))
     loc = site.location if site is not None else None
     raw.copies.append(
         CopyEvent(
