@@ -1,0 +1,155 @@
+"""Gathers that read a per-segment statistic back to the values it summarises (segment softmax, a degree
+norm, a per-graph norm) are the computation (``segment-statistic``); message passing's gathers of aggregated
+rows are not."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+
+import fxlint
+from fxlint.runtime.profiler import UNAVOIDABLE
+from tests.conftest import line_of
+
+HERE = __file__
+SEGMENT = UNAVOIDABLE["segment-statistic"]
+
+
+def _line(marker: str) -> int:
+    return line_of(HERE, marker)
+
+
+def scatter(src: torch.Tensor, index: torch.Tensor, n: int, reduce: str) -> torch.Tensor:
+    """PyG's ``scatter`` on the CPU."""
+    index = index.view(-1, *([1] * (src.dim() - 1))).expand_as(src)
+    size = (n, *src.shape[1:])
+    if reduce == "sum":
+        return src.new_zeros(size).scatter_add_(0, index, src)
+    return src.new_zeros(size).scatter_reduce_(0, index, src, reduce, include_self=False)
+
+
+class SegmentSoftmaxAttention(nn.Module):
+    """GAT-style attention: a segment softmax over each node's incoming edges, then a weighted sum."""
+
+    def __init__(self, c: int = 16) -> None:
+        super().__init__()
+        self.lin = nn.Linear(c, c)
+        self.att = nn.Parameter(torch.randn(c))
+
+    def forward(self, x, edge_index):
+        row, col = edge_index[0], edge_index[1]
+        h = self.lin(x)
+        logits = (h[row] * self.att).sum(-1)  # messages: a gather of node features
+        n = x.shape[0]
+        top = scatter(logits.detach(), col, n, "amax")
+        out = logits - top.index_select(0, col)  # softmax max
+        out = out.exp()
+        total = scatter(out, col, n, "sum") + 1e-16
+        total = total.index_select(0, col)  # softmax sum
+        alpha = out / total
+        return scatter(h[row] * alpha[:, None], col, n, "sum")
+
+
+class DegreeNorm(nn.Module):
+    """GCN's symmetric normalisation of the edge weights, then propagation."""
+
+    def forward(self, x, edge_index, edge_weight):
+        row, col = edge_index[0], edge_index[1]
+        deg = scatter(edge_weight, col, x.shape[0], "sum")
+        dis = deg.pow(-0.5)
+        dis.masked_fill_(dis == float("inf"), 0)
+        w = dis[row] * edge_weight * dis[col]  # degree norm
+        return scatter(x[row] * w[:, None], col, x.shape[0], "sum")  # propagate
+
+
+class GraphNorm(nn.Module):
+    """A per-graph normalisation of node features (PyG's GraphNorm, LayerNorm(mode="graph"))."""
+
+    def __init__(self, c: int = 16) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(c))
+
+    def forward(self, x, batch):
+        x = x * self.weight
+        n = int(batch.max()) + 1
+        count = scatter(torch.ones_like(batch, dtype=x.dtype), batch, n, "sum").clamp(min=1)
+        mean = scatter(x, batch, n, "sum") / count[:, None]
+        out = x - mean[batch]  # graph mean
+        var = scatter(out * out, batch, n, "sum") / count[:, None]
+        return out / (var + 1e-5).sqrt()[batch]  # graph std
+
+
+class Propagate(nn.Module):
+    """APPNP: rows aggregated by message passing, read back as the next round's messages (a sparse matmul
+    avoids those gathers: they stay copies), and a statistic read into values it does not summarise."""
+
+    def forward(self, x, edge_index, edge_weight):
+        row, col = edge_index[0], edge_index[1]
+        h = x
+        for _ in range(2):
+            h = scatter(h[row] * edge_weight[:, None], col, x.shape[0], "sum")  # next round
+            h = 0.9 * h + 0.1 * x
+        deg = scatter(edge_weight, col, x.shape[0], "sum")
+        return h, deg[row] * torch.sigmoid(x[col, 0])  # not its values
+
+
+def _graph(n: int = 12, e: int = 40):
+    g = torch.Generator().manual_seed(0)
+    edge_index = torch.randint(0, n, (2, e), generator=g)
+    return torch.randn(n, 16, generator=g), edge_index, torch.rand(e, generator=g) + 0.1
+
+
+def _at(report, marker):
+    return report.at(HERE, _line(marker), phase="forward"), report.at(HERE, _line(marker), phase="backward")
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_segment_softmax_reads_its_max_and_sum_back_as_the_computation(train):
+    x, edge_index, _ = _graph()
+    report = fxlint.audit(SegmentSoftmaxAttention(), (x, edge_index), train=train)
+    for marker in ("# softmax max", "# softmax sum"):
+        fwd, back = _at(report, marker)
+        gathers = [c for c in fwd if c.kind == "gather"]
+        assert [c.bytes for c in gathers] == [40 * 4], (marker, [(c.chain, c.bytes) for c in fwd])
+        assert all(not c.avoidable and c.reason == SEGMENT for c in gathers)
+        # the max is of detached logits: no gradient; the sum's gather writes its gradient back in training
+        if train and marker == "# softmax sum":
+            assert back and all(not c.avoidable and c.reason == SEGMENT for c in back), [
+                (c.chain, c.grad_fn, c.reason) for c in back]
+        else:
+            assert back == []
+    # the messages, a gather of node features, stay copies (a sparse matmul avoids them)
+    fwd, _ = _at(report, "# messages")
+    assert [c.avoidable for c in fwd if c.kind == "gather"] == [True]
+
+
+def test_a_degree_norm_reads_the_degree_back_into_the_weights_it_sums():
+    x, edge_index, w = _graph()
+    report = fxlint.audit(DegreeNorm(), (x, edge_index, w))
+    fwd, _ = _at(report, "# degree norm")
+    gathers = [c for c in fwd if c.kind == "gather"]
+    assert len(gathers) == 2 and all(c.reason == SEGMENT and not c.avoidable for c in gathers)
+    prop, _ = _at(report, "# propagate")
+    assert [c.avoidable for c in prop if c.kind == "gather"] == [True]
+
+
+def test_a_per_graph_norm_reads_its_mean_and_std_back():
+    x, _, _ = _graph()
+    batch = torch.tensor([0] * 5 + [1] * 7)
+    report = fxlint.audit(GraphNorm(), (x, batch), train=True)
+    for marker in ("# graph mean", "# graph std"):
+        fwd, back = _at(report, marker)
+        gathers = [c for c in fwd if c.kind == "gather"]
+        assert len(gathers) == 1 and gathers[0].reason == SEGMENT, (marker, [(c.chain, c.reason) for c in fwd])
+        assert back and all(c.reason == SEGMENT for c in back if c.kind in ("gather", "scatter"))
+
+
+def test_rows_aggregated_by_message_passing_and_read_back_stay_copies():
+    x, edge_index, w = _graph()
+    report = fxlint.audit(Propagate(), (x, edge_index, w))
+    fwd, _ = _at(report, "# next round")
+    gathers = [c for c in fwd if c.kind == "gather"]
+    # the first round gathers x, the second the aggregated rows: neither is a statistic of its consumer's values
+    assert len(gathers) == 2 and all(c.avoidable for c in gathers), [(c.chain, c.reason) for c in gathers]
+    fwd, _ = _at(report, "# not its values")
+    assert [c.avoidable for c in fwd if c.kind == "gather"] == [True, True]
