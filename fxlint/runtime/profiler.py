@@ -53,7 +53,7 @@ from ..util.source import (
     user_frame,
     via_chain,
 )
-from .segments import event_key, segment_gathers
+from .computed_gathers import SELECTION, computed_gathers, event_key
 
 # Kineto prints "USDT: profiler_start/stop" lines on stderr at its default level; it reads the
 # level when the profiler first starts, so setting it here (before any profile) silences them.
@@ -480,8 +480,8 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
         index_forward(r, None)
     # a piece is lone when no other subscript of the step takes a piece of the same tensor whose gradient the
     # backward computes (a piece nothing differentiates, Emformer's unused memory, runs no backward)
-    # the gathers that read a per-segment statistic back to the values it summarises (segment softmax, degree norm)
-    segment_keys, segment_seqs = segment_gathers(roots, _SEQ_EVENT, is_reduction)
+    # the gathers that are the computation: segment statistics read back, selections by the model's values
+    computed = computed_gathers(roots, _SEQ_EVENT, is_reduction)
     taken = Counter(key for seq, key in pieces_of.items() if seq in ran_backward)
     #: the lone pieces' sequence numbers -> the size of the tensor each is taken from (a piece as large as it is the
     #: whole tensor, ``h[:, 0]`` of an (N, 1, C) ``h``, which ``squeeze`` takes with a free backward: FXL113's)
@@ -489,7 +489,7 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
 
     # pass 2: copies (``evs``: the profiler events of ``chain``, for the copy's time)
     def visit(e: Any, site: int | None, chain: tuple[str, ...], evs: tuple[Any, ...], grad_fn: str | None,
-              phase: str, lookup: bool = False, alone_of: int | None = None, segment: bool = False) -> None:
+              phase: str, lookup: bool = False, alone_of: int | None = None, of_computed: str | None = None) -> None:
         if not _is_op(e):
             return
         name = e.name
@@ -503,7 +503,7 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
             site = seq_to_site.get(e.extra_fields.sequence_number)
             lookup = e.extra_fields.sequence_number in lookups
             alone_of = lone.get(e.extra_fields.sequence_number)
-            segment = e.extra_fields.sequence_number in segment_seqs
+            of_computed = computed.by_seq.get(e.extra_fields.sequence_number)
             chain, evs = (), ()
         elif name.startswith("aten::"):
             chain, evs = chain + (name,), evs + (e,)
@@ -520,18 +520,18 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
                 event["table"] = lookup if phase == "backward" else (name in GATHER_KERNELS and _reads_table(e, tables))
                 event["lone_piece"] = (phase == "backward" and alone_of is not None
                                        and _numel(event["shape"]) < alone_of)
-                event["segment"] = (segment if phase == "backward"
-                                    else name in GATHER_KERNELS and event_key(evs[0]) in segment_keys)
+                event["computed"] = (of_computed if phase == "backward"
+                                     else computed.by_key.get(event_key(evs[0])))
                 event["saved_destination"] = (phase == "forward" and chain[0] in _IN_PLACE_REDUCTIONS
                                               and evs[0].extra_fields.sequence_number in reads_destination)
                 _record(raw, event, sites.get(site) if site is not None else None, grad_fn, phase)
                 if name in GATHER_KERNELS:  # a copy of the gather's input is a copy of its own
                     for c in e.children:
                         if _is_op(c) and c.name in _INPUT_COPIES:
-                            visit(c, site, chain, evs, grad_fn, phase, lookup, alone_of, segment)
+                            visit(c, site, chain, evs, grad_fn, phase, lookup, alone_of, of_computed)
                 return  # nothing else inside a copy kernel is a second copy
         for c in e.children:
-            visit(c, site, chain, evs, grad_fn, phase, lookup, alone_of, segment)
+            visit(c, site, chain, evs, grad_fn, phase, lookup, alone_of, of_computed)
 
     for r in roots:
         visit(r, None, (), (), None, "forward")
@@ -694,6 +694,9 @@ UNAVOIDABLE: dict[str, str] = {
     "segment-statistic": "a per-segment statistic read back to the values it summarises (segment softmax's "
                          "``src - max[index]`` and ``out / sum[index]``, a degree norm's ``deg[row] * w``) and its "
                          "gradient: a broadcast by an index, which no view spells (every such read pays it)",
+    "selection": "a gather or scatter by an index the model chose by its own values (``perm`` from ``sort``/``topk`` "
+                 "of scores, an ``argmax``, and integers computed from it) and its gradient: which rows move is "
+                 "decided by the data every call, so no slice, view or cache names them",
     "scatter-grad": "the gradient of an accumulating scatter (a reduction into rows by an index): every source "
                     "element reads its row's gradient back, a gather, as a sum's gradient is a broadcast (every such "
                     "scatter pays it in training)",
@@ -714,14 +717,14 @@ UNAVOIDABLE: dict[str, str] = {
 
 def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...], *,
              table: bool = False, lone_piece: bool = False,
-             saved_destination: bool = False, segment: bool = False) -> tuple[bool, str | None]:
+             saved_destination: bool = False, computed: str | None = None) -> tuple[bool, str | None]:
     """(avoidable, reason) of one copy: its op chain (top op down to the kernel that wrote the
     bytes), the backward node it ran in (None in forward), its shape, whether it is a gather from a
     parameter the training step updates, or that gather's gradient (``table``), and whether it is the
     backward of a subscript that took the only piece of its tensor (``lone_piece``), and whether it is an in-place
     reduction whose backward read the destination autograd saved (``saved_destination``), and whether it is a gather
-    that reads a per-segment statistic back to the values it summarises, or its gradient (``segment``, from
-    ``segments.segment_gathers``). The reasons are the
+    or scatter that is the computation, or its gradient (``computed``: its class from
+    ``computed_gathers.computed_gathers``, a key of ``UNAVOIDABLE``). The reasons are the
     values of ``UNAVOIDABLE``."""
     parent = chain[-2] if len(chain) >= 2 else None
     if chain[-1] in HOST_READ_KERNELS:
@@ -744,8 +747,11 @@ def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...]
         return False, UNAVOIDABLE["instance-norm-params"]
     if table:
         return False, UNAVOIDABLE["table-lookup"]
-    if segment and (chain[-1] in GATHER_KERNELS if grad_fn is None else grad_fn.startswith(_GATHER_BACKWARDS)):
-        return False, UNAVOIDABLE["segment-statistic"]
+    moves = chain[-1] in GATHER_KERNELS or chain[-1] in SCATTER_KERNELS  # the op's own rows, not an input copy
+    if computed == SELECTION and (grad_fn is not None or moves):
+        return False, UNAVOIDABLE[SELECTION]
+    if computed and (chain[-1] in GATHER_KERNELS if grad_fn is None else grad_fn.startswith(_GATHER_BACKWARDS)):
+        return False, UNAVOIDABLE[computed]
     if lone_piece and chain[0] in _PIECE_BACKWARDS:
         return False, UNAVOIDABLE["lone-piece-grad"]
     if (grad_fn or "").startswith(_REDUCTION_BACKWARDS):
@@ -774,7 +780,7 @@ def _record(raw: RawAudit, ev: dict[str, Any], site: CallSite | None, grad_fn: s
     avoidable, reason = classify(chain, grad_fn, ev["shape"], table=bool(ev.get("table")),
                                  lone_piece=bool(ev.get("lone_piece")),
                                  saved_destination=bool(ev.get("saved_destination")),
-                                 segment=bool(ev.get("segment")))
+                                 computed=ev.get("computed"))
     loc = site.location if site is not None else None
     raw.copies.append(
         CopyEvent(

@@ -1,6 +1,7 @@
-"""Gathers that read a per-segment statistic back to the values it summarises (segment softmax, a degree
-norm, a per-graph norm) are the computation (``segment-statistic``); message passing's gathers of aggregated
-rows are not."""
+"""Gathers that are the computation: a per-segment statistic read back to the values it summarises (segment
+softmax, a degree norm, a per-graph norm: ``segment-statistic``), rows moved by an index the model chose by its
+own values (top-k pooling: ``selection``). Message passing's gathers of aggregated rows, gathers by an index the
+model receives or builds from constants, are not."""
 from __future__ import annotations
 
 import pytest
@@ -13,6 +14,7 @@ from tests.conftest import line_of
 
 HERE = __file__
 SEGMENT = UNAVOIDABLE["segment-statistic"]
+SELECTION = UNAVOIDABLE["selection"]
 
 
 def _line(marker: str) -> int:
@@ -153,3 +155,60 @@ def test_rows_aggregated_by_message_passing_and_read_back_stay_copies():
     assert len(gathers) == 2 and all(c.avoidable for c in gathers), [(c.chain, c.reason) for c in gathers]
     fwd, _ = _at(report, "# not its values")
     assert [c.avoidable for c in fwd if c.kind == "gather"] == [True, True]
+
+
+class TopKPool(nn.Module):
+    """Graph U-Net's top-k pooling and unpooling: keep the best-scored half of the nodes, relabel the edges."""
+
+    def __init__(self, c: int = 16) -> None:
+        super().__init__()
+        self.score = nn.Linear(c, 1)
+
+    def forward(self, x, edge_index, batch):
+        score = torch.tanh(self.score(x)).view(-1)
+        values, perm = torch.sort(score, descending=True)
+        perm = perm[: x.shape[0] // 2]
+        pooled = x[perm] * values[: perm.shape[0], None]  # keep the best
+        pooled_batch = batch[perm]  # their graphs
+        relabel = torch.full((x.shape[0],), -1, dtype=torch.long)
+        relabel[perm] = torch.arange(perm.shape[0])  # relabel
+        row, col = relabel[edge_index[0]], relabel[edge_index[1]]  # edges of the kept nodes
+        up = torch.zeros_like(x)
+        up[perm] = pooled  # unpool
+        return up, pooled_batch, row, col
+
+
+class FixedIndex(nn.Module):
+    """Gathers by an index the model receives, builds from constants, or sorts from the input's integers."""
+
+    def forward(self, x, edge_index, lengths):
+        by_input = x[edge_index[0]]  # received
+        fixed = x[:, torch.tensor([0, 2, 4, 6])]  # constant
+        by_length = x[lengths.argsort()]  # input ints
+        return by_input, fixed, by_length
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_rows_moved_by_an_index_the_model_chose_by_its_values_are_a_selection(train):
+    x, edge_index, _ = _graph()
+    batch = torch.tensor([0] * 5 + [1] * 7)
+    report = fxlint.audit(TopKPool(), (x, edge_index, batch), train=train)
+    for marker in ("# keep the best", "# their graphs", "# relabel", "# edges of the kept nodes", "# unpool"):
+        fwd, back = _at(report, marker)
+        moved = [c for c in fwd if c.kind in ("gather", "scatter")]
+        assert moved and all(not c.avoidable and c.reason == SELECTION for c in moved), (
+            marker, [(c.chain, c.kind, c.reason) for c in fwd])
+        # the gradients of the pooled rows and of the unpooling are the selection's too
+        assert all(not c.avoidable and c.reason == SELECTION for c in back), (marker, [(c.chain, c.grad_fn) for c in back])
+        if train and marker in ("# keep the best", "# unpool"):
+            assert back
+
+
+def test_an_index_received_built_from_constants_or_sorted_from_input_integers_is_no_selection():
+    x, edge_index, _ = _graph()
+    lengths = torch.randint(1, 9, (12,))
+    report = fxlint.audit(FixedIndex(), (x, edge_index, lengths))
+    for marker in ("# received", "# constant", "# input ints"):
+        fwd, _ = _at(report, marker)
+        gathers = [c for c in fwd if c.kind == "gather"]
+        assert gathers and all(c.avoidable for c in gathers), (marker, [(c.chain, c.reason) for c in fwd])
