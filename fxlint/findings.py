@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 from ._present import as_html, as_text
 
@@ -47,6 +47,11 @@ class Violation:
     (ruff's ``Violation``). ``to_dict()`` is what JSON output exports under ``details``; the JSON
     schema (``fxlint.reporting.schema``) is generated from the field annotations.
     """
+
+    #: whether the finding says its copy can go (the default), or only that another spelling makes the same copy
+    #: faster (FXL402): the runtime confirms the latter with any copy of the op on its line, one every program
+    #: pays (``profiler.UNAVOIDABLE``: a selection, a segment statistic) included
+    claims_avoidable: ClassVar[bool] = True
 
     def message(self) -> str:  # pragma: no cover - every violation type overrides it
         raise NotImplementedError(type(self).__name__)

@@ -212,3 +212,32 @@ def test_an_index_received_built_from_constants_or_sorted_from_input_integers_is
         fwd, _ = _at(report, marker)
         gathers = [c for c in fwd if c.kind == "gather"]
         assert gathers and all(c.avoidable for c in gathers), (marker, [(c.chain, c.reason) for c in fwd])
+
+
+def test_a_speed_finding_on_a_selection_is_confirmed_by_the_gather_it_speeds_up():
+    """FXL402 says index_select makes the same copy faster: the gather of a selection (unavoidable) backs it; a
+    boolean mask's compaction is FXL403's and stays avoidable."""
+    x, edge_index, _ = _graph()
+    batch = torch.tensor([0] * 5 + [1] * 7)
+    report = fxlint.lint(TopKPool().eval(), (x, edge_index, batch), confirm=True, config=False)
+    found = [f for f in report.findings if f.code == "FXL402" and f.line == _line("# keep the best")]
+    assert [f.status for f in found] == ["confirmed"], [(f.code, f.line, f.status) for f in report.findings]
+    # its copy stays the selection's: the census does not count it against fxlint
+    audit = fxlint.audit(TopKPool().eval(), (x, edge_index, batch))
+    fwd, _ = _at(audit, "# keep the best")
+    assert [c.reason for c in fwd if c.kind == "gather"] == [SELECTION]
+
+
+def test_a_boolean_mask_built_from_a_selection_compacts_and_stays_a_copy():
+    class Filter(nn.Module):
+        def forward(self, scores, edge_index):
+            keep = torch.full((scores.shape[0],), -1, dtype=torch.long)
+            _, perm = scores.topk(scores.shape[0] // 2)
+            keep[perm] = torch.arange(perm.shape[0])
+            row = keep[edge_index[0]]
+            return row[row >= 0]  # compact
+
+    x, edge_index, _ = _graph()
+    audit = fxlint.audit(Filter(), (x[:, 0], edge_index))
+    fwd, _ = _at(audit, "# compact")
+    assert [c.avoidable for c in fwd if c.kind == "gather"] == [True], [(c.chain, c.reason) for c in fwd]

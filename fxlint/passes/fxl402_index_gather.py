@@ -38,7 +38,9 @@ last dim the result depends on the shape (8x slower on the 3-D case), so the
 rule stays silent there. Repeat with ``python bench/fxl402_index_gather.py``
 and ``python bench/fxl402_index_gather.py --backward``. Both spellings copy
 the same bytes: this is about time, not memory. GPU timings were not
-measured.
+measured. So `--confirm` confirms it by the gather running on its line, also
+where the gather is one every program pays (rows picked by the model's own
+scores, top-k pooling: the audit's `selection` class).
 
 ## Example
 ```python
@@ -77,6 +79,8 @@ class IndexGather(Violation):
     index: str  # the index tensor, in the user's names
     dim: int  # the dim it gathers along
     backward: bool  # a gradient flows back through the gather (the forward+backward measurements apply)
+
+    claims_avoidable = False  # the same bytes, faster: any gather on the line confirms it
 
     @property
     def suggestion(self) -> str:

@@ -137,15 +137,15 @@ def _allocations(e: Any) -> Iterator[tuple[int, int]]:
             stack.extend(x.children)
 
 
-def _inner_operands(e: Any) -> set[int]:
-    """The storages the ops inside ``e`` read (``aten::index`` reshapes its indices, which the profiler does not
+def _inner_operands(e: Any) -> list[Any]:
+    """The tensors the ops inside ``e`` read (``aten::index`` reshapes its indices, which the profiler does not
     record as its own argument)."""
-    found: set[int] = set()
+    found: list[Any] = []
     stack = list(e.children)
     while stack:
         x = stack.pop()
         if _is_op(x):
-            found.update(p for v in x.extra_fields.inputs for p in _storages(v))
+            found.extend(v for v in x.extra_fields.inputs if hasattr(v, "allocation_id"))
             stack.extend(x.children)
     return found
 
@@ -195,11 +195,15 @@ def computed_gathers(roots: list[Any], seq_event: str, is_reduction: Any) -> Com
         in_place = name.endswith("_")
         if name in _INDEX_AT:
             pos = _INDEX_AT[name]
-            index = set(_storages(inputs[pos])) if pos < len(inputs) else set()
-            if not index and pos < len(inputs) and inputs[pos] is None:
-                index = _inner_operands(e) - set(tensors)  # a list of indices: the profiler records None
+            metas = [inputs[pos]] if pos < len(inputs) and inputs[pos] is not None else []
+            if pos < len(inputs) and inputs[pos] is None:
+                metas = _inner_operands(e)  # a list of indices: the profiler records None, the ops inside read them
+            index = {sid for m in metas for sid in _storages(m)} - set(tensors)
+            # a boolean mask compacts (FXL403's: a static-shape spelling keeps every element); an index selects
+            mask = any("bool" in str(getattr(m, "dtype", "")) for m in metas)
             source = inputs[0] if inputs else None
-            if index & flow.selected or (not _floating(source) and set(_storages(source)) & flow.selected):
+            if not mask and (index & flow.selected
+                             or (not _floating(source) and set(_storages(source)) & flow.selected)):
                 flow.mark(SELECTION, event_key(e), int(e.extra_fields.sequence_number))
                 if in_place and not _floating(source):
                     flow.selected.add(out)  # integers written by a selection: a relabelling map

@@ -88,6 +88,7 @@ def match(f: Finding, audit: AuditReport, taken: set[int] | frozenset[int] = fro
     other copy fits, so q and k of one matmul, two findings of equal size, claim two copies.
     """
     cands = _candidates(f, audit, taken)
+    claims_avoidable = f.violation is None or type(f.violation).claims_avoidable
     if f.bytes == 0:
         # the finding claims that nothing is copied there (e.g. FXL108 noop-conversion): it holds when
         # the line ran and made no avoidable copy of that tensor (tensor_shape, when given) in the
@@ -106,7 +107,7 @@ def match(f: Finding, audit: AuditReport, taken: set[int] | frozenset[int] = fro
         if picked:
             return CONFIRMED, picked
     if f.bytes is None:
-        hits = [c for c in cands if c.avoidable]
+        hits = [c for c in cands if c.avoidable or not claims_avoidable]
     else:
         # one copy per finding: two findings of equal size on a line (q and k of one matmul) are two copies
         hits = [c for c in cands if c.bytes == f.bytes][:1]
