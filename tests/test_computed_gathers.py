@@ -170,12 +170,15 @@ class TopKPool(nn.Module):
         perm = perm[: x.shape[0] // 2]
         pooled = x[perm] * values[: perm.shape[0], None]  # keep the best
         pooled_batch = batch[perm]  # their graphs
+        pooled_batch, order = torch.sort(pooled_batch, stable=True)
+        starts = torch.tensor([0, 3])
+        offsets = starts[pooled_batch]  # offsets of their graphs
         relabel = torch.full((x.shape[0],), -1, dtype=torch.long)
         relabel[perm] = torch.arange(perm.shape[0])  # relabel
         row, col = relabel[edge_index[0]], relabel[edge_index[1]]  # edges of the kept nodes
         up = torch.zeros_like(x)
         up[perm] = pooled  # unpool
-        return up, pooled_batch, row, col
+        return up, pooled_batch, row, col, offsets, order
 
 
 class FixedIndex(nn.Module):
@@ -193,7 +196,8 @@ def test_rows_moved_by_an_index_the_model_chose_by_its_values_are_a_selection(tr
     x, edge_index, _ = _graph()
     batch = torch.tensor([0] * 5 + [1] * 7)
     report = fxlint.audit(TopKPool(), (x, edge_index, batch), train=train)
-    for marker in ("# keep the best", "# their graphs", "# relabel", "# edges of the kept nodes", "# unpool"):
+    for marker in ("# keep the best", "# their graphs", "# relabel", "# edges of the kept nodes", "# unpool",
+                   "# offsets of their graphs"):
         fwd, back = _at(report, marker)
         moved = [c for c in fwd if c.kind in ("gather", "scatter")]
         assert moved and all(not c.avoidable and c.reason == SELECTION for c in moved), (
@@ -241,3 +245,68 @@ def test_a_boolean_mask_built_from_a_selection_compacts_and_stays_a_copy():
     audit = fxlint.audit(Filter(), (x[:, 0], edge_index))
     fwd, _ = _at(audit, "# compact")
     assert [c.avoidable for c in fwd if c.kind == "gather"] == [True], [(c.chain, c.reason) for c in fwd]
+
+
+class EdgeConv(nn.Module):
+    """DGCNN's EdgeConv: a network on every edge's (x_i, x_j - x_i), max-reduced into the target nodes."""
+
+    def __init__(self, c: int = 16) -> None:
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(2 * c, c), nn.ReLU(), nn.Linear(c, c))
+
+    def forward(self, x, edge_index):
+        row, col = edge_index[0], edge_index[1]
+        x_i, x_j = x.index_select(0, col), x.index_select(0, row)  # edge operands
+        return scatter(self.mlp(torch.cat([x_i, x_j - x_i], dim=-1)), col, x.shape[0], "amax")
+
+
+class ContinuousFilter(nn.Module):
+    """SchNet's continuous-filter convolution: the gathered rows times a filter as wide as they are."""
+
+    def __init__(self, c: int = 16) -> None:
+        super().__init__()
+        self.filter = nn.Sequential(nn.Linear(4, c), nn.Tanh(), nn.Linear(c, c))
+
+    def forward(self, x, edge_index, edge_attr):
+        row, col = edge_index[0], edge_index[1]
+        w = self.filter(edge_attr)
+        return scatter(x[row] * w, col, x.shape[0], "sum")  # filtered
+
+
+class NodeLogits(nn.Module):
+    """Per-edge values computed from gathered rows and only summed over their features: a per-node computation
+    gathered late (avoidable by computing it per node first), and a per-edge scalar: neither mixes the rows."""
+
+    def __init__(self, c: int = 16) -> None:
+        super().__init__()
+        self.att = nn.Parameter(torch.randn(c))
+
+    def forward(self, x, edge_index, edge_weight):
+        row, col = edge_index[0], edge_index[1]
+        logits = (x[row] * self.att).sum(-1)  # late
+        return scatter(torch.sigmoid(logits) - edge_weight, col, x.shape[0], "sum")
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_gathered_rows_a_network_or_a_full_width_filter_mixes_before_the_reduction_are_the_computation(train):
+    x, edge_index, _ = _graph()
+    x.requires_grad_(train)  # the node features of a layer after the first: their gathers have a gradient
+    report = fxlint.audit(EdgeConv(), (x, edge_index), train=train)
+    fwd, back = _at(report, "# edge operands")
+    gathers = [c for c in fwd if c.kind == "gather"]
+    edge = UNAVOIDABLE["edge-network"]
+    assert len(gathers) == 2 and all(not c.avoidable and c.reason == edge for c in gathers), [
+        (c.chain, c.reason) for c in fwd]
+    assert not train or (back and all(c.reason == edge for c in back if c.kind in ("gather", "scatter")))
+    attr = torch.randn(edge_index.shape[1], 4)
+    report = fxlint.audit(ContinuousFilter(), (x, edge_index, attr), train=train)
+    fwd, _ = _at(report, "# filtered")
+    assert [c.reason for c in fwd if c.kind == "gather"] == [edge]
+
+
+def test_rows_only_summed_over_their_features_or_scaled_by_a_scalar_stay_copies():
+    x, edge_index, w = _graph()
+    report = fxlint.audit(NodeLogits(), (x, edge_index, w))
+    fwd, _ = _at(report, "# late")
+    assert [c.avoidable for c in fwd if c.kind == "gather"] == [True], [(c.chain, c.reason) for c in fwd]
+    # GCN's propagation (a per-edge scalar) and GAT's messages (alpha per head) stay copies: the tests above

@@ -10,6 +10,13 @@ aggregated by message passing and read back as messages for the next round (APPN
 ``x[row] * edge_weight`` after ``x = scatter(x[row] * w, col)``) is not one: it is not combined with the values
 it summarises, and a sparse matmul avoids it (FXL406).
 
+**Per-edge networks.** A graph network whose message runs a network on every edge (EdgeConv's
+``mlp(cat[x_i, x_j - x_i])``, PointNet's, PNA's towers) or multiplies the gathered rows by a filter as wide as
+they are (SchNet's ``x_j * W(edge_attr)``, GATv2's ``x_i + x_j`` under its attention) before reducing by an index:
+no sparse matmul computes that, the gathered rows are the operand of the per-edge computation. The audit
+classifies those gathers ``edge-network``. Rows scaled by a per-edge scalar and summed (GCN, GAT's alpha, GIN,
+SAGE) are a sparse matmul's work: those gathers stay copies (FXL406).
+
 **Selections.** A gather or a scatter whose index the model chose from its own values (``perm`` from ``sort`` or
 ``topk`` of scores, an ``argmax``; and integer tensors computed from such an index: ``batch[perm]``, a node
 relabelling written by it) moves rows that no slice, view or cache can name: which rows is decided every call
@@ -48,7 +55,8 @@ _MIXING = {
     "aten::conv_transpose3d", "aten::_sparse_mm", "aten::sparse_mm",
 }
 #: ops that choose elements by their values: their outputs (indices among them) are a selection when the
-#: values are floating (scores); ``nonzero`` of a selection is one too
+#: values are floating (scores) or a selection themselves (sorting ``batch[perm]``); ``nonzero`` of a selection
+#: is one too
 _SELECTS = {"aten::sort", "aten::topk", "aten::argsort", "aten::argmax", "aten::argmin", "aten::max", "aten::min",
             "aten::kthvalue", "aten::median", "aten::mode", "aten::multinomial"}
 _NONZERO = {"aten::nonzero", "aten::argwhere", "aten::nonzero_static"}
@@ -58,8 +66,10 @@ _INDEX_AT = {
     "aten::take_along_dim": 1, "aten::index_put_": 1, "aten::_index_put_impl_": 1, "aten::index_put": 1,
     "aten::scatter_": 2, "aten::scatter": 2, "aten::index_copy_": 2, "aten::index_copy": 2,
 }
+#: ops that only place their inputs side by side (no combination of a row with another tensor's)
+_PLACES = {"aten::cat", "aten::stack", "aten::hstack", "aten::vstack", "aten::concat", "aten::concatenate"}
 #: the classes this module decides (``profiler.UNAVOIDABLE`` keys)
-SEGMENT, SELECTION = "segment-statistic", "selection"
+SEGMENT, SELECTION, EDGE_NETWORK = "segment-statistic", "selection", "edge-network"
 #: how far back (elementwise ops) a consumer's operand may derive from the reduced values
 _DEPTH = 6
 
@@ -95,6 +105,9 @@ class _Flow:
     pending: dict[int, tuple[tuple[str, int], int, frozenset[int]]] = field(default_factory=dict)
     #: storages holding a selection (indices the model chose by its values, or integers computed from them)
     selected: set[int] = field(default_factory=set)
+    #: storage -> the gathers its value was computed from: gather key -> (sequence number, the gathered
+    #: elements, whether a network or a per-element filter has mixed the gathered rows since)
+    lineage: dict[int, dict[tuple[str, int], tuple[int, int, bool]]] = field(default_factory=dict)
     #: (class, gather key) and (class, sequence number) of the gathers that are the computation
     marked: dict[tuple[str, int], str] = field(default_factory=dict)
     marked_seqs: dict[int, str] = field(default_factory=dict)
@@ -137,6 +150,46 @@ def _allocations(e: Any) -> Iterator[tuple[int, int]]:
             stack.extend(x.children)
 
 
+def _itemsize(meta: Any) -> int:
+    return int(getattr(getattr(meta, "dtype", None), "itemsize", 4))
+
+
+def _numel_of(meta: Any) -> int:
+    n = 1
+    for d in getattr(meta, "sizes", ()) or ():
+        n *= int(d)
+    return n
+
+
+def _follow_rows(flow: _Flow, e: Any, name: str, inputs: list[Any], tensors: list[int], out: int,
+                 in_place: bool) -> None:
+    """Carry the gathers each value was computed from to the op's output (``_Flow.lineage``), marking them mixed
+    when the op is a network layer (a matmul, a conv) or combines the gathered rows element by element with
+    another tensor of their full size (SchNet's filter ``x_j * W``, GATv2's ``x_i + x_j``; a per-edge scalar,
+    GCN's ``x_j * w[:, None]``, is not)."""
+    merged: dict[tuple[str, int], tuple[int, int, bool]] = {}
+    if name in _ROW_READS:  # gathered rows start their own computation (a gather of node values: its own)
+        if inputs and _floating(inputs[0]):
+            size = max((n for _, n in _allocations(e)), default=0) // max(_itemsize(inputs[0]), 1)
+            flow.lineage[out] = {event_key(e): (int(e.extra_fields.sequence_number), size, False)}
+        return
+    floats = [m for v in inputs for m in (v if isinstance(v, list) else [v]) if _floating(m)]
+    full = max((_numel_of(m) for m in floats), default=0)
+    wide = {sid for m in floats if _numel_of(m) == full for sid in _storages(m)}
+    combines = name not in _PLACES and len(wide) >= 2
+    for sid in set(tensors):
+        for key, (seq, size, mixed) in flow.lineage.get(sid, {}).items():
+            # combined element by element at the gathered rows' full size (not after a sum over their features)
+            mixed = mixed or name in _MIXING or (combines and sid in wide and full >= size)
+            was = merged.get(key)
+            merged[key] = (seq, size, mixed or (was is not None and was[2]))
+    if merged:
+        if in_place:
+            old = flow.lineage.get(out, {})
+            merged = {k: (v[0], v[1], v[2] or (k in old and old[k][2])) for k, v in {**old, **merged}.items()}
+        flow.lineage[out] = merged
+
+
 def _inner_operands(e: Any) -> list[Any]:
     """The tensors the ops inside ``e`` read (``aten::index`` reshapes its indices, which the profiler does not
     record as its own argument)."""
@@ -164,9 +217,11 @@ class ComputedGathers:
 
 
 def computed_gathers(roots: list[Any], seq_event: str, is_reduction: Any) -> ComputedGathers:
-    """The gathers that read a per-segment statistic back to the values it summarises (``SEGMENT``) and the
-    gathers and scatters by an index the model selected by its values (``SELECTION``). ``seq_event``: the prefix
-    of the backward nodes' events (their subtrees are skipped); ``is_reduction``: ``profiler.is_reduction``."""
+    """The gathers that read a per-segment statistic back to the values it summarises (``SEGMENT``), the
+    gathers and scatters by an index the model selected by its values (``SELECTION``), and the gathers whose rows
+    a network or a per-element filter mixes before they are reduced by an index (``EDGE_NETWORK``).
+    ``seq_event``: the prefix of the backward nodes' events (their subtrees are skipped); ``is_reduction``:
+    ``profiler.is_reduction``."""
     flow = _Flow()
 
     def op(e: Any) -> None:
@@ -205,16 +260,23 @@ def computed_gathers(roots: list[Any], seq_event: str, is_reduction: Any) -> Com
             if not mask and (index & flow.selected
                              or (not _floating(source) and set(_storages(source)) & flow.selected)):
                 flow.mark(SELECTION, event_key(e), int(e.extra_fields.sequence_number))
-                if in_place and not _floating(source):
-                    flow.selected.add(out)  # integers written by a selection: a relabelling map
-        if (name in _SELECTS and inputs and _floating(inputs[0])) or (
+                if not _floating(source):
+                    flow.selected.add(out)  # integers moved by a selection (``batch[perm]``, a relabelling map)
+        if (name in _SELECTS and inputs and (_floating(inputs[0]) or set(tensors) & flow.selected)) or (
                 name in _NONZERO and set(tensors) & flow.selected):
             flow.selected.update(p for p, _ in fresh)
         elif set(tensors) & flow.selected and name not in _MIXING and not any(_floating(v) for v in inputs[:1]):
             flow.selected.add(out)
-        if name in _SOURCE_OF and (name in _ALWAYS_REDUCING or is_reduction(e)):
+        reducing = name in _SOURCE_OF and (name in _ALWAYS_REDUCING or is_reduction(e))
+        if not reducing:  # a reduction ends the edges' computation: its rows are nodes again
+            _follow_rows(flow, e, name, inputs, tensors, out, in_place)
+        if reducing:
             pos = _SOURCE_OF[name]
             src = frozenset(_storages(inputs[pos])) if pos < len(inputs) else frozenset()
+            for sid in src:  # messages reduced by an index: their gathers mixed by a network are the computation
+                for key, (seq, _, mixed) in flow.lineage.get(sid, {}).items():
+                    if mixed:
+                        flow.mark(EDGE_NETWORK, key, seq)
             if src:
                 flow.stat[out] = flow.stat.get(out, frozenset()) | src if name.endswith("_") else src
             return

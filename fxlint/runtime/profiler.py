@@ -697,6 +697,10 @@ UNAVOIDABLE: dict[str, str] = {
     "selection": "a gather or scatter by an index the model chose by its own values (``perm`` from ``sort``/``topk`` "
                  "of scores, an ``argmax``, and integers computed from it) and its gradient: which rows move is "
                  "decided by the data every call, so no slice, view or cache names them",
+    "edge-network": "rows gathered for a per-edge computation that mixes them before they are reduced by an index "
+                    "(a network on every edge: EdgeConv, PointNet, PNA; a filter as wide as the rows: SchNet, "
+                    "GATv2's attention) and their gradient: no sparse matmul computes it, the gathered rows are its "
+                    "operand",
     "scatter-grad": "the gradient of an accumulating scatter (a reduction into rows by an index): every source "
                     "element reads its row's gradient back, a gather, as a sum's gradient is a broadcast (every such "
                     "scatter pays it in training)",
