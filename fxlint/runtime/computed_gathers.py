@@ -154,6 +154,43 @@ def _itemsize(meta: Any) -> int:
     return int(getattr(getattr(meta, "dtype", None), "itemsize", 4))
 
 
+def _consume_statistics(flow: _Flow, tensors: list[int]) -> None:
+    """Mark the gathered statistics among an op's operands that it combines with the values they summarise (or
+    their elementwise kin)."""
+    for sid in set(tensors):
+        if sid not in flow.pending:
+            continue
+        key, seq, sources = flow.pending[sid]
+        for other in set(tensors) - {sid}:
+            if sources & flow.ancestors(other) or other in {u for s in sources for u in flow.unary_ancestors(s)}:
+                flow.mark(SEGMENT, key, seq)
+                break
+
+
+def _follow_selection(flow: _Flow, e: Any, name: str, inputs: list[Any], tensors: list[int], out: int,
+                      fresh: list[tuple[int, int]]) -> None:
+    """Mark a gather or scatter by a selection, and carry selections to the op's output: chosen by the values, or
+    integers computed from such a choice (a relabelling map)."""
+    if name in _INDEX_AT:
+        pos = _INDEX_AT[name]
+        metas = [inputs[pos]] if pos < len(inputs) and inputs[pos] is not None else []
+        if pos < len(inputs) and inputs[pos] is None:
+            metas = _inner_operands(e)  # a list of indices: the profiler records None, the ops inside read them
+        index = {sid for m in metas for sid in _storages(m)} - set(tensors)
+        # a boolean mask compacts (FXL403's: a static-shape spelling keeps every element); an index selects
+        mask = any("bool" in str(getattr(m, "dtype", "")) for m in metas)
+        source = inputs[0] if inputs else None
+        if not mask and (index & flow.selected or (not _floating(source) and set(_storages(source)) & flow.selected)):
+            flow.mark(SELECTION, event_key(e), int(e.extra_fields.sequence_number))
+            if not _floating(source):
+                flow.selected.add(out)  # integers moved by a selection (``batch[perm]``, a relabelling map)
+    if (name in _SELECTS and inputs and (_floating(inputs[0]) or set(tensors) & flow.selected)) or (
+            name in _NONZERO and set(tensors) & flow.selected):
+        flow.selected.update(sid for sid, _ in fresh)
+    elif set(tensors) & flow.selected and name not in _MIXING and not any(_floating(v) for v in inputs[:1]):
+        flow.selected.add(out)
+
+
 def _numel_of(meta: Any) -> int:
     n = 1
     for d in getattr(meta, "sizes", ()) or ():
@@ -237,36 +274,9 @@ def computed_gathers(roots: list[Any], seq_event: str, is_reduction: Any) -> Com
             out = tensors[0]  # a view: the same storage
         else:
             return
-        # a consumer: a gathered statistic combined with the values it summarises (or their elementwise kin)
-        for sid in set(tensors):
-            if sid not in flow.pending:
-                continue
-            key, seq, sources = flow.pending[sid]
-            for other in set(tensors) - {sid}:
-                if sources & flow.ancestors(other) or other in {u for s in sources for u in flow.unary_ancestors(s)}:
-                    flow.mark(SEGMENT, key, seq)
-                    break
-        # a selection: chosen by the values, or computed from such a choice (integers only: a relabelling map)
+        _consume_statistics(flow, tensors)
         in_place = name.endswith("_")
-        if name in _INDEX_AT:
-            pos = _INDEX_AT[name]
-            metas = [inputs[pos]] if pos < len(inputs) and inputs[pos] is not None else []
-            if pos < len(inputs) and inputs[pos] is None:
-                metas = _inner_operands(e)  # a list of indices: the profiler records None, the ops inside read them
-            index = {sid for m in metas for sid in _storages(m)} - set(tensors)
-            # a boolean mask compacts (FXL403's: a static-shape spelling keeps every element); an index selects
-            mask = any("bool" in str(getattr(m, "dtype", "")) for m in metas)
-            source = inputs[0] if inputs else None
-            if not mask and (index & flow.selected
-                             or (not _floating(source) and set(_storages(source)) & flow.selected)):
-                flow.mark(SELECTION, event_key(e), int(e.extra_fields.sequence_number))
-                if not _floating(source):
-                    flow.selected.add(out)  # integers moved by a selection (``batch[perm]``, a relabelling map)
-        if (name in _SELECTS and inputs and (_floating(inputs[0]) or set(tensors) & flow.selected)) or (
-                name in _NONZERO and set(tensors) & flow.selected):
-            flow.selected.update(p for p, _ in fresh)
-        elif set(tensors) & flow.selected and name not in _MIXING and not any(_floating(v) for v in inputs[:1]):
-            flow.selected.add(out)
+        _follow_selection(flow, e, name, inputs, tensors, out, fresh)
         reducing = name in _SOURCE_OF and (name in _ALWAYS_REDUCING or is_reduction(e))
         if not reducing:  # a reduction ends the edges' computation: its rows are nodes again
             _follow_rows(flow, e, name, inputs, tensors, out, in_place)
