@@ -182,13 +182,24 @@ class TopKPool(nn.Module):
 
 
 class FixedIndex(nn.Module):
-    """Gathers by an index the model receives, builds from constants, or sorts from the input's integers."""
+    """Gathers by an index the model receives or builds from constants, and a scalar maximum (a value, not a
+    choice) turned into an index."""
 
     def forward(self, x, edge_index, lengths):
         by_input = x[edge_index[0]]  # received
         fixed = x[:, torch.tensor([0, 2, 4, 6])]  # constant
-        by_length = x[lengths.argsort()]  # input ints
-        return by_input, fixed, by_length
+        last = x[lengths - lengths.max()]  # shifted by the maximum
+        return by_input, fixed, last
+
+
+class TextPooling(nn.Module):
+    """CLIP's pooling at each text's end-of-text token (the largest id), and sequences sorted by length: the input's
+    data chooses the rows."""
+
+    def forward(self, hidden, input_ids, lengths):
+        pooled = hidden[torch.arange(hidden.shape[0]), input_ids.argmax(dim=-1)]  # end of text
+        by_length = hidden[lengths.argsort(descending=True)]  # longest first
+        return pooled, by_length
 
 
 @pytest.mark.parametrize("train", [False, True])
@@ -203,16 +214,29 @@ def test_rows_moved_by_an_index_the_model_chose_by_its_values_are_a_selection(tr
         assert moved and all(not c.avoidable and c.reason == SELECTION for c in moved), (
             marker, [(c.chain, c.kind, c.reason) for c in fwd])
         # the gradients of the pooled rows and of the unpooling are the selection's too
-        assert all(not c.avoidable and c.reason == SELECTION for c in back), (marker, [(c.chain, c.grad_fn) for c in back])
+        assert all(not c.avoidable and c.reason == SELECTION for c in back), (
+            marker, [(c.chain, c.grad_fn) for c in back])
         if train and marker in ("# keep the best", "# unpool"):
             assert back
 
 
-def test_an_index_received_built_from_constants_or_sorted_from_input_integers_is_no_selection():
+def test_rows_the_input_data_chooses_are_a_selection():
+    hidden = torch.randn(3, 7, 16, requires_grad=True)
+    input_ids = torch.randint(0, 100, (3, 7))
+    lengths = torch.tensor([5, 7, 2])
+    report = fxlint.audit(TextPooling(), (hidden, input_ids, lengths), train=True)
+    for marker in ("# end of text", "# longest first"):
+        fwd, back = _at(report, marker)
+        moved = [c for c in fwd if c.kind == "gather"]
+        assert moved and all(c.reason == SELECTION for c in moved), (marker, [(c.chain, c.reason) for c in fwd])
+        assert back and all(c.reason == SELECTION for c in back), (marker, [(c.chain, c.reason) for c in back])
+
+
+def test_an_index_received_built_from_constants_or_from_a_maximum_value_is_no_selection():
     x, edge_index, _ = _graph()
     lengths = torch.randint(1, 9, (12,))
     report = fxlint.audit(FixedIndex(), (x, edge_index, lengths))
-    for marker in ("# received", "# constant", "# input ints"):
+    for marker in ("# received", "# constant", "# shifted by the maximum"):
         fwd, _ = _at(report, marker)
         gathers = [c for c in fwd if c.kind == "gather"]
         assert gathers and all(c.avoidable for c in gathers), (marker, [(c.chain, c.reason) for c in fwd])

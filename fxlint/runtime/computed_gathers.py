@@ -17,11 +17,12 @@ no sparse matmul computes that, the gathered rows are the operand of the per-edg
 classifies those gathers ``edge-network``. Rows scaled by a per-edge scalar and summed (GCN, GAT's alpha, GIN,
 SAGE) are a sparse matmul's work: those gathers stay copies (FXL406).
 
-**Selections.** A gather or a scatter whose index the model chose from its own values (``perm`` from ``sort`` or
-``topk`` of scores, an ``argmax``; and integer tensors computed from such an index: ``batch[perm]``, a node
-relabelling written by it) moves rows that no slice, view or cache can name: which rows is decided every call
-by the data (top-k graph pooling, token pruning, routing). The audit classifies it ``selection``. An index the
-model receives (``edge_index``) or builds from constants is not one.
+**Selections.** A gather or a scatter whose index the model chose by values (``perm`` from ``sort`` or ``topk``
+of scores, an ``argmax`` of the token ids that finds each text's end, an ``argsort`` of the lengths; and integer
+tensors computed from such an index: ``batch[perm]``, a node relabelling written by it) moves rows that no slice,
+view or cache can name: which rows is decided every call by the data (top-k graph pooling, token pruning,
+routing, pooling at the end-of-text token). The audit classifies it ``selection``. An index the model receives
+(``edge_index``: a sparse matmul replaces its gathers) or builds from constants is not one.
 
 The dataflow is read from the profiler's events, one forward op at a time in the order they ran: an op's output
 is its in-place argument, its largest fresh allocation, or (a view, nothing allocated) its first tensor argument.
@@ -54,9 +55,10 @@ _MIXING = {
     "aten::convolution", "aten::_convolution", "aten::conv_transpose1d", "aten::conv_transpose2d",
     "aten::conv_transpose3d", "aten::_sparse_mm", "aten::sparse_mm",
 }
-#: ops that choose elements by their values: their outputs (indices among them) are a selection when the
-#: values are floating (scores) or a selection themselves (sorting ``batch[perm]``); ``nonzero`` of a selection
-#: is one too
+#: ops that choose elements by their values (the model's scores, the input's data: an ``argmax`` of the token ids
+#: finds the end of each text; sorting ``batch[perm]``): their outputs, indices among them, are a selection;
+#: ``nonzero`` of a selection is one too
+_VALUE_OR_INDEX = {"aten::max", "aten::min"}
 _SELECTS = {"aten::sort", "aten::topk", "aten::argsort", "aten::argmax", "aten::argmin", "aten::max", "aten::min",
             "aten::kthvalue", "aten::median", "aten::mode", "aten::multinomial"}
 _NONZERO = {"aten::nonzero", "aten::argwhere", "aten::nonzero_static"}
@@ -184,8 +186,9 @@ def _follow_selection(flow: _Flow, e: Any, name: str, inputs: list[Any], tensors
             flow.mark(SELECTION, event_key(e), int(e.extra_fields.sequence_number))
             if not _floating(source):
                 flow.selected.add(out)  # integers moved by a selection (``batch[perm]``, a relabelling map)
-    if (name in _SELECTS and inputs and (_floating(inputs[0]) or set(tensors) & flow.selected)) or (
-            name in _NONZERO and set(tensors) & flow.selected):
+    # ``max``/``min`` choose only with a dim (then they return indices); alone they are a value
+    chooses = name in _SELECTS and bool(inputs) and (name not in _VALUE_OR_INDEX or len(inputs) > 1)
+    if chooses or (name in _NONZERO and set(tensors) & flow.selected):
         flow.selected.update(sid for sid, _ in fresh)
     elif set(tensors) & flow.selected and name not in _MIXING and not any(_floating(v) for v in inputs[:1]):
         flow.selected.add(out)

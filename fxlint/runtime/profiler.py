@@ -694,8 +694,8 @@ UNAVOIDABLE: dict[str, str] = {
     "segment-statistic": "a per-segment statistic read back to the values it summarises (segment softmax's "
                          "``src - max[index]`` and ``out / sum[index]``, a degree norm's ``deg[row] * w``) and its "
                          "gradient: a broadcast by an index, which no view spells (every such read pays it)",
-    "selection": "a gather or scatter by an index the model chose by its own values (``perm`` from ``sort``/``topk`` "
-                 "of scores, an ``argmax``, and integers computed from it) and its gradient: which rows move is "
+    "selection": "a gather or scatter by an index chosen by values (``perm`` from ``sort``/``topk`` of scores, an "
+                 "``argmax`` of the token ids, and integers computed from it) and its gradient: which rows move is "
                  "decided by the data every call, so no slice, view or cache names them",
     "edge-network": "rows gathered for a per-edge computation that mixes them before they are reduced by an index "
                     "(a network on every edge: EdgeConv, PointNet, PNA; a filter as wide as the rows: SchNet, "
