@@ -53,6 +53,7 @@ from .._present import as_text
 from ..errors import CaptureError, ModelError
 from ..util.source import user_frame
 from . import output_code as oc
+from ._events import is_op, numel
 
 __all__ = ["CompiledAudit", "CompiledCopy", "CompiledLine", "audit_compiled"]
 
@@ -381,7 +382,7 @@ def _line_of(graph: _Graph, call: oc.Call, write: oc.Write | None
     undecided = tuple(f"{loc.file}:{loc.line}" for loc in locs)
     if not locs or write is None:
         return None, undecided, ops
-    item = write.bytes // max(1, _numel(write.size)) if write.bytes is not None and write.size is not None else None
+    item = write.bytes // max(1, numel(write.size)) if write.bytes is not None and write.size is not None else None
     nodes = [graph.nodes[n] for n in post if n in graph.nodes]
     sliced = write.base is not None and write.base != write.size
     # several lines: a buffer that holds, in that op's layout (but for dims of 1), the value of an op that moves
@@ -484,13 +485,6 @@ def _squeezed(size: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(n for n in size if n != 1)
 
 
-def _numel(size: tuple[int, ...] | None) -> int:
-    n = 1
-    for s in size or ():
-        n *= s
-    return n
-
-
 def _short_op(op: str | None) -> str:
     if not op:
         return "?"
@@ -530,16 +524,12 @@ def _graphs(artifacts: _Artifacts) -> tuple[list[_Graph], list[str]]:
 _CALL_EVENT = "## Call CompiledFxGraph"
 
 
-def _is_op(e: Any) -> bool:
-    return type(e.extra_fields).__name__ == "_ExtraFields_TorchOp"
-
-
 def _graph_calls(roots: list[Any]) -> list[Any]:
     out: list[Any] = []
     stack = list(reversed(roots))
     while stack:
         e = stack.pop()
-        if _is_op(e) and e.name.startswith(_CALL_EVENT):
+        if is_op(e) and e.name.startswith(_CALL_EVENT):
             out.append(e)
             continue
         stack.extend(reversed(e.children))
@@ -550,7 +540,7 @@ def _which_graph(event: Any, graphs: list[_Graph]) -> _Graph | None:
     """The compiled graph one ``## Call CompiledFxGraph`` event ran: the one whose calls match its children
     best (its generated kernels' event names, then its extern calls' ops), what it calls and the event
     lacks, or the event has and it does not call, counting against it."""
-    names = [c.name for c in event.children if _is_op(c)]
+    names = [c.name for c in event.children if is_op(c)]
     best, score = None, None
     for g in graphs:
         generated = [n for n in names if n.startswith("graph_") or n in g.events]
@@ -580,7 +570,7 @@ def _audit_run(graphs: list[_Graph], roots: list[Any], report: CompiledAudit) ->
         j = 0
         calls = g.code.calls
         for child in ev.children:
-            if not _is_op(child):
+            if not is_op(child):
                 continue
             if child.name in g.events:
                 seen[g.label][child.name] += 1

@@ -36,6 +36,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._events import is_allocation, is_op, numel
+
 #: accumulating scatters -> position of the values they reduce (``torch._segment_reduce``'s data is first)
 _SOURCE_OF = {
     "aten::index_add_": 3, "aten::index_add": 3, "aten::scatter_add_": 3, "aten::scatter_add": 3,
@@ -144,10 +146,9 @@ def _allocations(e: Any) -> Iterator[tuple[int, int]]:
     stack = [e]
     while stack:
         x = stack.pop()
-        ef = x.extra_fields
-        if type(ef).__name__ == "_ExtraFields_Allocation":
-            if int(ef.alloc_size) > 0:
-                yield int(ef.allocation_id), int(ef.alloc_size)
+        if is_allocation(x):
+            if int(x.extra_fields.alloc_size) > 0:
+                yield int(x.extra_fields.allocation_id), int(x.extra_fields.alloc_size)
         else:
             stack.extend(x.children)
 
@@ -194,15 +195,8 @@ def _follow_selection(flow: _Flow, e: Any, name: str, inputs: list[Any], tensors
         flow.selected.add(out)
 
 
-def _numel_of(meta: Any) -> int:
-    n = 1
-    for d in getattr(meta, "sizes", ()) or ():
-        n *= int(d)
-    return n
-
-
 def _follow_rows(flow: _Flow, e: Any, name: str, inputs: list[Any], tensors: list[int], out: int,
-                 in_place: bool) -> None:
+                 in_place: bool, fresh: list[tuple[int, int]]) -> None:
     """Carry the gathers each value was computed from to the op's output (``_Flow.lineage``), marking them mixed
     when the op is a network layer (a matmul, a conv) or combines the gathered rows element by element with
     another tensor of their full size (SchNet's filter ``x_j * W``, GATv2's ``x_i + x_j``; a per-edge scalar,
@@ -210,12 +204,12 @@ def _follow_rows(flow: _Flow, e: Any, name: str, inputs: list[Any], tensors: lis
     merged: dict[tuple[str, int], tuple[int, int, bool]] = {}
     if name in _ROW_READS:  # gathered rows start their own computation (a gather of node values: its own)
         if inputs and _floating(inputs[0]):
-            size = max((n for _, n in _allocations(e)), default=0) // max(_itemsize(inputs[0]), 1)
+            size = (fresh[0][1] if fresh else 0) // max(_itemsize(inputs[0]), 1)  # the gathered rows' elements
             flow.lineage[out] = {event_key(e): (int(e.extra_fields.sequence_number), size, False)}
         return
     floats = [m for v in inputs for m in (v if isinstance(v, list) else [v]) if _floating(m)]
-    full = max((_numel_of(m) for m in floats), default=0)
-    wide = {sid for m in floats if _numel_of(m) == full for sid in _storages(m)}
+    full = max((numel(getattr(m, "sizes", ()) or ()) for m in floats), default=0)
+    wide = {sid for m in floats if numel(getattr(m, "sizes", ()) or ()) == full for sid in _storages(m)}
     combines = name not in _PLACES and len(wide) >= 2
     for sid in set(tensors):
         for key, (seq, size, mixed) in flow.lineage.get(sid, {}).items():
@@ -237,14 +231,10 @@ def _inner_operands(e: Any) -> list[Any]:
     stack = list(e.children)
     while stack:
         x = stack.pop()
-        if _is_op(x):
+        if is_op(x):
             found.extend(v for v in x.extra_fields.inputs if hasattr(v, "allocation_id"))
             stack.extend(x.children)
     return found
-
-
-def _is_op(e: Any) -> bool:
-    return type(e.extra_fields).__name__ == "_ExtraFields_TorchOp"
 
 
 @dataclass
@@ -269,7 +259,8 @@ def computed_gathers(roots: list[Any], seq_event: str, is_reduction: Any) -> Com
         inputs = list(e.extra_fields.inputs)
         tensors = [p for v in inputs for p in _storages(v)]
         fresh = sorted(_allocations(e), key=lambda a: -a[1])
-        if name.endswith("_") and tensors:
+        in_place = name.endswith("_")
+        if in_place and tensors:
             out = tensors[0]
         elif fresh:
             out = fresh[0][0]
@@ -278,11 +269,10 @@ def computed_gathers(roots: list[Any], seq_event: str, is_reduction: Any) -> Com
         else:
             return
         _consume_statistics(flow, tensors)
-        in_place = name.endswith("_")
         _follow_selection(flow, e, name, inputs, tensors, out, fresh)
         reducing = name in _SOURCE_OF and (name in _ALWAYS_REDUCING or is_reduction(e))
         if not reducing:  # a reduction ends the edges' computation: its rows are nodes again
-            _follow_rows(flow, e, name, inputs, tensors, out, in_place)
+            _follow_rows(flow, e, name, inputs, tensors, out, in_place, fresh)
         if reducing:
             pos = _SOURCE_OF[name]
             src = frozenset(_storages(inputs[pos])) if pos < len(inputs) else frozenset()
@@ -291,7 +281,7 @@ def computed_gathers(roots: list[Any], seq_event: str, is_reduction: Any) -> Com
                     if mixed:
                         flow.mark(EDGE_NETWORK, key, seq)
             if src:
-                flow.stat[out] = flow.stat.get(out, frozenset()) | src if name.endswith("_") else src
+                flow.stat[out] = flow.stat.get(out, frozenset()) | src if in_place else src
             return
         if name in _ROW_READS:
             source = tensors[0] if tensors else None
@@ -310,7 +300,7 @@ def computed_gathers(roots: list[Any], seq_event: str, is_reduction: Any) -> Com
                 flow.unary[out] = next(iter(floats))
 
     def walk(e: Any) -> None:
-        if not _is_op(e):
+        if not is_op(e):
             return
         if e.name.startswith(seq_event):
             return  # backward: its ops read the forward's values, they make none of their own statistics

@@ -53,6 +53,7 @@ from ..util.source import (
     user_frame,
     via_chain,
 )
+from ._events import is_allocation, is_op, numel
 from .computed_gathers import SELECTION, computed_gathers, event_key
 
 # Kineto prints "USDT: profiler_start/stop" lines on stderr at its default level; it reads the
@@ -395,13 +396,8 @@ def profile_copies(fn: Callable[..., Any], root: torch.nn.Module | None, *, attr
     return raw
 
 
-def _is_op(e: Any) -> bool:
-    return type(e.extra_fields).__name__ == "_ExtraFields_TorchOp"
-
-
 def _alloc(e: Any) -> int:
-    ef = e.extra_fields
-    return int(ef.alloc_size) if type(ef).__name__ == "_ExtraFields_Allocation" else 0
+    return int(e.extra_fields.alloc_size) if is_allocation(e) else 0
 
 
 #: copies a gather kernel makes of its own input before it gathers (CPU ``index_select`` of a
@@ -417,7 +413,7 @@ def _largest_alloc(e: Any, skip: tuple[str, ...] = ()) -> int:
     while stack:
         x = stack.pop()
         best = max(best, _alloc(x))
-        stack.extend(c for c in x.children if not (_is_op(c) and c.name in skip))
+        stack.extend(c for c in x.children if not (is_op(c) and c.name in skip))
     return best
 
 
@@ -426,13 +422,6 @@ def _tensor_meta(e: Any, pos: int) -> Any:
     if pos < len(inputs) and hasattr(inputs[pos], "sizes"):
         return inputs[pos]
     return None
-
-
-def _numel(sizes: Iterable[int]) -> int:
-    n = 1
-    for s in sizes:
-        n *= int(s)
-    return n
 
 
 def _itemsize(dtype: Any) -> int:
@@ -458,7 +447,7 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
     ran_backward: set[int] = set()  # sequence numbers of the autograd nodes the backward ran
 
     def index_forward(e: Any, site: int | None) -> None:
-        if _is_op(e):
+        if is_op(e):
             if e.name.startswith(_SEQ_EVENT):
                 ran_backward.add(e.extra_fields.sequence_number)
                 if e.name[len(_SEQ_EVENT):].startswith(_REDUCTION_BACKWARDS) and _runs_any(e, _READS_DESTINATION):
@@ -485,12 +474,12 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
     taken = Counter(key for seq, key in pieces_of.items() if seq in ran_backward)
     #: the lone pieces' sequence numbers -> the size of the tensor each is taken from (a piece as large as it is the
     #: whole tensor, ``h[:, 0]`` of an (N, 1, C) ``h``, which ``squeeze`` takes with a free backward: FXL113's)
-    lone = {seq: _numel(key[1]) for seq, key in pieces_of.items() if taken[key] == 1}
+    lone = {seq: numel(key[1]) for seq, key in pieces_of.items() if taken[key] == 1}
 
     # pass 2: copies (``evs``: the profiler events of ``chain``, for the copy's time)
     def visit(e: Any, site: int | None, chain: tuple[str, ...], evs: tuple[Any, ...], grad_fn: str | None,
               phase: str, lookup: bool = False, alone_of: int | None = None, of_computed: str | None = None) -> None:
-        if not _is_op(e):
+        if not is_op(e):
             return
         name = e.name
         m = _ANNOTATION.match(name)
@@ -519,7 +508,7 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
                 event["events"] = evs
                 event["table"] = lookup if phase == "backward" else (name in GATHER_KERNELS and _reads_table(e, tables))
                 event["lone_piece"] = (phase == "backward" and alone_of is not None
-                                       and _numel(event["shape"]) < alone_of)
+                                       and numel(event["shape"]) < alone_of)
                 event["computed"] = (of_computed if phase == "backward"
                                      else computed.by_key.get(event_key(evs[0])))
                 event["saved_destination"] = (phase == "forward" and chain[0] in _IN_PLACE_REDUCTIONS
@@ -527,7 +516,7 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
                 _record(raw, event, sites.get(site) if site is not None else None, grad_fn, phase)
                 if name in GATHER_KERNELS:  # a copy of the gather's input is a copy of its own
                     for c in e.children:
-                        if _is_op(c) and c.name in _INPUT_COPIES:
+                        if is_op(c) and c.name in _INPUT_COPIES:
                             visit(c, site, chain, evs, grad_fn, phase, lookup, alone_of, of_computed)
                 return  # nothing else inside a copy kernel is a second copy
         for c in e.children:
@@ -578,7 +567,7 @@ _READS_DESTINATION = {"aten::eq", "aten::div"}
 
 def _runs_any(e: Any, names: set[str]) -> bool:
     """Does the subtree of event ``e`` run one of the ops ``names``?"""
-    return any(_is_op(c) and (c.name in names or _runs_any(c, names)) for c in e.children)
+    return any(is_op(c) and (c.name in names or _runs_any(c, names)) for c in e.children)
 
 
 #: backward nodes of gathers: their accumulating scatter writes the gathered gradient back (a copy of it)
@@ -602,7 +591,7 @@ def _scatter_write(e: Any, pos: int, chain: tuple[str, ...]) -> dict[str, Any] |
     if vals is None:
         return None
     sizes = tuple(int(s) for s in vals.sizes)
-    n = _numel(sizes)
+    n = numel(sizes)
     if n == 0:
         return None
     return {"kernel": e.name, "bytes": n * _itemsize(vals.dtype), "shape": sizes, "dtype": str(vals.dtype),
@@ -631,7 +620,7 @@ def _as_copy(e: Any, chain: tuple[str, ...]) -> dict[str, Any] | None:
         if dst is None:
             return None
         sizes = tuple(int(s) for s in dst.sizes)
-        n = _numel(sizes)
+        n = numel(sizes)
         if n == 0:
             return None
         kind = "layout"
@@ -733,10 +722,10 @@ def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...]
     parent = chain[-2] if len(chain) >= 2 else None
     if chain[-1] in HOST_READ_KERNELS:
         return True, None
-    if _numel(shape) <= 1 and (chain[0] not in COPY_ENTRY_OPS or chain[0] in REDUCTION_KERNELS) \
+    if numel(shape) <= 1 and (chain[0] not in COPY_ENTRY_OPS or chain[0] in REDUCTION_KERNELS) \
             and chain[0] not in _USER_CONVERSIONS:  # a reduction's own scalars (mean's count) are the op's
         return False, UNAVOIDABLE["scalar"]
-    if chain[-1] in _FILL_SCATTERS and _numel(shape) == 1:
+    if chain[-1] in _FILL_SCATTERS and numel(shape) == 1:
         return False, UNAVOIDABLE["fill"]
     if chain[-1] == "aten::copy_" and parent in _BIAS_INTO_OUTPUT:
         return False, UNAVOIDABLE["blas-bias"]
