@@ -601,3 +601,38 @@ def test_binding_reads_schemas_signatures_and_the_explicit_table():
     }
     for label, (node, expected) in cases.items():
         assert bind(node) == expected, label
+
+
+def test_a_first_argument_passed_by_keyword_is_the_input():
+    """`F.scaled_dot_product_attention(query=q, key=k, value=v)` (diffusers' attention dispatch) and
+    `F.linear(input=x, weight=w)`: the first parameter, passed by name, is the node's input."""
+    import torch.nn.functional as F
+
+    w = torch.randn(8, 8)
+
+    def f(q, k, v):
+        out = F.scaled_dot_product_attention(query=q, key=k, value=v)
+        return F.linear(input=out, weight=w)
+
+    q = torch.randn(2, 2, 4, 8)
+    view = dynamo_view(f, q, q.clone(), q.clone())
+    [a] = view.ops("scaled_dot_product_attention")
+    assert [a.args[k].kind if a.args[k] is not None else None for k in ("query", "key", "value")] == ["input"] * 3
+    [lin] = view.ops("linear")
+    assert lin.input is a
+
+
+def test_a_one_operand_einsum_that_only_permutes_is_a_permute():
+    from fxlint.canon.text import call_text
+
+    def f(x):
+        a = torch.einsum("nhwc->nchw", x)  # a view of x
+        b = torch.einsum("nhwc->nch", x)  # sums w: stays an einsum
+        c = torch.einsum("nhwc,nhwc->nchw", x, x)  # two operands: stays an einsum
+        return a, b, c
+
+    view = dynamo_view(f, torch.randn(2, 3, 4, 5))
+    [p] = view.ops("permute")
+    assert p.args["dims"] == (0, 3, 1, 2) and p.input.kind == "input" and p.is_view
+    assert call_text(p) == 'torch.einsum("nhwc->nchw", ...)'
+    assert len(view.ops("einsum")) == 2

@@ -18,9 +18,9 @@ this copy equal to it):
 op                                         args
 =========================================  ===================================================================
 permute                                    input, dims (the full permutation), written (the two dims as a
-                                           transpose wrote them, else None). Spelled: adjoint, H, mH,
-                                           moveaxis, movedim, mT, numpy_T, permute, swapaxes, swapdims, T, t,
-                                           t_, transpose, transpose_
+                                           transpose wrote them, a one-operand einsum's equation, else None).
+                                           Spelled: adjoint, H, mH, moveaxis, movedim, mT, numpy_T, permute,
+                                           swapaxes, swapdims, T, t, t_, transpose, transpose_
 view                                       input, shape (the result's). Spelled: _reshape_alias, _unsafe_view,
                                            view, view_as
 reshape                                    input, shape (the result's). Spelled: flatten, ravel, reshape,

@@ -26,7 +26,8 @@ from .op_registry import Args, Call, declare, normaliser
     spellings={"permute", "transpose", "transpose_", "swapaxes", "swapdims", "t", "t_", "T", "mT", "H", "mH",
                "numpy_T", "adjoint", "movedim", "moveaxis"},
     view=True,
-    doc="input, dims (the full permutation), written (the two dims as a transpose wrote them, else None)",
+    doc="input, dims (the full permutation), written (the two dims as a transpose wrote them, a one-operand "
+        "einsum's equation, else None)",
 )
 def permute(c: Call) -> Args:
     dims, written = _perm_dims(c)
@@ -520,8 +521,24 @@ def einsum(c: Call) -> Args | None:
     if len(rest) == 1 and isinstance(rest[0], (list, tuple)):
         rest = list(rest[0])
     ops = [c.conv(x) for x in rest]
+    dims = _einsum_permutation(args[0], ops)
+    if dims is not None:  # one operand, every index kept once: a permute, a view of the operand
+        c.op = "permute"
+        return {"input": ops[0], "dims": dims, "written": args[0]}
     return {"equation": args[0], "operands": ops, "a": ops[0] if ops else None,
             "b": ops[1] if len(ops) > 1 else None}
+
+
+def _einsum_permutation(equation: str, ops: list[Any]) -> tuple[int, ...] | None:
+    """The permutation a one-operand einsum is (``"nhwpqc->nchpwq"``: (0, 5, 1, 3, 2, 4)); None for anything
+    else (a sum, a diagonal, an ellipsis, several operands)."""
+    if len(ops) != 1 or not isinstance(ops[0], CanonNode) or ops[0].tensor is None:
+        return None
+    lhs, arrow, rhs = equation.replace(" ", "").partition("->")
+    if not arrow or "." in lhs or not lhs.isalpha() or len(set(lhs)) != len(lhs) or sorted(lhs) != sorted(rhs) \
+            or len(lhs) != ops[0].tensor.ndim:
+        return None
+    return tuple(lhs.index(ch) for ch in rhs)
 
 
 @normaliser("avg_pool2d", "max_pool2d", "adaptive_avg_pool2d",

@@ -223,7 +223,9 @@ class Call:
     whether it was passed by position or keyword, to a method, a ``torch.*`` function or an
     ATen op; ``call.first("mat2", "other")`` the first passed of several names (ops that name one
     argument differently). ``call.input`` is the canonical node of the first argument (the
-    tensor a method is called on), ``call.rank`` its rank, ``call.out`` the node's own value.
+    tensor a method is called on, or the first parameter when passed by keyword:
+    ``F.scaled_dot_product_attention(query=q, ...)``), ``call.rank`` its rank, ``call.out`` the
+    node's own value.
     ``call.conv(x)`` turns fx values into canonical ones (nodes into ``CanonNode``).
     """
 
@@ -240,6 +242,9 @@ class Call:
         self.conv: Callable[[Any], Any] = builder.conv
         self._plan: Plan | None = None
         first = node.args[0] if node.args else None
+        if not node.args and node.kwargs:  # the first argument passed by keyword: `F.sdpa(query=q, key=k, ...)`
+            plan = self._plan = plan_for(node)
+            first = node.kwargs.get(plan.names[0]) if plan.names else None
         self.input: CanonNode | None = self.map.get(first) if isinstance(first, fx.Node) else None
 
     @property

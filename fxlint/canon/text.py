@@ -108,11 +108,14 @@ def strided_text(dtype: str, shape: Sequence[Dim | str], stride: Sequence[Dim | 
 def permute_text(dims: Sequence[int] | None, spelling: str | None = None,
                  written: Sequence[Any] | None = None) -> str:
     """How a permute is shown: as the user spelled it where ``spelling`` says (``.t()``, ``.T``,
-    ``.mT``; ``.transpose(i, j)`` with the dims as ``written``), and for a suggested or
+    ``.mT``; ``.transpose(i, j)`` with the dims as ``written``; a one-operand ``torch.einsum`` with its
+    equation), and for a suggested or
     unknown spelling the shortest call (``.transpose(i, j)`` when it swaps two dims, else
     ``.permute(...)``)."""
     if dims is None:
         return ".permute(...)"
+    if spelling == "einsum" and isinstance(written, str):  # a one-operand einsum that only permutes
+        return f'torch.einsum("{written}", ...)'
     if spelling in _AS_WRITTEN:
         return _AS_WRITTEN[spelling]
     moved = [i for i, d in enumerate(dims) if d != i]
