@@ -49,6 +49,12 @@ _OPS = {
     "avg_pool2d": lambda h: F.avg_pool2d(h, 2), "max_pool2d": lambda h: F.max_pool2d(h, 2),
     "adaptive_avg_pool2d, 1": lambda h: F.adaptive_avg_pool2d(h, 1),
     "adaptive_avg_pool2d, 2": lambda h: F.adaptive_avg_pool2d(h, 2),
+    "pad, constant": lambda h: F.pad(h, (1, 2)), "pad, width 0": lambda h: F.pad(h, (0, 0)),
+    "pad, 2-D": lambda h: F.pad(h, (1, 1, 2, 0), value=1.0),
+    "pad, reflect": lambda h: F.pad(h, (1, 2, 2, 1), mode="reflect"),
+    "pad, replicate": lambda h: F.pad(h, (1, 1, 1, 1), mode="replicate"),
+    "expand, a new dim": lambda h: h[:, :, None].expand(B, H, 3, N, D).reshape(B, H * 3, N, D),
+    "expand, the batch": lambda h: h[:1].expand(B, H, N, D),
     "sdpa, a learned mask": lambda h: F.scaled_dot_product_attention(h, h * 2, h * 3, attn_mask=h[:1, :, :, :1] * h[
         :1, :, :, :1].transpose(-1, -2)),
 }
@@ -230,6 +236,49 @@ def test_a_conv_or_norm_after_the_transpose_back_lays_out_the_linear_s_gradient(
 
 
 
+class _SkipJoin(torch.nn.Module):
+    """A UNet up block's attention: the linear over the channels, transposed back to NCHW, then joined with the skip
+    connection by `cat` along the channels (``back=True``); or a transformer's class token joined along the tokens
+    after the linear (``back=False``), whose piece of the gradient keeps the tokens' order."""
+
+    def __init__(self, back: bool):
+        super().__init__()
+        self.to_out, self.back = torch.nn.Linear(8, 8), back
+        self.conv = torch.nn.Conv2d(16, 8, 1)
+        self.register_buffer("weight", torch.randn(2, 17, 8, generator=torch.Generator().manual_seed(0)))
+
+    def forward(self, x, skip):
+        b, c, h, w = x.shape
+        t = self.to_out(x.flatten(2).transpose(1, 2))  # the joined linear
+        if self.back:
+            y = torch.cat([t.transpose(1, 2).reshape(b, c, h, w), skip], 1)  # the transpose back, then the join
+            return self.conv(y).sum()
+        y = torch.cat([skip.flatten(2).transpose(1, 2)[:, :1, :8], t], 1)
+        return y * self.weight
+
+
+@pytest.mark.parametrize("back", [True, False])
+def test_a_cat_after_the_transpose_back_names_the_transpose_and_a_piece_in_order_is_not_reported(back):
+    import fxlint
+
+    x, skip = torch.randn(2, 8, 4, 4, requires_grad=True), torch.randn(2, 8, 4, 4)
+    report = fxlint.lint(_SkipJoin(back).train(), (x, skip), train=True, select=["FXL121", "FXL201"],
+                         confirm=True, config=False)
+    got = [f for f in report.findings if f.code == "FXL121"]
+    if not back:  # the model sees the fold's copy, and no order of the linear's input avoids it
+        from fxlint.capture.graphs import capture
+
+        view = capture(_SkipJoin(back).train(), (x, skip)).views[0]
+        assert [c.grad.made_by.op for c in grad_layouts(view).copies] == ["cat"]
+        assert got == []
+        return
+    [f] = got
+    assert f.line == line_of(__file__, "# the joined linear")
+    assert f.status == "confirmed" and f.backward_bytes == x.numel() * 4
+    assert f.violation.fix == "permuted-back" and f.violation.cause == ".transpose(1, 2)", f.message
+    assert f"line {line_of(__file__, '# the transpose back, then the join')}" in f.message
+
+
 def _in_layout(h, layout):
     """``h`` made in one layout and viewed as (B, C, H, W) or (B, C, L) in another (diffusers' attention output,
     transposed back to NCHW and added to the residual, reaches the next ResNet block's GroupNorm channels-last)."""
@@ -261,3 +310,45 @@ def test_group_norm_hands_back_its_input_s_gradient_as_autograd_does(layout):
     out.backward(torch.randn(out.shape))
     got = grad_layouts(view).at(gn.input)
     assert got is not None and tuple(got.strides) == seen["s"], (layout, got, seen)
+
+
+class _GroupedQuery(torch.nn.Module):
+    """Grouped-query attention: 4 query heads, 2 key/value heads repeated (``repeat``: transformers' `repeat_kv`
+    after the transpose), repeated before the transpose (``before``), or read by SDPA as they are (``gqa``)."""
+
+    def __init__(self, mode: str):
+        super().__init__()
+        self.q, self.k, self.v = torch.nn.Linear(32, 32), torch.nn.Linear(32, 16), torch.nn.Linear(32, 16)
+        self.mode = mode
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        q = self.q(x).view(b, n, 4, 8).transpose(1, 2)
+        if self.mode == "before":
+            k = self.k(x).view(b, n, 2, 1, 8).expand(b, n, 2, 2, 8).reshape(b, n, 4, 8).transpose(1, 2)
+            v = self.v(x).view(b, n, 2, 1, 8).expand(b, n, 2, 2, 8).reshape(b, n, 4, 8).transpose(1, 2)
+            return F.scaled_dot_product_attention(q, k, v)
+        k = self.k(x).view(b, n, 2, 8).transpose(1, 2)  # the repeated key heads
+        v = self.v(x).view(b, n, 2, 8).transpose(1, 2)  # the repeated value heads
+        if self.mode == "gqa":
+            return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+        k = k[:, :, None].expand(b, 2, 2, n, 8).reshape(b, 4, n, 8)
+        v = v[:, :, None].expand(b, 2, 2, n, 8).reshape(b, 4, n, 8)
+        return F.scaled_dot_product_attention(q, k, v)
+
+
+@pytest.mark.parametrize("mode", ["repeat", "before", "gqa"])
+def test_repeated_key_value_heads_copy_their_gradient_at_the_views_and_the_fixes_do_not(mode):
+    import fxlint
+
+    x = torch.randn(2, 16, 32)
+    report = fxlint.lint(_GroupedQuery(mode).train(), (x,), train=True, select="FXL121", confirm=True, config=False)
+    got = [f for f in report.findings if f.code == "FXL121"]
+    copies = _view_copies(_GroupedQuery(mode).train(), (x,))
+    if mode != "repeat":
+        assert got == [] and copies == []
+        return
+    lines = [line_of(__file__, "# the repeated key heads"), line_of(__file__, "# the repeated value heads")]
+    assert sorted(f.line for f in got) == lines == copies
+    assert all(f.status == "confirmed" and f.backward_bytes == 2 * 16 * 16 * 4 for f in got)
+    assert all(f.violation.fix == "expand" and "enable_gqa=True" in f.fix for f in got)

@@ -18,6 +18,10 @@ tests/test_fxl121_gradient_layout_copy.py checks them):
 * `+`, `-`, `*`, `/`, `neg`, `exp`, `gelu`, `silu`, dropout, conversions, `clone`, `contiguous`: the gradient's
   own layout (TensorIterator lays its result out like the gradient, its first operand), for an input of the
   output's shape; `cat`: a slice of the gradient;
+* `F.pad` with zeros of width 0 (timm's "same" padding where none is needed): the gradient itself; with a
+  constant of some width, a new tensor of the input's shape, dense in the gradient's order; reflect, replicate
+  and circular pads, a new contiguous tensor; an `expand` that broadcasts: the gradient summed over the broadcast
+  dims, a new contiguous tensor (a GQA `k[:, :, None].expand(...)`);
 * matmul, `mm`, `bmm`, `linear`, `softmax`, `log_softmax`, `layer_norm`, `where`, `masked_fill`, `relu`, a slice
   (`slice_backward` zero-fills the input), `split`/`chunk`/`unbind` (their backward is a `cat`/`stack`): a new
   contiguous tensor;
@@ -157,8 +161,13 @@ class GradLayouts:
         if op == "slice" and x is not None and x.tensor is not None:
             return [(x, Grad(contiguous_strides(x.tensor.shape), True, u))]
         if op == "expand" and x is not None and x.tensor is not None and u.tensor is not None:
-            same = tuple(x.tensor.shape) == tuple(u.tensor.shape)
-            return [(x, g if same else None)]
+            if tuple(x.tensor.shape) == tuple(u.tensor.shape):
+                return [(x, g)]
+            # the backward sums the gradient over the broadcast dims into a new contiguous tensor, whatever its
+            # layout (measured: a GQA `k[:, :, None].expand(...)` with a transposed gradient)
+            return [(x, Grad(contiguous_strides(x.tensor.shape), True, u))]
+        if op == "pad" and x is not None:
+            return [(x, _pad_grad(u, x, g))]
         if op in _PIECES and x is not None and x.tensor is not None:
             return [(x, Grad(contiguous_strides(x.tensor.shape), True, u))]
         if op == "cat":  # each input gets a slice of the gradient: strided, unless the slice is contiguous
@@ -316,6 +325,25 @@ def _cut_strided(u: CanonNode, i: CanonNode, g: Grad) -> bool:
         return False
     return is_contiguous_as(whole.shape, g.strides, CONTIGUOUS) and not is_contiguous_as(t.shape, g.strides,
                                                                                           CONTIGUOUS)
+
+
+def _pad_grad(u: CanonNode, x: CanonNode, g: Grad | None) -> Grad | None:
+    """``F.pad``'s backward: with zeros of width 0 the gradient itself; a constant pad crops the gradient into a new
+    tensor laid out densely in the gradient's order; reflect, replicate and circular pads accumulate it into a new
+    contiguous tensor (measured with tensor hooks for contiguous, transposed and channels-last gradients)."""
+    t, widths, mode = x.tensor, u.args.get("pad"), u.args.get("mode")
+    if t is None or not isinstance(widths, tuple) or not all(isinstance(w, int) for w in widths):
+        return None
+    if mode in ("reflect", "replicate", "circular"):
+        return Grad(contiguous_strides(t.shape), True, u)
+    if mode != "constant" or g is None or any(w < 0 for w in widths) or len(g.strides) != t.ndim:
+        return None
+    if all(w == 0 for w in widths):
+        return Grad(g.strides, False, g.made_by, g.through_copy)
+    if not all(isinstance(d, int) for d in g.strides):
+        return None
+    order = sorted(range(t.ndim), key=lambda d: (g.strides[d], -d))  # fastest first
+    return Grad(dense_strides(t.shape, order), True, g.made_by, g.through_copy)
 
 
 def _returns_input(u: CanonNode) -> bool:

@@ -28,7 +28,18 @@ path (dropout inside it, or a mask that needs a gradient: the learned
 position bias of T5 and WavLM), whose gradients are contiguous; a conv,
 `batch_norm` or `group_norm` writes its input's gradient in that input's
 layout (diffusers' attention block: `to_out` on (B, H*W, C), transposed back
-to (B, C, H, W) for the next GroupNorm and conv).
+to (B, C, H, W) for the next GroupNorm and conv). Where a `cat` joins the
+tensor after such a permute (a UNet's skip connection), its piece of the
+gradient is in the permuted order and the finding names the permute; a piece
+still in the tensor's own order, cut along a middle dim (a class token
+joined along the tokens), has no order that avoids the fold and is not
+reported.
+
+Repeated key and value heads (grouped-query attention's
+`k[:, :, None].expand(...).reshape(...)` after the transpose) get their
+gradient summed back over the repeats into a new tensor in the permuted
+order: the views above copy it, and the fix is SDPA's `enable_gqa=True`
+(measured: no backward copy) or the repeat before the transpose.
 
 A view whose gradient comes back through a `.contiguous()` copy is FXL101's
 (its backward bytes); pieces taken after a permute are FXL114's.
@@ -77,13 +88,14 @@ custom score function) pays the copy. Silence a line with
 `linear` as written), `kind` (`view` or `linear`), `grad_strides` (the
 gradient's predicted strides), `cause` (the op whose backward wrote it),
 `cause_at` (its line), `fix` (`attention`, `attention-math`,
-`before-permute` or `layout-op`), `copied` (backward bytes per training step).
+`before-permute`, `layout-op`, `permuted-back` or `expand`), `copied` (backward bytes per training step).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 
 from ..canon import CanonNode, GraphView
 from ..canon.text import bytes_text, bytes_value, call_text, line_from, shape_text
@@ -112,7 +124,7 @@ class GradientLayoutCopy(Violation):
     grad_strides: tuple[int | str, ...]
     cause: str
     cause_at: str
-    fix: str  # "attention" | "attention-math" | "before-permute" | "layout-op"
+    fix: str  # "attention" | "attention-math" | "before-permute" | "layout-op" | "permuted-back" | "expand"
     copied: int | str | None
 
     def message(self) -> str:
@@ -131,6 +143,15 @@ class GradientLayoutCopy(Violation):
             return (f"`{self.cause}` hands back its input's gradient laid out as that input, which is in the permuted "
                     "order: do this step in the order the conv or norm works in (a 1x1 conv on (B, C, H, W) for a "
                     "linear over the channels), so that no permute sits between them")
+        if self.fix == "expand":
+            return (f"`{self.cause}`'s backward sums the gradient over the repeated dims into a new tensor in the "
+                    "permuted order: for grouped-query attention pass the key and value heads to "
+                    "F.scaled_dot_product_attention(..., enable_gqa=True) instead of repeating them, or repeat "
+                    "before the permute, on the tensor in its own order")
+        if self.fix == "permuted-back":
+            return (f"`{self.cause}` lays this tensor back out in another order for what follows, and the gradient "
+                    "comes back in that order: do this step in that order (a 1x1 conv on (B, C, H, W) for a "
+                    "linear over the channels), or keep the tensor in this order until nothing needs the other")
         if self.fix == "attention-math":
             return ("F.scaled_dot_product_attention runs its math path here (dropout inside it, or a mask that needs a "
                     "gradient: a learned position bias), whose backward writes q, k and v's gradients contiguous; its "
@@ -152,6 +173,33 @@ def _cause_text(node: CanonNode) -> str:
     return cause_name(node)
 
 
+def _row_major(strides: tuple[object, ...], node: CanonNode) -> bool:
+    """The gradient keeps the tensor's own dim order (only gaps between the rows: a piece cut out of a larger
+    gradient), as opposed to a permuted order."""
+    t = node.tensor
+    if t is None or not all(isinstance(s, int) for s in strides):
+        return True
+    big = [s for d, s in zip(t.shape, strides) if d != 1]
+    return all(a >= b for a, b in pairwise(big))  # type: ignore[operator]
+
+
+def _permute_between(node: CanonNode, cause: CanonNode) -> CanonNode | None:
+    """The first permute on the way from ``node`` to ``cause`` (its users, up to ``cause``'s position): the op that
+    lays the tensor back out in the order its gradient then comes back in."""
+    seen: set[int] = set()
+    todo = [node]
+    while todo:
+        n = todo.pop(0)
+        for u in n.users:
+            if id(u) in seen or u.position > cause.position:
+                continue
+            seen.add(id(u))
+            if u.op == "permute" and list(u.args.get("dims") or ()) != sorted(u.args.get("dims") or ()):
+                return u
+            todo.append(u)
+    return None
+
+
 @rule("FXL121", "gradient-layout-copy", "info", violation=GradientLayoutCopy)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     layouts = grad_layouts(view)
@@ -159,12 +207,20 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         cause = c.grad.made_by
         if cause is None or c.grad.through_copy is not None:
             continue  # from the graph's output (nothing to move), or through a `.contiguous()` (FXL101's)
+        permute = None
         if cause.op == "cat" and c.node.op == "linear":
-            continue  # a joined tensor's piece folded to 2-D: no order of the linear's input avoids it
-        if cause.op in _PRODUCTS:
+            permute = _permute_between(c.node, cause) if not _row_major(c.grad.strides, c.node) else None
+            if permute is None:
+                continue  # a joined tensor's piece folded to 2-D: no order of the linear's input avoids it
+        if permute is not None:
+            fix = "permuted-back"  # the piece is in the order of a permute after the linear: the permute decides
+            cause = permute
+        elif cause.op in _PRODUCTS:
             fix = "attention"
         elif cause.op == "scaled_dot_product_attention":
             fix = "attention-math"  # the math path (dropout, a mask that needs a gradient): contiguous gradients
+        elif cause.op == "expand":
+            fix = "expand"  # repeated heads (GQA's repeat_kv): summed back into the permuted order
         elif cause.op in _BEFORE_PERMUTE:
             fix = "before-permute"
         elif cause.op in _IN_INPUT_LAYOUT:
