@@ -7,6 +7,7 @@ import torch
 import torch.nn as nn
 
 import fxlint
+from tests.conftest import line_of
 from tests.copy_helpers import Expect, check_negative, check_positive, findings
 
 X = torch.randn(4, 8)
@@ -146,3 +147,54 @@ def test_several_copies_on_one_line_are_confirmed_one_by_one():
     [f] = findings(report, "FXL102")
     assert f.copy_sizes == (2 * 2 * 16 * 8 * 4,) * 3 and f.bytes == 3 * 2 * 2 * 16 * 8 * 4
     assert f.status == "confirmed", f
+
+
+class _Unpatchify(nn.Module):
+    """A diffusion transformer's output: tokens (B, h*w, p*p*c) back to an image (B, c, h*p, w*p) through a
+    one-operand einsum that permutes (DiT, PixArt, SD3)."""
+
+    def __init__(self, project_first: bool = False):
+        super().__init__()
+        self.proj, self.project_first = nn.Linear(16, 16), project_first
+
+    def forward(self, tokens):  # (2, 16, 16): h = w = 4, p = 2, c = 4
+        x = self.proj(tokens)
+        x = x.reshape(2, 4, 4, 2, 2, 4)  # the view whose backward copies
+        x = torch.einsum("nhwpqc->nchpwq", x)
+        if self.project_first:
+            return x * 2.0
+        return x.reshape(2, 4, 8, 8)  # the unpatchify copy
+
+
+def test_unpatchify_pays_the_copy_again_in_the_backward_at_the_first_reshape():
+    from fxlint.runtime.confirm import _backward_hits
+
+    here = __file__
+    x = torch.randn(2, 16, 16)
+    rep = fxlint.lint(_Unpatchify(), (x,), train=True, select=["FXL102"], config=False)
+    [f] = rep.findings
+    first = line_of(here, "# the view whose backward copies")
+    assert f.line == line_of(here, "# the unpatchify copy") and f.bytes == x.numel() * 4
+    assert 'torch.einsum("nhwpqc->nchpwq", ...)' in f.message
+    assert f.backward_bytes == x.numel() * 4 and [line for _, line in f.backward_sites] == [first]
+    assert f"`.reshape(2, 4, 4, 2, 2, 4)` at line {first} must copy it" in f.message
+    hits = _backward_hits(f, fxlint.audit(_Unpatchify(), (x,), train=True), set())
+    assert [c.line for c in hits] == [first] and sum(c.bytes for c in hits) == f.backward_bytes
+    with torch.no_grad():  # inference: no backward, no claim
+        [g] = findings(fxlint.lint(_Unpatchify().eval(), (x,), config=False), "FXL102")
+    assert g.backward_bytes == 0 and "backward" not in g.message
+
+
+def test_a_head_merge_after_a_matmul_pays_nothing_again():
+    """`attn.transpose(1, 2).reshape(B, T, C)`: the gradient of the copy reaches the matmul, which takes any
+    layout: no view above the permute, no second copy."""
+
+    class Merge(nn.Module):
+        def forward(self, q, k):
+            attn = (q @ k.transpose(-1, -2)).softmax(-1) @ k
+            return attn.transpose(1, 2).reshape(2, 8, 16)
+
+    q = torch.randn(2, 2, 8, 8, requires_grad=True)
+    [f] = findings(fxlint.lint(Merge(), (q, q.detach().clone().requires_grad_()), train=True, config=False),
+                   "FXL102")
+    assert f.backward_bytes == 0 and f.backward_sites == ()

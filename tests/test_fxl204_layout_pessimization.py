@@ -107,3 +107,48 @@ def test_fixture_copies_are_confirmed_by_the_runtime():
     model, inputs = load_fixture("FXL204").make()
     report = fxlint.lint(model, inputs, select="FXL204", config=False, confirm=True)
     assert report.findings and all(f.status == "confirmed" for f in report.findings), report
+
+
+class _ProjToConv(nn.Module):
+    """A transformer block's output projection on (B, H*W, C), laid back out as NCHW for a conv (diffusers'
+    Transformer2DModel: `proj_out` after `.permute(0, 3, 1, 2).contiguous()`)."""
+
+    def __init__(self, contiguous=True):
+        super().__init__()
+        self.proj, self.conv, self.contiguous = nn.Linear(16, 16), nn.Conv2d(16, 8, 1), contiguous
+
+    def forward(self, x):  # (B, H*W, C)
+        h = self.proj(x)  # the linear whose backward copies
+        h = h.reshape(2, 8, 8, 16).permute(0, 3, 1, 2)
+        if self.contiguous:
+            h = h.contiguous()  # the layout copy
+        return self.conv(h)
+
+
+def _backward_clones(model, x):
+    audit = fxlint.audit(model, (x,), train=True)
+    return [c for c in audit.copies if c.phase == "backward" and c.avoidable and c.file == HERE]
+
+
+def test_training_claims_the_backward_copy_the_gradient_comes_back_through_and_dropping_it_removes_it():
+    from fxlint.runtime.confirm import _backward_hits
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 64, 16)
+    rep = fxlint.lint(_ProjToConv(), (x,), train=True, select=["FXL204"], config=False)
+    [f] = rep.findings
+    lin_line = line_of(HERE, "# the linear whose backward copies")
+    assert f.line == line_of(HERE, "# the layout copy")
+    assert f.backward_bytes == 2 * 64 * 16 * 4 and [line for _, line in f.backward_sites] == [lin_line]
+    assert f"`linear` at line {lin_line} must copy it" in f.message
+    hits = _backward_hits(f, fxlint.audit(_ProjToConv(), (x,), train=True), set())
+    assert [c.line for c in hits] == [lin_line] and sum(c.bytes for c in hits) == f.backward_bytes
+    # the fix removes the backward copy at the linear too (the conv's own backward copies are FXL209's)
+    assert lin_line in [c.line for c in _backward_clones(_ProjToConv(), x)]
+    assert lin_line not in [c.line for c in _backward_clones(_ProjToConv(contiguous=False), x)]
+
+
+def test_no_backward_claim_without_training():
+    with torch.no_grad():
+        [f] = _fxl204(fxlint.lint(_ProjToConv(), (torch.randn(2, 64, 16),), config=False))
+    assert f.backward_bytes == 0 and "training" not in f.message

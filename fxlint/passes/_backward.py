@@ -46,7 +46,7 @@ def backward_layout_copies(node: CanonNode, view: GraphView | None = None) -> li
     arrives = grad_layouts(view).at(node) if view is not None else None
     if arrives is not None and len(arrives.strides) == len(shape):
         stride = arrives.strides
-    for cur in src.view_chain()[:-1]:  # each view, up to the tensor they view
+    for cur in src.view_chain(aliasing=True)[:-1]:  # each view (a reshape that is one too), up to the tensor
         if cur.input is None or cur.input.tensor is None:
             break
         parent = cur.input.tensor
@@ -56,7 +56,7 @@ def backward_layout_copies(node: CanonNode, view: GraphView | None = None) -> li
             for i, d in enumerate(dims):
                 inv[d] = i
             shape, stride = tuple(shape[i] for i in inv), tuple(stride[i] for i in inv)
-        elif cur.op == "view":
+        elif cur.op in ("view", "reshape"):  # a reshape in a view chain was a view in the forward
             chk = check_view(shape, stride, parent.shape)
             if chk.viewable is None:
                 return out
@@ -73,4 +73,16 @@ def backward_layout_copies(node: CanonNode, view: GraphView | None = None) -> li
     return out
 
 
-__all__ = ["backward_layout_copies", "conversion_backward_bytes", "grad_flows"]
+def copies_through(nodes: list[CanonNode], view: GraphView) -> list[tuple[CanonNode, Dim]]:
+    """Every backward copy a layout copy (one of ``nodes``: a `.contiguous()` and its repeats) is the cause of:
+    the views above it (``backward_layout_copies``), and the copies further on that the gradient model traces
+    back through it (a `linear` in another module folding the gradient the copy's backward hands back permuted).
+    Dropping the copy lets the gradient come back in the layout the views expect, so these go with it."""
+    out = [b for n in nodes for b in backward_layout_copies(n, view)]
+    seen = {id(n) for n, _ in out}
+    out += [(c.node, c.bytes) for c in grad_layouts(view).copies
+            if any(c.grad.through_copy is n for n in nodes) and id(c.node) not in seen]
+    return out
+
+
+__all__ = ["backward_layout_copies", "conversion_backward_bytes", "copies_through", "grad_flows"]

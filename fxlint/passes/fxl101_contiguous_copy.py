@@ -85,9 +85,8 @@ from ..canon.text import bytes_text, bytes_value, call_text, line_from, torch_na
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
 from ..tensor.viewable import contiguous_copy_bytes
-from ._backward import backward_layout_copies
+from ._backward import copies_through
 from ._consumers import AGNOSTIC, NEEDS, consumers_need
-from ._grad_layout import grad_layouts
 from ._layout_hits import InputLayout
 from ._sites import count_text, sites, source_key
 
@@ -173,12 +172,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         need = consumers_need(node, src.tensor, view)
         verdict = need.verdict if site.repeats == 1 else "repeated"
         severity = Severity.WARNING if verdict in ("repeated", AGNOSTIC) else Severity.INFO
-        bwd = [b for n in site.nodes for b in backward_layout_copies(n, view)]
-        # and the copies further on that the gradient model traces to this copy (a `linear` in another module
-        # folding the gradient the copy's backward hands back permuted)
-        seen = {id(n) for n, _ in bwd}
-        bwd += [(c.node, c.bytes) for c in grad_layouts(view).copies
-                if any(c.grad.through_copy is n for n in site.nodes) and id(c.node) not in seen]
+        bwd = copies_through(site.nodes, view)
         bwd_bytes = sum(b for _, b in bwd) if bwd else 0
         violation = ContiguousCopy(
             call="contiguous" if node.op == "contiguous" else "clone",

@@ -27,8 +27,15 @@ Severity:
   head merge `attn.transpose(1, 2).reshape(B, T, C)` is one); the finding
   makes a silent copy visible.
 
-Bytes are the tensor's size. Backward pays nothing extra (measured: the
-gradient of the copy passes through).
+Bytes are the tensor's size. In training the copy's own backward is a view
+(measured: the gradient passes through), but where the gradient, passed
+back through the permute, reaches a view above it that merged the permuted
+dims, that view's backward copies it again: the unpatchify of a diffusion
+transformer (`x.reshape(B, h, w, p, p, c)`, `torch.einsum("nhwpqc->nchpwq",
+x)`, then `.reshape(B, c, h*p, w*p)`, which copies) pays the same bytes again
+at the first reshape. The message says where, and `details["backward_bytes"]`
+how much. Where the gradient was laid out by an op inside the graph, that
+copy is FXL121's.
 
 ## Why is this bad?
 `reshape` returns a view when it can and a copy when it cannot, and nothing in
@@ -60,7 +67,8 @@ line with `# fxlint: ignore[FXL102]`.
 new shape merges although they are not adjacent in memory), `shape` (new
 shape), `case` (`ravel`, `repeated`, `reduced`, `needed`), `verdict`
 (`avoidable` or `needed`), `input_layout`, `same_data_copies`, `copies`,
-`source`, `backward_bytes` (0).
+`source`, `backward_bytes`, `backward_copy` and `backward_copy_at` (the view
+whose backward copies the gradient again, and its line).
 """
 
 from __future__ import annotations
@@ -70,11 +78,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..canon import CanonNode, GraphView
-from ..canon.text import args_text, bytes_text, bytes_value, call_text, shape_value
+from ..canon.text import args_text, bytes_text, bytes_value, call_text, line_from, shape_value
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
+from ..tensor.symbolic import Dim
 from ..tensor.viewable import check_view, ravel_copy_bytes
+from ._backward import backward_layout_copies
 from ._consumers import REDUCTION_OPS
+from ._grad_layout import grad_layouts
 from ._layout_hits import InputLayout
 from ._sites import count_text, sites, source_key
 from ._util import real_users
@@ -99,6 +110,9 @@ class ReshapeCopy(Violation):
     copies: list[str]  # the copy nodes on this line
     same_data_copies: int  # the most copies of the same data in the same layout on this line
     source: str  # the node reshaped
+    backward_bytes: int | str | None = 0  # bytes the backward copies again at a view above the permute
+    backward_copy: str | None = None  # that view, as written: ".reshape(-1, 8, 8, 2, 2, 4)"
+    backward_copy_at: str | None = None  # and where: "line 215"
 
     def message(self) -> str:
         if self.case == "ravel":
@@ -113,6 +127,10 @@ class ReshapeCopy(Violation):
                            "the same data): the copies after the first buy nothing")
             elif self.case == "reduced":
                 reason += "; the result is only reduced as a whole, which the original layout gives for free"
+        if self.backward_copy is not None:
+            reason += (f"; in training the backward pays it again: the gradient comes back through the permute "
+                       f"and `{self.backward_copy}` at {self.backward_copy_at} must copy it "
+                       f"({bytes_text(self.backward_bytes)})")
         return (f"`{self.call}` copies {bytes_text(self.copied)} per call{count_text(len(self.copies))}: "
                 f"its input is {self.input_layout.text()}; {reason}")
 
@@ -159,6 +177,8 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             case = "reduced"
         else:
             case = "needed"
+        bwd = _backward_again(site.nodes, view)
+        bwd_bytes = sum(b for _, b in bwd) if bwd else 0
         violation = ReshapeCopy(
             call=_spelled(node),
             copied=bytes_value(site.nbytes),
@@ -170,9 +190,25 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             copies=[n.name for n in site.nodes],
             same_data_copies=site.repeats,
             source=src.name,
+            backward_bytes=bytes_value(bwd_bytes),
+            backward_copy=call_text(bwd[0][0]) if bwd else None,
+            backward_copy_at=line_from(bwd[0][0], node) if bwd else None,
         )
         severity = Severity.INFO if case == "needed" else Severity.WARNING
-        yield Hit(node, violation, bytes=site.nbytes, copy_sizes=site.copy_sizes, backward_bytes=0, severity=severity)
+        yield Hit(node, violation, bytes=site.nbytes, copy_sizes=site.copy_sizes, backward_bytes=bwd_bytes,
+                  severity=severity, backward_sites=tuple(n.location for n, _ in bwd if n.location is not None))
+
+
+def _backward_again(nodes: list[CanonNode], view: GraphView) -> list[tuple[CanonNode, Dim]]:
+    """The views above the copied permute whose backward copies the gradient again, where that gradient comes from
+    the graph's output through this copy (one laid out by an op in the graph is FXL121's finding)."""
+    layouts = grad_layouts(view)
+    out = []
+    for n, b in (c for node in nodes for c in backward_layout_copies(node, view)):
+        known = layouts.copy_at(n)
+        if known is None or known.grad.made_by is None:
+            out.append((n, b))
+    return out
 
 
 def _is_ravel(node: CanonNode) -> bool:

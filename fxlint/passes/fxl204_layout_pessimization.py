@@ -18,6 +18,16 @@ conv convert the weight per call - usually far smaller than the activation,
 and gone once the model is converted with
 `model.to(memory_format=torch.channels_last)`.
 
+In training the copy can cost a second one: the conv hands back its input's
+gradient in NCHW, the copy passes it on, and the permute above it turns it
+into NHWC order with strided channels, which a view or a `linear` above the
+permute (a transformer block's output projection, folded to 2-D) must copy
+to reshape it. Dropping `.contiguous()` removes those too: the conv then
+hands the gradient back channels_last, the order they expect (measured:
+`linear -> reshape -> permute -> .contiguous() -> conv` copies the linear's
+output gradient in the backward, without `.contiguous()` nothing). The
+message says where, and `details["backward_copied"]` how much.
+
 ## Example
 ```python
 x = images.permute(0, 3, 1, 2).contiguous()   # NHWC -> NCHW copy
@@ -44,10 +54,11 @@ from dataclasses import dataclass
 import torch
 
 from ..canon import CanonNode, GraphView
-from ..canon.text import bytes_text, bytes_value
+from ..canon.text import bytes_text, bytes_value, call_text, line_from
 from ..findings import Violation
 from ..kernels import is_channels_last_dense, predict_conv_node
 from ..registry import FixSpec, Hit, RuleContext, rule
+from ._backward import copies_through
 from ._layout_hits import origin, total
 
 
@@ -61,6 +72,9 @@ class LayoutPessimization(Violation):
     convs: list[str]  # the conv nodes it feeds
     copied: int | str | None  # bytes the .contiguous() copies per call (a formula under dynamic shapes)
     weight_conversion_bytes: int | str | None  # what dropping it costs: the convs then convert their weights
+    backward_copied: int | str | None = 0  # bytes the backward copies again above the copy (0: none)
+    backward_copy: str | None = None  # the first view or `linear` that copies the gradient, as written
+    backward_copy_at: str | None = None  # and where: "line 12"
 
     def message(self) -> str:
         fmt = self.layout
@@ -69,8 +83,13 @@ class LayoutPessimization(Violation):
             cost = (f"; without it the conv converts its NCHW weight to {fmt} per call "
                     f"({bytes_text(self.weight_conversion_bytes)}) until the model is converted with "
                     f"model.to(memory_format=torch.{fmt})")
+        again = ""
+        if self.backward_copy is not None:
+            again = (f"; in training the backward copies again: the gradient comes back through it in NCHW and "
+                     f"`{self.backward_copy}` at {self.backward_copy_at} must copy it "
+                     f"({bytes_text(self.backward_copied)} per step)")
         return (f"drop .contiguous(): {' and '.join(self.kernels)} accepts this {fmt} layout "
-                f"({self.origin} is {fmt}); the copy costs {bytes_text(self.copied)} per call{cost}")
+                f"({self.origin} is {fmt}); the copy costs {bytes_text(self.copied)} per call{cost}{again}")
 
     def fix_title(self) -> str:
         fix = f"drop .contiguous() and pass {self.origin} to the conv as it is"
@@ -107,6 +126,8 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         nbytes = x.tensor.nbytes
         weight = total(c for p in after for c in p.forward("weight"))
         weight_now = total(c for p in now for c in p.forward("weight"))
+        bwd = copies_through([node], view)
+        bwd_bytes = sum(b for _, b in bwd) if bwd else 0
         violation = LayoutPessimization(
             layout=fmt,
             origin=origin(x, node),
@@ -114,8 +135,12 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             convs=[u.name for u in users],
             copied=bytes_value(nbytes),
             weight_conversion_bytes=bytes_value(weight - weight_now),
+            backward_copied=bytes_value(bwd_bytes),
+            backward_copy=("linear" if bwd[0][0].op == "linear" else call_text(bwd[0][0])) if bwd else None,
+            backward_copy_at=line_from(bwd[0][0], node) if bwd else None,
         )
-        yield Hit(node, violation, bytes=nbytes)
+        yield Hit(node, violation, bytes=nbytes, backward_bytes=bwd_bytes,
+                  backward_sites=tuple(n.location for n, _ in bwd if n.location is not None))
 
 
 def _to_contiguous(node: CanonNode) -> bool:
