@@ -239,8 +239,9 @@ def backward_claims(report: Any, audit: Any) -> tuple[Counter, dict[int, str], l
     gradient (autograd copies a gradient made non-contiguous by ``transpose(...).contiguous()`` in the
     earlier view's node). Returns the counts, the statuses by finding index and the backward copies
     the confirmed claims explain."""
-    from fxlint.runtime.confirm import _backward_hits
+    from fxlint.runtime.confirm import _backward_hits, backward_owners
 
+    owned = backward_owners(report.findings)
     counts: Counter = Counter()
     status: dict[int, str] = {}
     taken: set[int] = set()
@@ -253,7 +254,7 @@ def backward_claims(report: Any, audit: Any) -> tuple[Counter, dict[int, str], l
         if f.status == "not-run" or not audit.ran(f.file, f.line):
             status[i] = "not_run"
         else:
-            hits = _backward_hits(f, audit, taken)
+            hits = _backward_hits(f, audit, taken, owned)
             taken.update(id(c) for c in hits)
             status[i] = "confirmed" if sum(c.bytes for c in hits) >= f.backward_bytes else "refuted"
             if status[i] == "confirmed":

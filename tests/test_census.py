@@ -554,3 +554,32 @@ def test_runs_of_each_mode_render_as_one_census(tmp_path, capsys):
     assert sorted((m["name"], m["mode"]) for m in merged["models"]) == [("pyg/b", "infer"), ("timm/a", "infer"),
                                                                          ("timm/a", "train")]
     assert merged["modes"] == ["infer", "train"]
+
+
+def _bev(line, nbytes, module):
+    return CopyEvent(kernel="aten::copy_", op="aten::clone", top_op="aten::reshape", chain=("aten::reshape",
+                     "aten::clone", "aten::copy_"), bytes=nbytes, shape=(nbytes // 4,), dtype="float32", kind="layout",
+                     phase="backward", file="/lib/attn.py", line=line, function="forward", code="h = self.to_out(h)",
+                     module_path=module, avoidable=True)
+
+
+@pytest.mark.parametrize("order", ["sites first", "own first"])
+def test_a_backward_site_claim_leaves_a_module_s_own_finding_its_copy(order):
+    """Three attention blocks' `linear` copy at one line in the backward: a skip connection's `.contiguous()` (in
+    `up.0`) claims two of them through ``backward_sites`` (its own module's, then any), and the third block's own
+    finding claims its copy. Each claim is confirmed, whichever is judged first: a copy of a module with its own
+    finding on that line is taken by a sites claim last, and a sites claim takes its own module's copies first."""
+    audit = AuditReport(copies=[_bev(20, 4096, "down.1.attn.to_out"), _bev(20, 4096, "mid.attn.to_out"),
+                                _bev(20, 4096, "up.0.attn.to_out")],
+                        lines_run={("/lib/attn.py", 20), ("/lib/res.py", 10)})
+    site = Finding(code="FXL204", name="x", severity=Severity.WARNING, message="m", file="/lib/res.py", line=10,
+                   bytes=1024, backward_bytes=8192, backward_sites=(("/lib/attn.py", 20),), module_path="up")
+    own = Finding(code="FXL121", name="x", severity=Severity.INFO, message="m", file="/lib/attn.py", line=20,
+                  bytes=1024, backward_bytes=4096, module_path="down.1.attn.to_out")
+    findings = [site, own] if order == "sites first" else [own, site]
+    a = census.analyse(Report(findings=list(findings)), audit, 256, mode="train")
+    assert a["backward_claims"]["confirmed"] == 2 and a["backward_claims"]["refuted"] == 0
+    from fxlint.runtime.confirm import _backward_hits, backward_owners
+
+    hits = _backward_hits(site, audit, set(), backward_owners(findings))
+    assert [c.module_path for c in hits] == ["up.0.attn.to_out", "mid.attn.to_out"]

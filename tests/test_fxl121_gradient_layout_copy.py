@@ -55,6 +55,13 @@ _OPS = {
     "pad, replicate": lambda h: F.pad(h, (1, 1, 1, 1), mode="replicate"),
     "expand, a new dim": lambda h: h[:, :, None].expand(B, H, 3, N, D).reshape(B, H * 3, N, D),
     "expand, the batch": lambda h: h[:1].expand(B, H, N, D),
+    "pow": lambda h: h.pow(2), "sigmoid": torch.sigmoid, "tanh": torch.tanh, "rsqrt": lambda h: (h * h + 1).rsqrt(),
+    "sqrt": lambda h: (h * h + 1).sqrt(), "glu": lambda h: F.glu(h, -1),
+    "interpolate, nearest": lambda h: F.interpolate(h, scale_factor=2.0),
+    "interpolate, bilinear": lambda h: F.interpolate(h, scale_factor=2.0, mode="bilinear"),
+    "interpolate, bicubic": lambda h: F.interpolate(h, size=(20, 12), mode="bicubic"),
+    "interpolate, channels-last gradient": lambda h: F.interpolate(h, scale_factor=2.0, mode="bilinear").permute(
+        0, 2, 3, 1).contiguous().permute(0, 3, 1, 2),
     "sdpa, a learned mask": lambda h: F.scaled_dot_product_attention(h, h * 2, h * 3, attn_mask=h[:1, :, :, :1] * h[
         :1, :, :, :1].transpose(-1, -2)),
 }

@@ -15,14 +15,18 @@ tests/test_fxl121_gradient_layout_copy.py checks them):
   shape (a view where ATen's view rule allows, else a contiguous copy: the copies this module predicts);
 * a dropout of probability 0 (timm's default `nn.Dropout(0.0)`), or not training: the gradient itself (it hands
   back its input, no autograd node);
-* `+`, `-`, `*`, `/`, `neg`, `exp`, `gelu`, `silu`, dropout, conversions, `clone`, `contiguous`: the gradient's
+* `+`, `-`, `*`, `/`, `neg`, `exp`, `pow`, `sqrt`, `rsqrt`, `sigmoid`, `tanh`, `gelu`, `silu`, dropout,
+  conversions, `clone`, `contiguous`: the gradient's
   own layout (TensorIterator lays its result out like the gradient, its first operand), for an input of the
   output's shape; `cat`: a slice of the gradient;
 * `F.pad` with zeros of width 0 (timm's "same" padding where none is needed): the gradient itself; with a
   constant of some width, a new tensor of the input's shape, dense in the gradient's order; reflect, replicate
   and circular pads, a new contiguous tensor; an `expand` that broadcasts: the gradient summed over the broadcast
   dims, a new contiguous tensor (a GQA `k[:, :, None].expand(...)`);
-* matmul, `mm`, `bmm`, `linear`, `softmax`, `log_softmax`, `layer_norm`, `where`, `masked_fill`, `relu`, a slice
+* `F.interpolate` (4-D): nearest and bilinear, a new tensor in channels_last for a channels-last gradient, else
+  contiguous; bicubic, contiguous;
+* matmul, `mm`, `bmm`, `linear`, `softmax`, `log_softmax`, `layer_norm`, `where`, `masked_fill`, `relu`, `glu`,
+  a slice
   (`slice_backward` zero-fills the input), `split`/`chunk`/`unbind` (their backward is a `cat`/`stack`): a new
   contiguous tensor;
 * `einsum`: contiguous in the order `bmm` read the operand (``fxlint.kernels.einsum``);
@@ -62,12 +66,12 @@ from ._constant import dropout_training
 
 #: ops whose backward hands each input of the output's shape a gradient laid out like the output's
 _FOLLOW = frozenset({"add", "sub", "rsub", "mul", "div", "true_divide", "neg", "exp", "gelu", "silu", "dropout",
-                     "to", "clone", "contiguous", "alias", "identity"})
+                     "to", "clone", "contiguous", "alias", "identity", "pow", "sigmoid", "tanh", "sqrt", "rsqrt"})
 #: of those, the ones whose backward passes the gradient itself on (no new tensor autograd could add into)
 _PASS_ON = frozenset({"add", "sub", "clone", "contiguous", "alias", "identity"})
 #: ops whose backward writes their input's gradient into a new contiguous tensor
 _CONTIGUOUS = frozenset({"matmul", "mm", "bmm", "linear", "addmm", "baddbmm", "softmax", "log_softmax", "layer_norm",
-                         "where", "masked_fill", "relu"})
+                         "where", "masked_fill", "relu", "glu"})
 #: ops that cut their input into pieces: their backward puts the pieces' gradients together with cat or stack
 _PIECES = frozenset({"split", "chunk", "unbind", "split_with_sizes", "tensor_split"})
 #: ops whose backward writes their input's gradient as a new tensor in the input's memory format, whatever the layout
@@ -168,6 +172,8 @@ class GradLayouts:
             return [(x, Grad(contiguous_strides(x.tensor.shape), True, u))]
         if op == "pad" and x is not None:
             return [(x, _pad_grad(u, x, g))]
+        if op == "upsample" and x is not None and x.tensor is not None:
+            return [(x, _upsample_grad(u, x, g))]
         if op in _PIECES and x is not None and x.tensor is not None:
             return [(x, Grad(contiguous_strides(x.tensor.shape), True, u))]
         if op == "cat":  # each input gets a slice of the gradient: strided, unless the slice is contiguous
@@ -344,6 +350,19 @@ def _pad_grad(u: CanonNode, x: CanonNode, g: Grad | None) -> Grad | None:
         return None
     order = sorted(range(t.ndim), key=lambda d: (g.strides[d], -d))  # fastest first
     return Grad(dense_strides(t.shape, order), True, g.made_by, g.through_copy)
+
+
+def _upsample_grad(u: CanonNode, x: CanonNode, g: Grad | None) -> Grad | None:
+    """``F.interpolate``'s backward writes a new tensor: nearest and bilinear in channels_last when the output's
+    gradient is channels_last (4-D), else contiguous; bicubic contiguous (measured with tensor hooks for contiguous,
+    channels-last and permuted gradients, and contiguous and channels-last inputs)."""
+    t, out, mode = x.tensor, u.tensor, u.args.get("mode")
+    if t is None or out is None or mode not in ("nearest", "bilinear", "bicubic") or t.ndim != 4:
+        return None
+    if mode != "bicubic" and g is not None and all(isinstance(d, int) for d in (*out.shape, *g.strides)) \
+            and is_contiguous_as(out.shape, g.strides, "channels_last"):
+        return Grad(dense_strides(t.shape, [1, 3, 2, 0]), True, u)
+    return Grad(contiguous_strides(t.shape), True, u)
 
 
 def _returns_input(u: CanonNode) -> bool:

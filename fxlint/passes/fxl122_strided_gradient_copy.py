@@ -1,19 +1,27 @@
-"""A layer_norm or group_norm whose output's gradient comes back strided: its backward makes the gradient contiguous, a copy every training step.
+"""An op whose backward copies its output's gradient when it comes back strided (layer_norm, group_norm, interpolate, 2-D pools, reflect and replicate pads): a copy every training step.
 
 ## What it does
 Follows the gradient's layout from the graph's outputs back, op by op (the
 same model as FXL121, `fxlint/passes/_grad_layout.py`), and finds in
-training the ops whose backward kernel makes the gradient of their output
-contiguous before computing, where that gradient comes back in another
-layout:
+training the ops whose backward kernel copies the gradient of their output
+into the one layout it works in, where that gradient comes back in another
+(each measured with the profiler, torch 2.13, CPU, for contiguous,
+channels-last and permuted gradients):
 
-* `layer_norm` (`nn.LayerNorm`, `F.layer_norm`);
-* `group_norm` on an NCHW input.
+* `layer_norm` (`nn.LayerNorm`, `F.layer_norm`): contiguous;
+* `group_norm` on an NCHW input: contiguous;
+* `F.interpolate` / `nn.Upsample` (4-D): nearest and bilinear take a
+  contiguous or a channels-last gradient and copy any other; bicubic copies
+  any but a contiguous one;
+* `max_pool2d`, `avg_pool2d` on an NCHW input: contiguous, for a gradient
+  that is neither contiguous nor channels-last (a channels-last one makes
+  the kernel convert its input and indices instead: not predicted);
+* `F.pad` with `reflect` or `replicate` on a contiguous input (1-D, 2-D and
+  3-D, a 3-D U-Net's skip padding): contiguous, for a gradient that is not
+  channels-last either (as for the pools).
 
 Other ops copy a strided output gradient in some layouts and not in others
-(`softmax` copies a gradient permuted in its leading dims and not one
-transposed in its last; the replicate and reflect pads likewise): they are
-not predicted.
+(`softmax`): they are not predicted.
 
 Each finding names the op whose backward wrote the gradient that way: a
 gradient that comes back through a `permute` after the op (the norm ran on
@@ -54,7 +62,8 @@ Reported at info level: the copy is the price of the layout change the
 forward makes for free, and the fix changes the order of the work. Silence
 a line with `# fxlint: ignore[FXL122]`.
 
-`details` (the fields of `StridedGradientCopy`): `op`, `shape` (the output's),
+`details` (the fields of `StridedGradientCopy`): `op`, `shape` (the output's), `layout` (the one the
+backward copies the gradient to),
 `grad_strides` (the gradient's predicted strides), `cause` (the op whose
 backward wrote it), `cause_at` (its line), `copied` (backward bytes per step).
 """
@@ -68,11 +77,12 @@ from ..canon import CanonNode, GraphView
 from ..canon.text import bytes_text, bytes_value, dims_value, line_of, shape_text
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
-from ..tensor.layout import CONTIGUOUS, is_contiguous_as
+from ..tensor.layout import CHANNELS_LAST, CHANNELS_LAST_3D, CONTIGUOUS, is_contiguous_as
 from ._grad_layout import cause_name, strided_output_grad
 
-#: ops whose backward makes their output's gradient contiguous (each measured with the profiler, torch 2.13, CPU)
-_OPS = ("layer_norm", "group_norm")
+#: ops whose backward makes their output's gradient contiguous, or lays it out in their input's memory format
+#: (each measured with the profiler, torch 2.13, CPU)
+_OPS = ("layer_norm", "group_norm", "upsample", "max_pool2d", "avg_pool2d", "pad")
 
 
 @dataclass(frozen=True)
@@ -85,11 +95,17 @@ class StridedGradientCopy(Violation):
     cause: str
     cause_at: str
     copied: int | str | None
+    layout: str = "contiguous"  # the layout the op's backward copies the gradient to
 
     def message(self) -> str:
         return (f"in training, `{self.op}`'s backward makes the gradient of its output {shape_text(self.shape)} "
-                f"contiguous: {bytes_text(self.copied)} per training step; it comes back with strides "
+                f"{self.layout}: {bytes_text(self.copied)} per training step; it comes back with strides "
                 f"{shape_text(self.grad_strides)}, as the backward of `{self.cause}` at {self.cause_at} writes it")
+
+    def audit_calls(self) -> frozenset[str]:
+        """No forward call: the finding is about the backward's copy (the op's own forward copies, e.g.
+        `F.interpolate`'s on some CPUs, are another matter and do not refute it)."""
+        return frozenset()
 
     def fix_title(self) -> str:
         if self.cause == "mean" or "pool" in self.cause.lower():  # a reduction after a permute back to NCHW
@@ -100,29 +116,50 @@ class StridedGradientCopy(Violation):
                 "contiguous")
 
 
-def _applies(node: CanonNode) -> bool:
-    t = node.tensor
-    if t is None or not t.dtype.is_floating_point:
-        return False
-    x = node.input
+def _accepts(node: CanonNode) -> tuple[str, ...]:
+    """The layouts in which ``node``'s backward takes its output's gradient as it is (the first is the one it copies
+    any other to); empty where that is not predicted."""
+    t, x = node.tensor, node.input
+    if t is None or not t.dtype.is_floating_point or x is None or x.tensor is None:
+        return ()
+    if node.op == "layer_norm":
+        concrete = all(isinstance(d, int) for d in t.stride)
+        return (CONTIGUOUS,) if concrete and is_contiguous_as(t.shape, t.stride, CONTIGUOUS) else ()
     if node.op == "group_norm":
-        return x is not None and x.tensor is not None and x.tensor.is_contiguous() is True
-    return is_contiguous_as(t.shape, t.stride, CONTIGUOUS) if all(isinstance(d, int) for d in t.stride) else False
+        return (CONTIGUOUS,) if x.tensor.is_contiguous() is True else ()
+    if node.op == "pad" and node.args.get("mode") in ("reflect", "replicate") and x.tensor.is_contiguous() is True:
+        # as the pools: a channels-last gradient makes the kernel convert its input instead (not modelled)
+        cl = {4: CHANNELS_LAST, 5: CHANNELS_LAST_3D}.get(t.ndim)
+        return (CONTIGUOUS, cl) if cl is not None else (CONTIGUOUS,)
+    if node.op == "upsample" and t.ndim == 4:  # nearest and bilinear take a channels-last gradient too
+        mode = node.args.get("mode")
+        return {"nearest": (CONTIGUOUS, CHANNELS_LAST), "bilinear": (CONTIGUOUS, CHANNELS_LAST),
+                "bicubic": (CONTIGUOUS,)}.get(mode, ()) if isinstance(mode, str) else ()
+    if node.op in ("max_pool2d", "avg_pool2d") and x.tensor.is_contiguous() is True:
+        # a channels-last gradient makes the kernel work in channels_last (it converts the input instead: not
+        # modelled); a gradient in neither layout is copied contiguous
+        return (CONTIGUOUS, CHANNELS_LAST)
+    return ()
+
+
+_SHOWN = {"upsample": "interpolate"}
 
 
 @rule("FXL122", "strided-gradient-copy", "info", violation=StridedGradientCopy)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     for node in view.ops(*_OPS):
-        if not _applies(node):
+        accepts = _accepts(node)
+        if not accepts or node.tensor is None:
             continue
-        g = strided_output_grad(view, node, CONTIGUOUS)
-        if g is None or g.made_by is None or node.tensor is None:
+        g = strided_output_grad(view, node, accepts[0])
+        t = node.tensor
+        if g is None or g.made_by is None or any(is_contiguous_as(t.shape, g.strides, f) for f in accepts[1:]):
             continue
         cause = g.made_by
-        copied = node.tensor.nbytes
+        copied = t.nbytes
         violation = StridedGradientCopy(
-            op=node.op, shape=dims_value(node.tensor.shape),
+            op=_SHOWN.get(node.op, node.op), shape=dims_value(t.shape),
             grad_strides=tuple(bytes_value(s) for s in g.strides),  # type: ignore[misc]
             cause=cause_name(cause), cause_at=line_of(cause),
-            copied=bytes_value(copied))
+            copied=bytes_value(copied), layout=accepts[0])
         yield Hit(node, violation, bytes=0, backward_bytes=copied)

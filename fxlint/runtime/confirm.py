@@ -158,7 +158,8 @@ def _claimed_calls(f: Finding) -> frozenset[str] | None:
 _BACKWARD_OF_VIEWS = ("ViewBackward", "UnsafeViewBackward", "ReshapeAliasBackward", "ReshapeBackward")
 
 
-def _backward_hits(f: Finding, audit: AuditReport, taken: set[int]) -> list[CopyEvent]:
+def _backward_hits(f: Finding, audit: AuditReport, taken: set[int],
+                   owned: frozenset[tuple[str | None, int | None, str | None]] = frozenset()) -> list[CopyEvent]:
     """Backward copies that pay the finding's ``backward_bytes`` again (largest first, until they
     add up to it); none when the finding predicts no backward copy. A copy of its own line of exactly
     the predicted size is taken alone (q's and k's pieces on one line, of two sizes, are two findings
@@ -166,7 +167,10 @@ def _backward_hits(f: Finding, audit: AuditReport, taken: set[int]) -> list[Copy
     those a view earlier in the same function (and module) makes of the gradient the finding's layout
     change sends back (autograd runs that copy in the view's node, so the audit files it at the view's
     line); then those at the finding's ``backward_sites`` (a view or a `linear` elsewhere, another module
-    or file, that reshapes the gradient back)."""
+    or file, that reshapes the gradient back), those of a module with no backward finding of its own at that
+    line first: ``owned`` holds the (file, line, module) of the findings that claim their own line's backward
+    copy (a UNet's skip `.contiguous()` claims the copies of two attention blocks' `linear`, and a third block's
+    `linear` on the same line is its own finding's), then those inside the finding's module."""
     if not f.backward_bytes or f.file is None:
         return []
     same_module = _same_module(f, audit)
@@ -189,12 +193,26 @@ def _backward_hits(f: Finding, audit: AuditReport, taken: set[int]) -> list[Copy
         return [exact]  # one copy of the predicted size: another finding on the line may need the larger ones
     picked, total = [], 0
     for c in [*sorted(here, key=lambda c: -c.bytes), *sorted(upstream, key=lambda c: (-(c.line or 0), -c.bytes)),
-              *sorted(elsewhere, key=lambda c: -c.bytes)]:
+              *sorted(elsewhere, key=lambda c: ((c.file, c.line, c.module_path) in owned,
+                                                 not _inside(c.module_path, f.module_path), -c.bytes))]:
         if total >= f.backward_bytes:
             break
         picked.append(c)
         total += c.bytes
     return picked
+
+
+def _inside(module: str | None, outer: str | None) -> bool:
+    """``module`` is ``outer`` or one of its submodules (a block's `linear` for the block's finding)."""
+    if not module or not outer:
+        return False
+    return module == outer or module.startswith(f"{outer}.")
+
+
+def backward_owners(findings: list[Finding]) -> frozenset[tuple[str | None, int | None, str | None]]:
+    """The (file, line, module) of each finding that claims a backward copy of its own: a copy there is that
+    finding's before it is another's ``backward_sites`` claim (``_backward_hits``)."""
+    return frozenset((f.file, f.line, f.module_path) for f in findings if f.backward_bytes)
 
 
 def confirm(report: Report, audit: AuditReport) -> Report:
@@ -205,6 +223,7 @@ def confirm(report: Report, audit: AuditReport) -> Report:
     # the claims that something is copied first, then those that nothing is (bytes 0): a copy a
     # claim of the first kind explains is its op's, and no evidence against the second
     order = sorted(range(len(report.findings)), key=lambda i: report.findings[i].bytes == 0)
+    owned = backward_owners(report.findings)
     for i in order:
         f = report.findings[i]
         if not f.code.startswith(COPY_FAMILIES):
@@ -212,7 +231,7 @@ def confirm(report: Report, audit: AuditReport) -> Report:
             continue
         status, hits = match(f, audit, explained)
         explained.update(id(c) for c in hits)
-        back = _backward_hits(f, audit, explained) if status == CONFIRMED else []
+        back = _backward_hits(f, audit, explained, owned) if status == CONFIRMED else []
         explained.update(id(c) for c in back)
         t = sum(c.time_ns for c in (*hits, *back))
         eager = None
