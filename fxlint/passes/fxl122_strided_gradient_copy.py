@@ -34,7 +34,8 @@ A gradient that comes back through a `.contiguous()` is FXL101's (its
 backward bytes); a convolution's output gradient is FXL209's.
 
 Bytes are what the backward copies per training step: the output once. The
-forward copies nothing.
+finding says nothing about the forward (`F.interpolate` copies its input and
+output in the forward on this CPU build: measured, and not this rule's).
 
 ## Why is this bad?
 The forward's permute is free, but the gradient it sends back is strided,
