@@ -108,6 +108,12 @@ class Fill(nn.Module):
         return s.sum(-1)
 
 
+class FillInput(nn.Module):
+    def forward(self, x, m):
+        s = x.masked_fill(m, 0.0)
+        return s.sum(-1) + x.sum()
+
+
 class Ranges(nn.Module):
     def forward(self, output):
         n = output.size(1)
@@ -181,6 +187,8 @@ CASES = [  # (class, inputs, the line before, after, unsafe)
     ("SelfAssign", ("randn(4,7)",), "x[:, 1:] += y", "x[:, 1:].add_(y)", False),
     ("Fill", ("randn(4,4)", "randint(0,2,(4,4)).bool()"), "s = (x @ x.t()).masked_fill(m, 0.0)",
      "s = (x @ x.t()).masked_fill_(m, 0.0)", True),
+    ("FillInput", ("randn(4,4)", "randint(0,2,(4,4)).bool()"), "s = x.masked_fill(m, 0.0)",
+     "s = torch.where(m, 0.0, x)", True),
 ]
 
 

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 import fxlint
 from fxlint.passes.fxl111_out_of_place_on_temporary import _RESULT_NOT_SAVED
-from tests.copy_helpers import Expect, check_negative, check_positive, findings
+from tests.copy_helpers import Expect, check_positive, findings
 
 A = torch.randn(4, 49)
 
@@ -70,8 +70,9 @@ def trained_emformer(q, k, mask):
 S, MASK = torch.randn(8, 8, 8), torch.rand(2, 1, 1, 8) > 0.3
 M8 = torch.rand(8, 8) > 0.5
 
-POSITIVE = [
-    ("masked_fill chain (torchvision swin)", swin_mask, (A,), [Expect("# chain", 4 * 49 * 49 * 4)]),
+POSITIVE = [  # the chain's first call keeps `m` (read again by `m == 0`): torch.where; the second, in place
+    ("masked_fill chain (torchvision swin)", swin_mask, (A,),
+     [Expect("# chain", 4 * 49 * 49 * 4), Expect("# chain", 4 * 49 * 49 * 4)]),
     ("masked_fill of a fresh product", fresh, (A,), [Expect("# fresh", 4 * 49 * 4)]),
     ("a whole view of a fresh sum (deberta)", deberta_scores, (S, S, MASK), [Expect("# view", 8 * 8 * 8 * 4)]),
     ("read by a clone before the fill", cloned_first, (S, S, M8), [Expect("# cloned first", 8 * 8 * 8 * 4)]),
@@ -99,27 +100,49 @@ def _read_again(x):
     return t.masked_fill(t > 0, 0.0) + t
 
 
-NEGATIVE = [
-    ("an input of the graph", lambda x: x.masked_fill(x > 0, 0.0), (A,)),
-    ("the temporary is read again", _read_again, (A,)),
-    ("a view of a temporary", lambda x: (x * 2)[:, :3].masked_fill(x[:, :3] > 0, 0.0), (A,)),
-    ("the base of the view is read again", _view_read_again, (S, S, MASK)),
-    ("a view taken before the fill is read after it", _view_taken_first, (S, S, M8)),
+KEPT = [  # in place is out (the reason the message gives); torch.where is offered instead
+    ("an input of the graph", lambda x: x.masked_fill(x > 0, 0.0), (A,), "input of the graph"),
+    ("the temporary is read again", _read_again, (A,), "read again"),
+    ("a view of a temporary", lambda x: (x * 2)[:, :3].masked_fill(x[:, :3] > 0, 0.0), (A,), "shares memory"),
+    ("the base of the view is read again", _view_read_again, (S, S, MASK), "shares memory"),
+    ("a view taken before the fill is read after it", _view_taken_first, (S, S, M8), "read again"),
     ("a transposed view (in place would keep its strides)",
-     lambda a, b, m: (a + b).transpose(0, 1).masked_fill(m, 0.0).view(-1), (S, S, torch.rand(8, 8, 8) > 0.5)),
-    ("an expanded view", lambda a, m: (a * 2).expand(2, 4, 8, 8).masked_fill(~m, 0.0), (torch.randn(1, 4, 8, 8), MASK)),
+     lambda a, b, m: (a + b).transpose(0, 1).masked_fill(m, 0.0).view(-1), (S, S, torch.rand(8, 8, 8) > 0.5),
+     "shares memory"),
+    ("an expanded view", lambda a, m: (a * 2).expand(2, 4, 8, 8).masked_fill(~m, 0.0), (torch.randn(1, 4, 8, 8), MASK),
+     "shares memory"),
     ("in training, made by exp, which keeps its result", lambda x: (x * 2).exp().masked_fill(x > 0, 0.0),
-     (A.clone().requires_grad_(),)),
+     (A.clone().requires_grad_(),), "autograd"),
     ("in training, a view (autograd would rebuild its base)",
-     lambda x: (x * 2).view(2, 98).masked_fill(x.view(2, 98) > 0, 0.0), (A.clone().requires_grad_(),)),
-    ("in training, read earlier by a product that keeps it", _kept_by_a_product, (A.clone().requires_grad_(),)),
-    ("broadcast up by the mask", lambda x, m: (x * 2).masked_fill(m, 0.0), (torch.randn(1, 5), torch.rand(4, 5) > 0.5)),
+     lambda x: (x * 2).view(2, 98).masked_fill(x.view(2, 98) > 0, 0.0), (A.clone().requires_grad_(),), "autograd"),
+    ("in training, read earlier by a product that keeps it", _kept_by_a_product, (A.clone().requires_grad_(),),
+     "autograd"),
+    ("broadcast up by the mask", lambda x, m: (x * 2).masked_fill(m, 0.0), (torch.randn(1, 5), torch.rand(4, 5) > 0.5),
+     "broadcasts"),
 ]
 
 
-@pytest.mark.parametrize("label,fn,inputs", NEGATIVE, ids=[n[0] for n in NEGATIVE])
-def test_negative(label, fn, inputs):
-    check_negative(fn, inputs, "FXL111")
+@pytest.mark.parametrize("label,fn,inputs,why", KEPT, ids=[n[0] for n in KEPT])
+def test_in_place_is_not_offered_where_the_input_must_stay_and_torch_where_is(label, fn, inputs, why):
+    report = fxlint.lint(fn, inputs, select=["FXL111"], confirm=True)
+    [f] = findings(report, "FXL111")
+    assert f.details["fix"] == "where" and "masked_fill_" not in f.fix and "torch.where" in f.fix
+    assert why in f.details["kept_because"] and why in f.message
+    assert f.status == "confirmed" and f.bytes == f.details["copied"] > 0
+
+
+def test_torch_where_removes_the_clone_and_keeps_values_and_gradients():
+    x, m = torch.randn(2, 4, 16, 16, requires_grad=True), torch.rand(2, 1, 1, 16) > 0.5
+    fill, where = (lambda t: t.masked_fill(m, -1e9).softmax(-1)), (lambda t: torch.where(m, -1e9, t).softmax(-1))
+    clones = {k: [c for c in fxlint.audit(fn, (x,), train=True).copies if c.phase == "forward" and c.avoidable]
+              for k, fn in (("fill", fill), ("where", where))}
+    assert [c.bytes for c in clones["fill"]] == [x.numel() * 4] and clones["where"] == []
+    g = torch.randn(2, 4, 16, 16)
+    a, b = x.detach().clone().requires_grad_(), x.detach().clone().requires_grad_()
+    torch.testing.assert_close(fill(a), where(b))
+    fill(a).backward(g)
+    where(b).backward(g)
+    torch.testing.assert_close(a.grad, b.grad)
 
 
 def test_the_fix_removes_the_copy_and_keeps_the_values():
@@ -131,7 +154,8 @@ def test_the_fix_removes_the_copy_and_keeps_the_values():
     clones = {fn: [c.bytes for c in fxlint.audit(fn, (A,)).copies if c.op == "aten::clone"] for fn in (swin_mask, fixed)}
     assert clones[swin_mask] == [4 * 49 * 49 * 4] * 2 and clones[fixed] == [4 * 49 * 49 * 4]
     torch.testing.assert_close(swin_mask(A), fixed(A))
-    [f] = findings(fxlint.lint(swin_mask, (A,), select="FXL111"), "FXL111")
+    [f] = [f for f in findings(fxlint.lint(swin_mask, (A,), select="FXL111"), "FXL111")
+           if f.details["fix"] == "inplace"]
     assert "masked_fill_" in f.fix and f.details["inplace"] == "masked_fill_"
 
 

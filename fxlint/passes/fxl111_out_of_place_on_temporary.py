@@ -1,4 +1,4 @@
-"""Out-of-place `masked_fill` on a temporary nothing else reads: a full copy that `masked_fill_` avoids.
+"""Out-of-place `masked_fill`: a full copy of its input that `masked_fill_` on a temporary nothing else reads, or `torch.where` anywhere, avoids.
 
 ## What it does
 Finds `t.masked_fill(mask, value)` where `t` is a fresh tensor computed in
@@ -34,7 +34,17 @@ op that keeps its result (`exp`, `softmax`, `sigmoid`, `tanh`, `relu`,
 `sqrt`: `.backward()` would raise). A read of the temporary's dtype or shape
 only (`.type_as(t)`, `t.size(1)`) is not a read.
 
-Bytes are the temporary's size per call. Backward pays nothing more for the
+Where the input cannot be written in place (an input of the graph or the
+caller's tensor, read again later, returned, kept by autograd, a view, or
+broadcast up by the mask: the checks above), `torch.where(mask, value, t)`
+still avoids the copy: it writes the result in one pass instead of cloning
+`t` and then filling it (measured: no `aten::clone`, and faster on the CPU:
+`python bench/where_vs_masked_fill.py`); the finding then
+says why in-place is out and suggests `torch.where`. A Python scalar that
+does not fit the dtype becomes infinity in `torch.where`, where `masked_fill`
+raises.
+
+Bytes are the temporary's size per call (the result's, for `torch.where`). Backward pays nothing more for the
 out-of-place spelling: `masked_fill`'s gradient, in place or not, is the
 output's gradient with the masked elements zeroed, a new tensor (the audit
 files it as unavoidable, `masked-fill-grad`).
@@ -54,6 +64,11 @@ mask = mask.masked_fill(mask != 0, -100.0).masked_fill_(mask == 0, 0.0)
 # or, for this pattern, one op:  torch.where(mask != 0, -100.0, 0.0)
 ```
 
+For a tensor that must stay as it is (an attention mask handed in):
+```python
+scores = torch.where(mask, float("-inf"), scores)   # not scores.masked_fill(mask, float("-inf"))
+```
+
 ## When it is intentional
 Never for the values; an in-place op inside a function that must stay
 functional (`torch.func` transforms) is the exception: silence the line
@@ -61,7 +76,8 @@ with `# fxlint: ignore[FXL111]`.
 
 `details` (the fields of `OutOfPlaceOnTemporary`): `op` (the call, e.g.
 `masked_fill`), `inplace` (its in-place twin), `source` (the temporary's
-node), `copied` (bytes per call).
+node), `copied` (bytes per call), `fix` (`inplace` or `where`), `kept_because`
+(why the input cannot be written in place, for `where`).
 """
 
 from __future__ import annotations
@@ -95,18 +111,27 @@ _METADATA_READS = frozenset({"size", "zeros_like", "ones_like", "empty_like", "f
 
 @dataclass(frozen=True)
 class OutOfPlaceOnTemporary(Violation):
-    """An out-of-place op that clones a temporary nothing else reads."""
+    """An out-of-place `masked_fill` that clones its input: on a temporary nobody else reads (``fix`` "inplace"),
+    or on a tensor that must stay as it is (``fix`` "where": `torch.where` writes the result without the copy)."""
 
     op: str
     inplace: str
     source: str
     copied: int | str | None
+    fix: str = "inplace"  # "inplace" | "where"
+    kept_because: str | None = None  # why the input must stay as it is (``fix`` "where")
 
     def message(self) -> str:
+        if self.fix == "where":
+            return (f"`.{self.op}(...)` clones its input ({bytes_text(self.copied)} per call) before writing the "
+                    f"fill; the input cannot be written in place ({self.kept_because}), but `torch.where` writes "
+                    "the same result in one pass, without the copy")
         return (f"`.{self.op}(...)` clones its input ({bytes_text(self.copied)} per call) before writing it, but "
                 f"the input is a temporary nothing else reads")
 
     def fix_title(self) -> str:
+        if self.fix == "where":
+            return "use `torch.where(mask, value, t)` instead of `t.masked_fill(mask, value)`"
         return f"use the in-place `.{self.inplace}(...)` on the temporary"
 
 
@@ -121,18 +146,37 @@ def _hits(view: GraphView) -> Iterator[Hit]:
             src = node.input
             if src is None or src.tensor is None or node.tensor is None:
                 continue
-            base = _private_base(src)
-            if base is None or base.kind != "op" or base.is_view or base.aliases or base.mutates:
-                continue  # the caller's tensor, or memory shared with another tensor
-            if not _read_only_before(src, node) or escapes(base, view):
-                continue  # read again (m == 0 after m.masked_fill(...)) or returned
-            if src.tensor.requires_grad and node.grad_enabled and not _autograd_allows(src, base, node):
-                continue  # autograd saved it (or would rebuild a view's base): the in-place write fails or costs more
-            if tuple(src.tensor.shape) != tuple(node.tensor.shape):
-                continue  # broadcast up by the mask: the in-place op cannot grow its input
+            kept = _kept_because(view, node, src)
+            if kept is None:
+                violation = OutOfPlaceOnTemporary(op=op, inplace=twin, source=src.name,
+                                                  copied=bytes_value(src.tensor.nbytes))
+                yield Hit(node, violation, bytes=src.tensor.nbytes, backward_bytes=0)
+                continue
+            # the clone is of the input broadcast to the result's shape
             violation = OutOfPlaceOnTemporary(op=op, inplace=twin, source=src.name,
-                                              copied=bytes_value(src.tensor.nbytes))
-            yield Hit(node, violation, bytes=src.tensor.nbytes, backward_bytes=0)
+                                              copied=bytes_value(node.tensor.nbytes), fix="where", kept_because=kept)
+            yield Hit(node, violation, bytes=node.tensor.nbytes, backward_bytes=0)
+
+
+def _kept_because(view: GraphView, node: CanonNode, src: CanonNode) -> str | None:
+    """Why ``src`` cannot be written in place at ``node`` (None: it can)."""
+    assert src.tensor is not None and node.tensor is not None
+    base = _private_base(src)
+    if base is None:
+        return "it shares memory with a tensor read elsewhere: a slice, a transpose or a view of it"
+    if base.kind != "op":
+        return "it is an input of the graph: the caller's tensor, a parameter or a buffer"
+    if base.is_view or base.aliases or base.mutates:
+        return "it shares memory with another tensor"
+    if not _read_only_before(src, node):
+        return "it is read again later"
+    if escapes(base, view):
+        return "it is returned"
+    if src.tensor.requires_grad and node.grad_enabled and not _autograd_allows(src, base, node):
+        return "autograd keeps it for the backward, or would rebuild the tensor it views"
+    if tuple(src.tensor.shape) != tuple(node.tensor.shape):
+        return "the mask broadcasts it to a larger shape"
+    return None
 
 
 def _read_only_before(t: CanonNode, reader: CanonNode) -> bool:
