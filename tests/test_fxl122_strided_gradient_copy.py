@@ -109,3 +109,64 @@ def test_prediction_matches_the_profiled_backward_copy(op, consumer, channels_la
         return
     [f] = got
     assert f.status == "confirmed" and f.backward_bytes == real > 0, (f.message, real)
+
+
+class _NormThenOut(torch.nn.Module):
+    """A sequence model's last norm on (T, B, C), the output returned batch first (torchaudio's Conformer)."""
+
+    def __init__(self, transposed):
+        super().__init__()
+        self.norm, self.transposed = torch.nn.LayerNorm(16), transposed
+
+    def forward(self, x):  # (T, B, C)
+        y = self.norm(x * 2.0)  # the last norm
+        return y.transpose(0, 1) if self.transposed else y  # the output, batch first
+
+
+@pytest.mark.parametrize("transposed", [True, False])
+def test_a_gradient_from_the_output_returned_transposed_names_the_transpose(transposed):
+    import fxlint
+    from tests.conftest import line_of
+
+    x = torch.randn(12, 2, 16, requires_grad=True)
+    got = findings(fxlint.lint(_NormThenOut(transposed), (x,), train=True, select="FXL122", confirm=True,
+                               config=False), "FXL122")
+    if not transposed:
+        assert got == []
+        return
+    [f] = got
+    assert f.line == line_of(__file__, "# the last norm") and f.status == "confirmed"
+    assert f.backward_bytes == x.numel() * 4
+    assert f"`transpose` at line {line_of(__file__, '# the output, batch first')}" in f.message
+
+
+class _NormToConv(torch.nn.Module):
+    """pvt_v2's stage end: a LayerNorm on (B, H*W, C), laid out NCHW by `.permute(...).contiguous()` for a conv, whose
+    NCHW gradient comes back through the copy permuted: the norm's backward copies it (the copy's finding claims
+    it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm, self.conv = torch.nn.LayerNorm(16), torch.nn.Conv2d(16, 8, 1)
+
+    def forward(self, x):  # (B, H*W, C)
+        h = self.norm(x * 2.0)  # the stage norm
+        h = h.reshape(2, 8, 8, 16).permute(0, 3, 1, 2).contiguous()  # the layout copy
+        return self.conv(h)
+
+
+def test_a_norm_s_gradient_copy_through_a_layout_copy_is_that_copy_s_claim():
+    import fxlint
+    from tests.conftest import line_of
+
+    from fxlint.runtime.confirm import _backward_hits
+
+    x = torch.randn(2, 64, 16, requires_grad=True)
+    rep = fxlint.lint(_NormToConv(), (x,), train=True, config=False, select=["FXL101", "FXL122", "FXL204"])
+    norm = line_of(__file__, "# the stage norm")
+    assert [f.code for f in rep.findings] == ["FXL204"]  # FXL122 leaves it to the copy's finding
+    [f] = rep.findings
+    assert f.line == line_of(__file__, "# the layout copy") and [line for _, line in f.backward_sites] == [norm]
+    assert f.backward_bytes == x.numel() * 4 and f"`layer_norm` at line {norm} must copy it" in f.message
+    hits = _backward_hits(f, fxlint.audit(_NormToConv(), (x,), train=True), set())
+    assert [c.line for c in hits] == [norm] and sum(c.bytes for c in hits) == f.backward_bytes

@@ -5,11 +5,12 @@ reshaped through the views above it."""
 from __future__ import annotations
 
 from ..canon import CanonNode, GraphView
+from ..canon.text import call_text
 from ..tensor import symbolic
 from ..tensor.layout import contiguous_strides
 from ..tensor.symbolic import Dim
 from ..tensor.viewable import check_view
-from ._grad_layout import grad_layouts
+from ._grad_layout import OUTPUT_GRAD_OPS, grad_layouts, output_grad_copy
 
 
 def grad_flows(node: CanonNode, src: CanonNode | None = None) -> bool:
@@ -82,7 +83,21 @@ def copies_through(nodes: list[CanonNode], view: GraphView) -> list[tuple[CanonN
     seen = {id(n) for n, _ in out}
     out += [(c.node, c.bytes) for c in grad_layouts(view).copies
             if any(c.grad.through_copy is n for n in nodes) and id(c.node) not in seen]
+    # and the ops further on whose backward copies their output's gradient back into their own layout (a
+    # `layer_norm` whose output was permuted to NCHW and made contiguous for a conv: pvt_v2's stage norms)
+    for u in view.ops(*OUTPUT_GRAD_OPS):
+        got = output_grad_copy(view, u)
+        if got is not None and any(got.grad.through_copy is n for n in nodes) and id(u) not in seen:
+            out.append((u, got.bytes))
     return out
 
 
-__all__ = ["backward_layout_copies", "conversion_backward_bytes", "copies_through", "grad_flows"]
+def backward_copy_text(node: CanonNode) -> str:
+    """How a message names the op whose backward copies: a view as written (``.view(2, 16, 4, 8)``), else the
+    op (``linear``, ``layer_norm``)."""
+    if node.is_view or node.op == "reshape":
+        return call_text(node)
+    return {"upsample": "interpolate"}.get(node.op, node.op)
+
+
+__all__ = ["backward_copy_text", "backward_layout_copies", "conversion_backward_bytes", "copies_through", "grad_flows"]

@@ -59,7 +59,15 @@ from dataclasses import dataclass
 import torch
 
 from ..canon import CanonNode, GraphView
-from ..tensor.layout import CONTIGUOUS, contiguous_strides, dense_strides, is_contiguous_as, iter_output_strides
+from ..tensor.layout import (
+    CHANNELS_LAST,
+    CHANNELS_LAST_3D,
+    CONTIGUOUS,
+    contiguous_strides,
+    dense_strides,
+    is_contiguous_as,
+    iter_output_strides,
+)
 from ..tensor.symbolic import Dim
 from ..tensor.viewable import check_view, contiguous_copy_bytes
 from ._constant import dropout_training
@@ -303,6 +311,62 @@ def grad_layouts(view: GraphView) -> GradLayouts:
     return got
 
 
+#: ops whose backward copies their output's gradient into the one layout it works in when it comes back in another
+#: (each measured with the profiler, torch 2.13, CPU: tests/test_fxl122_strided_gradient_copy.py sweeps them)
+OUTPUT_GRAD_OPS = ("layer_norm", "group_norm", "upsample", "max_pool2d", "avg_pool2d", "pad")
+
+
+def grad_taken_as(node: CanonNode) -> tuple[str, ...]:
+    """The layouts in which ``node``'s backward takes its output's gradient as it is (the first is the one it copies
+    any other to); empty where that is not predicted."""
+    t, x = node.tensor, node.input
+    if t is None or not t.dtype.is_floating_point or x is None or x.tensor is None:
+        return ()
+    if node.op == "layer_norm":
+        concrete = all(isinstance(d, int) for d in t.stride)
+        return (CONTIGUOUS,) if concrete and is_contiguous_as(t.shape, t.stride, CONTIGUOUS) else ()
+    if node.op == "group_norm":
+        return (CONTIGUOUS,) if x.tensor.is_contiguous() is True else ()
+    if node.op == "pad" and node.args.get("mode") in ("reflect", "replicate") and x.tensor.is_contiguous() is True:
+        # as the pools: a channels-last gradient makes the kernel convert its input instead (not modelled)
+        cl = {4: CHANNELS_LAST, 5: CHANNELS_LAST_3D}.get(t.ndim)
+        return (CONTIGUOUS, cl) if cl is not None else (CONTIGUOUS,)
+    if node.op == "upsample" and t.ndim == 4:  # nearest and bilinear take a channels-last gradient too
+        mode = node.args.get("mode")
+        return {"nearest": (CONTIGUOUS, CHANNELS_LAST), "bilinear": (CONTIGUOUS, CHANNELS_LAST),
+                "bicubic": (CONTIGUOUS,)}.get(mode, ()) if isinstance(mode, str) else ()
+    if node.op in ("max_pool2d", "avg_pool2d") and x.tensor.is_contiguous() is True:
+        # a channels-last gradient makes the kernel work in channels_last (it converts the input instead: not
+        # modelled); a gradient in neither layout is copied contiguous
+        return (CONTIGUOUS, CHANNELS_LAST)
+    return ()
+
+
+@dataclass(frozen=True)
+class OutputGradCopy:
+    """The copy an op's backward makes of its output's gradient: that gradient, the bytes, and the layout it is
+    copied to."""
+
+    grad: Grad
+    bytes: Dim
+    layout: str
+
+
+def output_grad_copy(view: GraphView, node: CanonNode) -> OutputGradCopy | None:
+    """The copy ``node``'s backward makes of its output's gradient (an op of ``OUTPUT_GRAD_OPS`` whose gradient comes
+    back in a layout it does not take), whoever laid that gradient out; None when it makes none or it is not known."""
+    accepts = grad_taken_as(node)
+    t = node.tensor
+    if not accepts or t is None or not node.grad_enabled:
+        return None
+    g = grad_layouts(view).at(node)
+    if g is None or len(g.strides) != t.ndim or not all(isinstance(d, int) for d in (*t.shape, *g.strides)):
+        return None
+    if any(is_contiguous_as(t.shape, g.strides, f) for f in accepts):
+        return None
+    return OutputGradCopy(g, t.nbytes, accepts[0])
+
+
 def cause_name(node: CanonNode) -> str:
     """How a finding names the op whose backward laid a gradient out: the name it was called by, else its op."""
     return node.spelling.rsplit(".", 1)[-1] if node.spelling else node.op
@@ -470,4 +534,5 @@ def _accumulate(got: Sequence[tuple[int, Grad | None]], shape: Sequence[Dim]) ->
     return acc
 
 
-__all__ = ["BackwardCopy", "Grad", "GradLayouts", "cause_name", "global_pool", "grad_layouts", "strided_output_grad"]
+__all__ = ["OUTPUT_GRAD_OPS", "BackwardCopy", "Grad", "GradLayouts", "OutputGradCopy", "cause_name", "global_pool",
+           "grad_layouts", "grad_taken_as", "output_grad_copy", "strided_output_grad"]

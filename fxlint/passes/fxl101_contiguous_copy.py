@@ -35,7 +35,10 @@ Bytes are the tensor's size (every element is written once). The gradient of
 layout and a `.view()` above that merges the permuted dims (channel shuffle:
 the split `view` before the transpose), backward copies the gradient too
 (measured: `ViewBackward0 > reshape > clone`, the same size): that is
-`details["backward_bytes"]`, and the message says where.
+`details["backward_bytes"]`, and the message says where. So are the copies
+further on that the gradient handed back through the copy causes: a
+`linear` above the permute folding it to 2-D, a `layer_norm` (or another op
+whose backward works in one layout, FXL122's) copying it back.
 
 ## Why is this bad?
 `contiguous()` allocates a new tensor and copies every element through
@@ -81,11 +84,11 @@ from typing import Literal
 import torch
 
 from ..canon import GraphView
-from ..canon.text import bytes_text, bytes_value, call_text, line_from, torch_name
+from ..canon.text import bytes_text, bytes_value, line_from, torch_name
 from ..findings import Severity, Violation
 from ..registry import Hit, RuleContext, rule
 from ..tensor.viewable import contiguous_copy_bytes
-from ._backward import copies_through
+from ._backward import backward_copy_text, copies_through
 from ._consumers import AGNOSTIC, NEEDS, consumers_need
 from ._layout_hits import InputLayout
 from ._sites import count_text, sites, source_key
@@ -187,7 +190,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             source=src.name,
             backward_copied=bytes_value(bwd_bytes),
             backward_copies=[n.name for n, _ in bwd],
-            backward_copy=("linear" if bwd[0][0].op == "linear" else call_text(bwd[0][0])) if bwd else None,
+            backward_copy=backward_copy_text(bwd[0][0]) if bwd else None,
             backward_copy_at=line_from(bwd[0][0], node) if bwd else None,
         )
         yield Hit(node, violation, bytes=site.nbytes, copy_sizes=site.copy_sizes, backward_bytes=bwd_bytes,

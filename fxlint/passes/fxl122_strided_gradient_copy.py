@@ -30,8 +30,11 @@ ConvNeXt-style blocks), a matmul that read the op's output transposed, a
 pool or `mean` of the norm's output permuted to NCHW (Swin's and ConvNeXt's
 classifier heads: the pool's backward writes an NCHW gradient).
 
-A gradient that comes back through a `.contiguous()` is FXL101's (its
-backward bytes); a convolution's output gradient is FXL209's.
+A gradient that comes straight from the graph's output, permuted on the way
+(a model returning `out.transpose(0, 1)` after its last norm), names that
+permute. A gradient that comes back through a `.contiguous()` is that copy's
+finding's (FXL101's or FXL204's backward bytes: dropping the copy removes
+this one too); a convolution's output gradient is FXL209's.
 
 Bytes are what the backward copies per training step: the output once. The
 finding says nothing about the forward (`F.interpolate` copies its input and
@@ -78,12 +81,7 @@ from ..canon import CanonNode, GraphView
 from ..canon.text import bytes_text, bytes_value, dims_value, line_of, shape_text
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
-from ..tensor.layout import CHANNELS_LAST, CHANNELS_LAST_3D, CONTIGUOUS, is_contiguous_as
-from ._grad_layout import cause_name, strided_output_grad
-
-#: ops whose backward makes their output's gradient contiguous, or lays it out in their input's memory format
-#: (each measured with the profiler, torch 2.13, CPU)
-_OPS = ("layer_norm", "group_norm", "upsample", "max_pool2d", "avg_pool2d", "pad")
+from ._grad_layout import OUTPUT_GRAD_OPS, cause_name, output_grad_copy
 
 
 @dataclass(frozen=True)
@@ -117,50 +115,41 @@ class StridedGradientCopy(Violation):
                 "contiguous")
 
 
-def _accepts(node: CanonNode) -> tuple[str, ...]:
-    """The layouts in which ``node``'s backward takes its output's gradient as it is (the first is the one it copies
-    any other to); empty where that is not predicted."""
-    t, x = node.tensor, node.input
-    if t is None or not t.dtype.is_floating_point or x is None or x.tensor is None:
-        return ()
-    if node.op == "layer_norm":
-        concrete = all(isinstance(d, int) for d in t.stride)
-        return (CONTIGUOUS,) if concrete and is_contiguous_as(t.shape, t.stride, CONTIGUOUS) else ()
-    if node.op == "group_norm":
-        return (CONTIGUOUS,) if x.tensor.is_contiguous() is True else ()
-    if node.op == "pad" and node.args.get("mode") in ("reflect", "replicate") and x.tensor.is_contiguous() is True:
-        # as the pools: a channels-last gradient makes the kernel convert its input instead (not modelled)
-        cl = {4: CHANNELS_LAST, 5: CHANNELS_LAST_3D}.get(t.ndim)
-        return (CONTIGUOUS, cl) if cl is not None else (CONTIGUOUS,)
-    if node.op == "upsample" and t.ndim == 4:  # nearest and bilinear take a channels-last gradient too
-        mode = node.args.get("mode")
-        return {"nearest": (CONTIGUOUS, CHANNELS_LAST), "bilinear": (CONTIGUOUS, CHANNELS_LAST),
-                "bicubic": (CONTIGUOUS,)}.get(mode, ()) if isinstance(mode, str) else ()
-    if node.op in ("max_pool2d", "avg_pool2d") and x.tensor.is_contiguous() is True:
-        # a channels-last gradient makes the kernel work in channels_last (it converts the input instead: not
-        # modelled); a gradient in neither layout is copied contiguous
-        return (CONTIGUOUS, CHANNELS_LAST)
-    return ()
-
-
 _SHOWN = {"upsample": "interpolate"}
+
+
+def _permute_to_output(node: CanonNode) -> CanonNode | None:
+    """For a gradient that comes straight from the graph's output: the permute on the way from ``node`` to that
+    output (a model returning ``out.transpose(0, 1)``), which laid it out; None when there is none."""
+    seen: set[int] = set()
+    todo = [node]
+    while todo:
+        n = todo.pop(0)
+        for u in n.users:
+            if id(u) in seen:
+                continue
+            seen.add(id(u))
+            if u.op == "permute" and list(u.args.get("dims") or ()) != sorted(u.args.get("dims") or ()):
+                return u
+            todo.append(u)
+    return None
 
 
 @rule("FXL122", "strided-gradient-copy", "info", violation=StridedGradientCopy)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
-    for node in view.ops(*_OPS):
-        accepts = _accepts(node)
-        if not accepts or node.tensor is None:
-            continue
-        g = strided_output_grad(view, node, accepts[0])
+    for node in view.ops(*OUTPUT_GRAD_OPS):
+        got = output_grad_copy(view, node)
         t = node.tensor
-        if g is None or g.made_by is None or any(is_contiguous_as(t.shape, g.strides, f) for f in accepts[1:]):
+        if got is None or t is None or got.grad.through_copy is not None:
+            continue  # through a `.contiguous()`: that copy's finding claims it
+        g = got.grad
+        cause = g.made_by if g.made_by is not None else _permute_to_output(node)
+        if cause is None:
             continue
-        cause = g.made_by
         copied = t.nbytes
         violation = StridedGradientCopy(
             op=_SHOWN.get(node.op, node.op), shape=dims_value(t.shape),
             grad_strides=tuple(bytes_value(s) for s in g.strides),  # type: ignore[misc]
             cause=cause_name(cause), cause_at=line_of(cause),
-            copied=bytes_value(copied), layout=accepts[0])
+            copied=bytes_value(copied), layout=got.layout)
         yield Hit(node, violation, bytes=0, backward_bytes=copied)

@@ -54,11 +54,11 @@ from dataclasses import dataclass
 import torch
 
 from ..canon import CanonNode, GraphView
-from ..canon.text import bytes_text, bytes_value, call_text, line_from
+from ..canon.text import bytes_text, bytes_value, line_from
 from ..findings import Violation
 from ..kernels import is_channels_last_dense, predict_conv_node
 from ..registry import FixSpec, Hit, RuleContext, rule
-from ._backward import copies_through
+from ._backward import backward_copy_text, copies_through
 from ._layout_hits import origin, total
 
 
@@ -136,7 +136,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             copied=bytes_value(nbytes),
             weight_conversion_bytes=bytes_value(weight - weight_now),
             backward_copied=bytes_value(bwd_bytes),
-            backward_copy=("linear" if bwd[0][0].op == "linear" else call_text(bwd[0][0])) if bwd else None,
+            backward_copy=backward_copy_text(bwd[0][0]) if bwd else None,
             backward_copy_at=line_from(bwd[0][0], node) if bwd else None,
         )
         yield Hit(node, violation, bytes=nbytes, backward_bytes=bwd_bytes,
