@@ -99,3 +99,38 @@ def test_a_square_read_only_by_item_runs_no_backward_and_is_not_reported():
     got = findings(fxlint.lint(AuxByItem().train(), torch.randn(4, 8), train=True, select="FXL120", config=False),
                    "FXL120")
     assert got == []
+
+
+class _RMS(torch.nn.Module):
+    def __init__(self, spelling):
+        super().__init__()
+        self.norm, self.spelling = torch.nn.RMSNorm(16, eps=1e-6), spelling
+
+    def forward(self, x):
+        if self.spelling == "module":
+            return self.norm(x * 2.0)  # the RMSNorm module
+        if self.spelling == "functional":
+            return torch.nn.functional.rms_norm(x * 2.0, (16,), self.norm.weight, 1e-6)  # F.rms_norm
+        h = x * 2.0
+        return h * torch.rsqrt((h * h).mean(-1, keepdim=True) + 1e-6) * self.norm.weight  # written out
+
+
+@pytest.mark.parametrize("spelling", ["module", "functional", "written out"])
+def test_rms_norm_copies_its_input_in_the_backward_and_the_written_out_norm_does_not(spelling):
+    import fxlint
+    from tests.conftest import line_of
+
+    x = torch.randn(2, 8, 16, requires_grad=True)
+    got = findings(fxlint.lint(_RMS(spelling), (x,), train=True, select="FXL120", confirm=True, config=False),
+                   "FXL120")
+    real = [c for c in fxlint.audit(_RMS(spelling), (x,), train=True).copies
+            if c.phase == "backward" and c.avoidable and c.file == __file__]
+    if spelling == "written out":
+        assert got == [] and real == []
+        return
+    marker = "# the RMSNorm module" if spelling == "module" else "# F.rms_norm"
+    [f] = got
+    assert f.line == line_of(__file__, marker) and f.status == "confirmed" and f.backward_bytes == x.numel() * 4
+    assert [c.bytes for c in real] == [x.numel() * 4] and "x * x" in f.fix
+    with torch.no_grad():
+        torch.testing.assert_close(_RMS(spelling)(x), _RMS("written out")(x))

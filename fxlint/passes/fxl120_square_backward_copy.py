@@ -4,7 +4,10 @@
 Finds `x.pow(2)`, `x ** 2`, `torch.pow(x, 2)` and `torch.square(x)` (an
 exponent of 2, integer or float) where a gradient flows back through `x`.
 RMSNorm's `variance = hidden_states.pow(2).mean(-1, keepdim=True)` is the
-usual spelling.
+usual spelling; `F.rms_norm` and `nn.RMSNorm` (float32 or float64 input)
+compute the same `pow(2)` inside ATen and copy the same way (measured: one
+copy of the input in the backward, none for the norm written out with
+`x * x`, at the same time per step).
 
 Bytes are what the backward copies per training step: the size of `x`.
 The forward copies nothing.
@@ -47,6 +50,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import torch
+
 from ..analysis.gradflow import cut_kind
 from ..canon import CanonNode, GraphView
 from ..canon.text import bytes_text, bytes_value, from_before_break, operand_name, user_name
@@ -65,6 +70,9 @@ class SquareBackwardCopy(Violation):
     copied: int | str | None
 
     def message(self) -> str:
+        if self.call == "rms_norm":
+            return (f"the backward of `rms_norm` copies its input ({bytes_text(self.copied)} per training step): ATen "
+                    "computes it with `x.pow(2)`, whose gradient computes `x.pow(1)`, which is a copy")
         if self.operand:
             return (f"the backward of `{self.call}` on `{self.operand}` copies `{self.operand}` "
                     f"({bytes_text(self.copied)} per training step): pow's gradient computes `{self.operand}.pow(1)`, "
@@ -73,6 +81,9 @@ class SquareBackwardCopy(Violation):
                 "step): pow's gradient computes its `.pow(1)`, which is a copy")
 
     def fix_title(self) -> str:
+        if self.call == "rms_norm":
+            return ("write the norm out with a product, `x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * "
+                    "weight`: the same values, no copy in backward (the same time in eager, measured on a CPU)")
         x = self.operand or "x"
         return f"write `{x} * {x}` (the same values and gradient, no copy in backward)"
 
@@ -82,7 +93,7 @@ class SquareBackwardCopy(Violation):
 
 
 #: the torch functions a square by pow is called as (``CopyEvent.func``)
-_SPELLINGS = frozenset({"pow", "__pow__", "square"})
+_SPELLINGS = frozenset({"pow", "__pow__", "square", "rms_norm"})
 
 
 def _exponent(node: CanonNode) -> object:
@@ -93,6 +104,10 @@ def _exponent(node: CanonNode) -> object:
 
 def _call(node: CanonNode) -> str | None:
     """How the square was spelled, or None when ``node`` is not one."""
+    if node.op == "rms_norm":  # F.rms_norm / nn.RMSNorm: ATen's composite squares by pow; not its fused kernel
+        t = node.input.tensor if node.input is not None else None
+        fused = "_fused" in node.spelling
+        return "rms_norm" if not fused and t is not None and t.dtype in (torch.float32, torch.float64) else None
     if node.op == "square":
         return "torch.square"
     e = _exponent(node)
@@ -106,7 +121,7 @@ def _call(node: CanonNode) -> str | None:
 @rule("FXL120", "square-backward-copy", "warning", violation=SquareBackwardCopy)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     synced = _synced(view)
-    for node in view.ops("pow", "square"):
+    for node in view.ops("pow", "square", "rms_norm"):
         call = _call(node)
         x = node.input
         if call is None or x is None or x.tensor is None or not x.tensor.dtype.is_floating_point:
