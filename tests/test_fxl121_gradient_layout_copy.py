@@ -34,6 +34,13 @@ def _real_grad_strides(fn, transposed):
     return seen["s"]
 
 
+def _written_into(h):
+    """``h`` written into a larger buffer by a subscript of plain slices (MViTv2's ``attn[:, :, 1:, 1:] = ...``)."""
+    base = torch.zeros(B, H, N + 1, D + 2) * 1.0
+    base[:, :, 1:, 1:-1] = h
+    return base
+
+
 _OPS = {
     "mul": lambda h: h * 2, "add": lambda h: h + torch.ones(B, H, N, D), "neg": lambda h: -h, "exp": torch.exp,
     "gelu": F.gelu, "silu": F.silu, "to": lambda h: h.double(), "clone": lambda h: h.clone(),
@@ -60,6 +67,7 @@ _OPS = {
     "interpolate, nearest": lambda h: F.interpolate(h, scale_factor=2.0),
     "interpolate, bilinear": lambda h: F.interpolate(h, scale_factor=2.0, mode="bilinear"),
     "interpolate, bicubic": lambda h: F.interpolate(h, size=(20, 12), mode="bicubic"),
+    "setitem": lambda h: _written_into(h), "setitem, read after": lambda h: _written_into(h).softmax(-1),
     "interpolate, channels-last gradient": lambda h: F.interpolate(h, scale_factor=2.0, mode="bilinear").permute(
         0, 2, 3, 1).contiguous().permute(0, 3, 1, 2),
     "sdpa, a learned mask": lambda h: F.scaled_dot_product_attention(h, h * 2, h * 3, attn_mask=h[:1, :, :, :1] * h[

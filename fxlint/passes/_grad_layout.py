@@ -23,6 +23,8 @@ tests/test_fxl121_gradient_layout_copy.py checks them):
   constant of some width, a new tensor of the input's shape, dense in the gradient's order; reflect, replicate
   and circular pads, a new contiguous tensor; an `expand` that broadcasts: the gradient summed over the broadcast
   dims, a new contiguous tensor (a GQA `k[:, :, None].expand(...)`);
+* a subscript write of plain slices, `base[:, :, 1:, 1:] = value` (MViTv2's relative position terms): the value
+  gets its piece of the base's gradient cloned into a new contiguous tensor (`CopySlices`);
 * `F.interpolate` (4-D): nearest and bilinear, a new tensor in channels_last for a channels-last gradient, else
   contiguous; bicubic, contiguous;
 * matmul, `mm`, `bmm`, `linear`, `softmax`, `log_softmax`, `layer_norm`, `where`, `masked_fill`, `relu`, `glu`,
@@ -136,6 +138,9 @@ class GradLayouts:
         for node in reversed(view.nodes):
             if node.kind != "op":
                 continue
+            if node.op == "setitem":  # no output of its own: its value gets a piece of the base's gradient
+                self._setitem(node, contributions, returned)
+                continue
             got = contributions.get(id(node))
             if not got and id(node) in returned:
                 assert node.tensor is not None
@@ -147,6 +152,22 @@ class GradLayouts:
             for inp, c in self._backward(node, g):
                 if _has_grad(inp) or (inp.tensor is None and inp.op in _PIECES):
                     contributions.setdefault(id(inp), []).append((node.position, c))
+
+    @staticmethod
+    def _setitem(u: CanonNode, contributions: dict[int, list[tuple[int, Grad | None]]], returned: set[int]) -> None:
+        """``base[slices] = value``: autograd's ``CopySlices`` hands ``value`` its piece of the base's gradient (the
+        gradient of the ops that read the base after the write) cloned contiguous (measured with tensor hooks).
+        Only plain slices of every dim are modelled."""
+        base, value, spec = u.input, u.args.get("value"), u.args.get("index")
+        if base is None or base.tensor is None or not isinstance(value, CanonNode) or not _has_grad(value) \
+                or value.tensor is None or spec is None or value.tensor.ndim != base.tensor.ndim:
+            return
+        if not all(it.kind == "slice" for it in spec.items):
+            return
+        if id(base) not in returned and not any(p > u.position for p, _ in contributions.get(id(base), [])):
+            return  # no gradient reaches the base after the write
+        contributions.setdefault(id(value), []).append((u.position, Grad(contiguous_strides(value.tensor.shape), True,
+                                                                         u)))
 
     def _backward(self, u: CanonNode, g: Grad | None) -> list[tuple[CanonNode, Grad | None]]:
         """What ``u``'s backward hands each of its tensor inputs, given the gradient ``g`` of its output."""
