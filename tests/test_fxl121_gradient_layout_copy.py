@@ -67,6 +67,8 @@ _OPS = {
     "interpolate, nearest": lambda h: F.interpolate(h, scale_factor=2.0),
     "interpolate, bilinear": lambda h: F.interpolate(h, scale_factor=2.0, mode="bilinear"),
     "interpolate, bicubic": lambda h: F.interpolate(h, size=(20, 12), mode="bicubic"),
+    "normalize": lambda h: F.normalize(h, dim=-1), "normalize, dim 1": lambda h: F.normalize(h, dim=1),
+    "conv of a permuted view": lambda h: F.conv2d(h.permute(0, 2, 1, 3), torch.ones(3, N, 1, 1)),
     "setitem": lambda h: _written_into(h), "setitem, read after": lambda h: _written_into(h).softmax(-1),
     "interpolate, channels-last gradient": lambda h: F.interpolate(h, scale_factor=2.0, mode="bilinear").permute(
         0, 2, 3, 1).contiguous().permute(0, 3, 1, 2),

@@ -15,8 +15,8 @@ tests/test_fxl121_gradient_layout_copy.py checks them):
   shape (a view where ATen's view rule allows, else a contiguous copy: the copies this module predicts);
 * a dropout of probability 0 (timm's default `nn.Dropout(0.0)`), or not training: the gradient itself (it hands
   back its input, no autograd node);
-* `+`, `-`, `*`, `/`, `neg`, `exp`, `pow`, `sqrt`, `rsqrt`, `sigmoid`, `tanh`, `gelu`, `silu`, dropout,
-  conversions, `clone`, `contiguous`: the gradient's
+* `+`, `-`, `*`, `/`, `neg`, `exp`, `pow`, `sqrt`, `rsqrt`, `sigmoid`, `tanh`, `gelu`, `silu`, `F.normalize`,
+  dropout, conversions, `clone`, `contiguous`: the gradient's
   own layout (TensorIterator lays its result out like the gradient, its first operand), for an input of the
   output's shape; `cat`: a slice of the gradient;
 * `F.pad` with zeros of width 0 (timm's "same" padding where none is needed): the gradient itself; with a
@@ -34,7 +34,8 @@ tests/test_fxl121_gradient_layout_copy.py checks them):
 * `einsum`: contiguous in the order `bmm` read the operand (``fxlint.kernels.einsum``);
 * a convolution, `batch_norm` and the poolings (average, max, adaptive average): a new tensor in the input's
   memory format (contiguous, or channels_last for a channels_last input), whatever the output gradient's layout;
-  `group_norm` likewise on a 4-D input (channels_last for channels_last), and contiguous for any other layout (it
+  a conv on an input in any other layout (a permuted view), contiguous: it runs on a contiguous copy; `group_norm`
+  likewise on a 4-D input (channels_last for channels_last), and contiguous for any other layout (it
   runs on a contiguous copy); `mean` (and an adaptive average pool to 1 x 1, which ATen runs
   as one): the gradient expanded over the reduced dims and divided, a new tensor TensorIterator lays out from the
   expanded strides (contiguous for a contiguous gradient, whatever the input's layout);
@@ -76,7 +77,8 @@ from ._constant import dropout_training
 
 #: ops whose backward hands each input of the output's shape a gradient laid out like the output's
 _FOLLOW = frozenset({"add", "sub", "rsub", "mul", "div", "true_divide", "neg", "exp", "gelu", "silu", "dropout",
-                     "to", "clone", "contiguous", "alias", "identity", "pow", "sigmoid", "tanh", "sqrt", "rsqrt"})
+                     "to", "clone", "contiguous", "alias", "identity", "pow", "sigmoid", "tanh", "sqrt", "rsqrt",
+                     "normalize"})
 #: of those, the ones whose backward passes the gradient itself on (no new tensor autograd could add into)
 _PASS_ON = frozenset({"add", "sub", "clone", "contiguous", "alias", "identity"})
 #: ops whose backward writes their input's gradient into a new contiguous tensor
@@ -250,7 +252,7 @@ class GradLayouts:
         if t.ndim in ((4,) if u.op == "group_norm" else (4, 5)) and t.is_channels_last() is True:
             order = [0, *range(2, t.ndim), 1][::-1]  # fastest first: C, then the spatial dims from the last
             return Grad(dense_strides(t.shape, order), True, u)
-        if u.op == "group_norm":  # any other layout: group_norm runs on a contiguous copy of its input
+        if u.op in ("group_norm", "conv"):  # any other layout: they run on a contiguous copy of their input
             return Grad(contiguous_strides(t.shape), True, u)
         return None
 
