@@ -600,3 +600,49 @@ def test_a_resumed_frame_s_relative_module_path_matches_the_audit_s():
 
     assert _same_call("conv", "convs.0.conv") and _same_call(None, "convs.0.conv") and _same_call("a.b", "a.b")
     assert not _same_call("conv", "convs.0.lin") and not _same_call("conv", None) and not _same_call("v", "conv")
+
+
+class _ViewWrite(nn.Module):
+    """An in-place write into a view of a tensor that needs a gradient: once (``add_``), or written back onto itself
+    (``+=``: Python's ``__iadd__`` then ``__setitem__``)."""
+
+    def __init__(self, form):
+        super().__init__()
+        self.form = form
+
+    def forward(self, a, s):
+        x = a * 1.0
+        if self.form == "add_":
+            x[:, :, 1:, :].add_(s[:, :, 1:, :])  # the write
+        else:
+            x[:, :, 1:, :] += s[:, :, 1:, :]  # the write
+        return x * 2
+
+
+@pytest.mark.parametrize("form", ["add_", "+="])
+def test_an_in_place_write_into_a_view_is_filed_at_its_line_and_only_the_self_assignment_is_avoidable(form):
+    """Autograd numbers CopySlices after the in-place op: the audit files its copies at the write's line; the write's
+    own (the base's gradient rebuilt around the piece) are unavoidable, and what `x[i] += y` adds (a second
+    CopySlices and the view's replay: the base once, the region three times) is avoidable, FXL110's claim."""
+    import inspect
+
+    a, s = torch.randn(2, 1, 17, 8, requires_grad=True), torch.randn(2, 1, 17, 8, requires_grad=True)
+    src, start = inspect.getsourcelines(_ViewWrite.forward)
+    marker = ".add_(" if form == "add_" else "+="
+    line = start + next(i for i, t in enumerate(src) if "# the write" in t and marker in t)
+    audit = fxlint.audit(_ViewWrite(form), (a, s), train=True)
+    rebuilt = [c for c in audit.copies if c.phase == "backward" and (c.grad_fn or "").startswith(
+        ("torch::autograd::CopySlices", "AsStridedBackward"))]
+    assert rebuilt and all((c.file, c.line) == (__file__, line) for c in rebuilt)
+    own = [c for c in rebuilt if not c.avoidable]
+    assert own and all(c.reason == UNAVOIDABLE["inplace-view-grad"] for c in own)
+    extra = sum(c.bytes for c in rebuilt if c.avoidable)
+    base, region = a.numel() * 4, a[:, :, 1:].numel() * 4
+    assert extra == (0 if form == "add_" else base + 3 * region)
+    if form == "+=":
+        rep = fxlint.lint(_ViewWrite(form), (a, s), train=True, select="FXL110", confirm=True, config=False)
+        [f] = rep.findings
+        assert f.backward_bytes == extra
+        from fxlint.runtime.confirm import _backward_hits
+
+        assert sum(c.bytes for c in _backward_hits(f, audit, set())) == f.backward_bytes

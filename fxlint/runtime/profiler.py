@@ -478,7 +478,8 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
 
     # pass 2: copies (``evs``: the profiler events of ``chain``, for the copy's time)
     def visit(e: Any, site: int | None, chain: tuple[str, ...], evs: tuple[Any, ...], grad_fn: str | None,
-              phase: str, lookup: bool = False, alone_of: int | None = None, of_computed: str | None = None) -> None:
+              phase: str, lookup: bool = False, alone_of: int | None = None, of_computed: str | None = None,
+              inplace_view: str | None = None) -> None:
         if not is_op(e):
             return
         name = e.name
@@ -490,6 +491,9 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
             grad_fn = name[len(_SEQ_EVENT):]
             phase = "backward"
             site = seq_to_site.get(e.extra_fields.sequence_number)
+            inplace_view = None
+            if site is None and grad_fn.startswith(_REBASE_NODES):
+                site, inplace_view = _rebase_site(e.extra_fields.sequence_number, grad_fn, seq_to_site, sites)
             lookup = e.extra_fields.sequence_number in lookups
             alone_of = lone.get(e.extra_fields.sequence_number)
             of_computed = computed.by_seq.get(e.extra_fields.sequence_number)
@@ -513,18 +517,44 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
                                      else computed.by_key.get(event_key(evs[0])))
                 event["saved_destination"] = (phase == "forward" and chain[0] in _IN_PLACE_REDUCTIONS
                                               and evs[0].extra_fields.sequence_number in reads_destination)
+                event["inplace_view"] = inplace_view if phase == "backward" else None
                 _record(raw, event, sites.get(site) if site is not None else None, grad_fn, phase)
                 if name in GATHER_KERNELS:  # a copy of the gather's input is a copy of its own
                     for c in e.children:
                         if is_op(c) and c.name in _INPUT_COPIES:
-                            visit(c, site, chain, evs, grad_fn, phase, lookup, alone_of, of_computed)
+                            visit(c, site, chain, evs, grad_fn, phase, lookup, alone_of, of_computed, inplace_view)
                 return  # nothing else inside a copy kernel is a second copy
         for c in e.children:
-            visit(c, site, chain, evs, grad_fn, phase, lookup, alone_of, of_computed)
+            visit(c, site, chain, evs, grad_fn, phase, lookup, alone_of, of_computed, inplace_view)
 
     for r in roots:
         visit(r, None, (), (), None, "forward")
     return raw
+
+
+#: the backward nodes autograd makes for an in-place op on a view (it rebases the view's history): numbered after the
+#: op's own node, while the op runs, so no forward op carries their number
+_REBASE_NODES = ("torch::autograd::CopySlices", "AsStridedBackward")
+
+
+def _rebase_site(seq: int, grad_fn: str, seq_to_site: dict[int, int],
+                 sites: dict[int, Any]) -> tuple[int | None, str | None]:
+    """The site of the in-place op on a view whose rebase made the backward node numbered ``seq`` (the forward op
+    numbered last before it), and whether its copies are the write's own (``inherent``: the base's gradient rebuilt
+    around the written piece, which every in-place write into a view pays in training) or those a view written back
+    onto itself adds (``redundant``: `x[i] += y` records the write a second time, a CopySlices of the self-copy and
+    the view's replay; FXL110's claim), or (None, None) when no forward op precedes it."""
+    before = [s for s in seq_to_site if s < seq]
+    if not before:
+        return None, None
+    site = seq_to_site[max(before)]
+    here = sites.get(site)
+    if grad_fn.startswith("torch::autograd::CopySlices"):
+        return site, "redundant" if getattr(here, "func", None) == SELF_ASSIGN else "inherent"
+    loc = getattr(here, "location", None)  # the view's replay (AsStridedBackward): run when the view is read again
+    again = loc is not None and any(getattr(x, "func", None) == SELF_ASSIGN and getattr(x, "location", None) == loc
+                                    for x in sites.values())
+    return site, "redundant" if again else "inherent"
 
 
 #: the subscripts that take a piece of a tensor (their backward zero-fills the whole and copies the piece in)
@@ -702,6 +732,10 @@ UNAVOIDABLE: dict[str, str] = {
                        "whole tensor's gradient, zero outside the piece, written as zeros and the piece's gradient "
                        "(every lone subscript pays it in training; pieces of one tensor taken one subscript at a time "
                        "are FXL113's)",
+    "inplace-view-grad": "the gradient of an in-place write into a view of a tensor that needs a gradient "
+                         "(`x[:, 1:].add_(y)`, `x[i] = v`): autograd's CopySlices rebuilds the base's gradient around "
+                         "the written piece (every such write pays it in training; writing the same view back onto "
+                         "itself, `x[i] += y`, pays it twice, and the second time is FXL110's)",
     "masked-fill-grad": "masked_fill's gradient: the output's gradient with the masked elements zeroed, a new tensor "
                         "ATen writes as clone + masked_fill_ (in place or not, every masked_fill pays it in training; "
                         "torch.where's backward writes the same bytes in one pass)",
@@ -710,15 +744,17 @@ UNAVOIDABLE: dict[str, str] = {
 
 def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...], *,
              table: bool = False, lone_piece: bool = False,
-             saved_destination: bool = False, computed: str | None = None) -> tuple[bool, str | None]:
+             saved_destination: bool = False, computed: str | None = None,
+             inplace_view: str | None = None) -> tuple[bool, str | None]:
     """(avoidable, reason) of one copy: its op chain (top op down to the kernel that wrote the
     bytes), the backward node it ran in (None in forward), its shape, whether it is a gather from a
     parameter the training step updates, or that gather's gradient (``table``), and whether it is the
     backward of a subscript that took the only piece of its tensor (``lone_piece``), and whether it is an in-place
     reduction whose backward read the destination autograd saved (``saved_destination``), and whether it is a gather
     or scatter that is the computation, or its gradient (``computed``: its class from
-    ``computed_gathers.computed_gathers``, a key of ``UNAVOIDABLE``). The reasons are the
-    values of ``UNAVOIDABLE``."""
+    ``computed_gathers.computed_gathers``, a key of ``UNAVOIDABLE``), and whether it is the backward of an in-place
+    write into a view (``inplace_view``: ``inherent``, the write's own, or ``redundant``, a view written back onto
+    itself). The reasons are the values of ``UNAVOIDABLE``."""
     parent = chain[-2] if len(chain) >= 2 else None
     if chain[-1] in HOST_READ_KERNELS:
         return True, None
@@ -740,6 +776,8 @@ def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...]
         return False, UNAVOIDABLE["instance-norm-params"]
     if table:
         return False, UNAVOIDABLE["table-lookup"]
+    if inplace_view == "inherent":
+        return False, UNAVOIDABLE["inplace-view-grad"]
     moves = chain[-1] in GATHER_KERNELS or chain[-1] in SCATTER_KERNELS  # the op's own rows, not an input copy
     if computed == SELECTION and (grad_fn is not None or moves):
         return False, UNAVOIDABLE[SELECTION]
@@ -773,7 +811,7 @@ def _record(raw: RawAudit, ev: dict[str, Any], site: CallSite | None, grad_fn: s
     avoidable, reason = classify(chain, grad_fn, ev["shape"], table=bool(ev.get("table")),
                                  lone_piece=bool(ev.get("lone_piece")),
                                  saved_destination=bool(ev.get("saved_destination")),
-                                 computed=ev.get("computed"))
+                                 computed=ev.get("computed"), inplace_view=ev.get("inplace_view"))
     loc = site.location if site is not None else None
     raw.copies.append(
         CopyEvent(
