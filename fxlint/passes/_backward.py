@@ -4,6 +4,8 @@ reshaped through the views above it."""
 
 from __future__ import annotations
 
+import weakref
+
 from ..canon import CanonNode, GraphView
 from ..canon.text import call_text
 from ..tensor import symbolic
@@ -85,11 +87,27 @@ def copies_through(nodes: list[CanonNode], view: GraphView) -> list[tuple[CanonN
             if any(c.grad.through_copy is n for n in nodes) and id(c.node) not in seen]
     # and the ops further on whose backward copies their output's gradient back into their own layout (a
     # `layer_norm` whose output was permuted to NCHW and made contiguous for a conv: pvt_v2's stage norms)
-    for u in view.ops(*OUTPUT_GRAD_OPS):
-        got = output_grad_copy(view, u)
-        if got is not None and any(got.grad.through_copy is n for n in nodes) and id(u) not in seen:
-            out.append((u, got.bytes))
+    by_copy = _output_copies_by_copy(view)
+    for n in nodes:
+        out += [(u, b) for u, b in by_copy.get(id(n), ()) if id(u) not in seen]
     return out
+
+
+_BY_COPY: weakref.WeakKeyDictionary[GraphView, dict[int, list[tuple[CanonNode, Dim]]]] = weakref.WeakKeyDictionary()
+
+
+def _output_copies_by_copy(view: GraphView) -> dict[int, list[tuple[CanonNode, Dim]]]:
+    """The output-gradient copies of ``view`` (``output_grad_copy``) by the layout copy their gradient came back
+    through, computed once per view (a graph with thousands of `.contiguous()` asks for each)."""
+    got = _BY_COPY.get(view)
+    if got is None:
+        got = {}
+        for u in view.ops(*OUTPUT_GRAD_OPS):
+            c = output_grad_copy(view, u)
+            if c is not None and c.grad.through_copy is not None:
+                got.setdefault(id(c.grad.through_copy), []).append((u, c.bytes))
+        _BY_COPY[view] = got
+    return got
 
 
 def backward_copy_text(node: CanonNode) -> str:
