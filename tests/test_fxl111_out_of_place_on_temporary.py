@@ -109,8 +109,6 @@ KEPT = [  # in place is out (the reason the message gives); torch.where is offer
     ("a transposed view (in place would keep its strides)",
      lambda a, b, m: (a + b).transpose(0, 1).masked_fill(m, 0.0).view(-1), (S, S, torch.rand(8, 8, 8) > 0.5),
      "shares memory"),
-    ("an expanded view", lambda a, m: (a * 2).expand(2, 4, 8, 8).masked_fill(~m, 0.0), (torch.randn(1, 4, 8, 8), MASK),
-     "shares memory"),
     ("in training, made by exp, which keeps its result", lambda x: (x * 2).exp().masked_fill(x > 0, 0.0),
      (A.clone().requires_grad_(),), "autograd"),
     ("in training, a view (autograd would rebuild its base)",
@@ -129,6 +127,27 @@ def test_in_place_is_not_offered_where_the_input_must_stay_and_torch_where_is(la
     assert f.details["fix"] == "where" and "masked_fill_" not in f.fix and "torch.where" in f.fix
     assert why in f.details["kept_because"] and why in f.message
     assert f.status == "confirmed" and f.bytes == f.details["copied"] > 0
+
+
+NO_SPELLING = [  # torch.where would change the dtype or the layout of the result: nothing is offered
+    ("an expanded view, the mask broadcast", lambda a, m: (a * 2).expand(2, 4, 8, 8).masked_fill(~m, 0.0),
+     (torch.randn(1, 4, 8, 8), MASK)),
+    ("an integer tensor (where would promote to float)", lambda x: x.masked_fill(x > 2, 0.5),
+     (torch.randint(0, 5, (4, 6)),)),
+    ("a transposed input and a broadcast mask", lambda x, m: x.transpose(0, 1).masked_fill(m, 0.0),
+     (torch.randn(6, 4), torch.rand(1, 6) > 0.5)),
+]
+
+
+@pytest.mark.parametrize("label,fn,inputs", NO_SPELLING, ids=[n[0] for n in NO_SPELLING])
+def test_no_finding_where_torch_where_would_change_dtype_or_layout(label, fn, inputs):
+    assert findings(fxlint.lint(fn, inputs, select=["FXL111"]), "FXL111") == []
+    if "integer" in label:  # the premise: where promotes, masked_fill keeps the dtype
+        x = inputs[0]
+        assert torch.where(x > 2, 0.5, x).dtype == torch.float32 and fn(*inputs).dtype == x.dtype
+    if "transposed" in label:  # the premise: where keeps the operand's layout, masked_fill's clone is contiguous
+        x, m = inputs
+        assert fn(*inputs).is_contiguous() and not torch.where(m, 0.0, x.transpose(0, 1)).is_contiguous()
 
 
 def test_torch_where_removes_the_clone_and_keeps_values_and_gradients():

@@ -18,7 +18,8 @@ The usual spelling is a chain:
 `m.masked_fill(m != 0, -100.0).masked_fill(m == 0, 0.0)` (torchvision's
 shifted-window attention mask): the second call's input is the first call's
 fresh result, read by nothing else; the first call's input `m` is read again
-by `m == 0` and must stay out-of-place (it is not reported).
+by `m == 0` and cannot be written in place (`torch.where` is offered for it,
+below).
 
 In training, where the temporary requires grad, the in-place write must not
 change a tensor autograd saved: it is reported when the op that made the
@@ -29,15 +30,18 @@ temporary earlier kept it either (a comparison, `clone`, `+`: they keep
 nothing), and when the call writes the temporary itself, not a view of it.
 An in-place write on a view of a tensor that requires grad makes autograd
 rebuild the base in the backward (`CopySlices`: four more copies of the
-view's size, measured) and is not reported; nor is a temporary made by an
-op that keeps its result (`exp`, `softmax`, `sigmoid`, `tanh`, `relu`,
+view's size, measured) and is not offered; nor is it for a temporary made
+by an op that keeps its result (`exp`, `softmax`, `sigmoid`, `tanh`, `relu`,
 `sqrt`: `.backward()` would raise). A read of the temporary's dtype or shape
 only (`.type_as(t)`, `t.size(1)`) is not a read.
 
 Where the input cannot be written in place (an input of the graph or the
 caller's tensor, read again later, returned, kept by autograd, a view, or
 broadcast up by the mask: the checks above), `torch.where(mask, value, t)`
-still avoids the copy: it writes the result in one pass instead of cloning
+still avoids the copy, for a floating `t` filled with a number (or a 0-d
+tensor of its dtype: `where` promotes, `masked_fill` keeps `t`'s dtype) and a
+result laid out as `masked_fill`'s contiguous clone (`t` contiguous, or a mask
+of the result's shape); other fills are not reported: it writes the result in one pass instead of cloning
 `t` and then filling it (measured: no `aten::clone`, and faster on the CPU:
 `python bench/where_vs_masked_fill.py`); the finding then
 says why in-place is out and suggests `torch.where`. A Python scalar that
@@ -152,10 +156,33 @@ def _hits(view: GraphView) -> Iterator[Hit]:
                                                   copied=bytes_value(src.tensor.nbytes))
                 yield Hit(node, violation, bytes=src.tensor.nbytes, backward_bytes=0)
                 continue
+            if not _where_fits(node, src):
+                continue  # torch.where would change the dtype or the layout: no spelling avoids the clone
             # the clone is of the input broadcast to the result's shape
             violation = OutOfPlaceOnTemporary(op=op, inplace=twin, source=src.name,
                                               copied=bytes_value(node.tensor.nbytes), fix="where", kept_because=kept)
             yield Hit(node, violation, bytes=node.tensor.nbytes, backward_bytes=0)
+
+
+def _where_fits(node: CanonNode, src: CanonNode) -> bool:
+    """`torch.where(mask, value, t)` gives what `t.masked_fill(mask, value)` gives: the same dtype (a floating `t`,
+    and a Python number or a 0-d tensor of `t`'s dtype as the value: `where` promotes where `masked_fill` keeps `t`'s
+    dtype) and a contiguous result, as `masked_fill`'s clone is (`t` contiguous, or a mask of the result's shape:
+    `where` lays its result out from its operands)."""
+    t, out = src.tensor, node.tensor
+    if t is None or out is None or not t.dtype.is_floating_point:
+        return False
+    args = list(node.args.get("args") or [])
+    kwargs = node.args.get("kwargs") or {}
+    mask = kwargs.get("mask", args[1] if len(args) > 1 else None)
+    value = kwargs.get("value", args[2] if len(args) > 2 else None)
+    if isinstance(value, CanonNode):
+        if value.tensor is None or value.tensor.ndim != 0 or value.tensor.dtype != t.dtype:
+            return False
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    full_mask = isinstance(mask, CanonNode) and mask.tensor is not None and tuple(mask.tensor.shape) == tuple(out.shape)
+    return t.is_contiguous() is True or full_mask
 
 
 def _kept_because(view: GraphView, node: CanonNode, src: CanonNode) -> str | None:

@@ -544,10 +544,11 @@ def _rebase_site(seq: int, grad_fn: str, seq_to_site: dict[int, int],
     around the written piece, which every in-place write into a view pays in training) or those a view written back
     onto itself adds (``redundant``: `x[i] += y` records the write a second time, a CopySlices of the self-copy and
     the view's replay; FXL110's claim), or (None, None) when no forward op precedes it."""
-    before = [s for s in seq_to_site if s < seq]
-    if not before:
+    # the op's own node takes the number before; the view's replay may come one later: no further
+    creator = next((s for s in (seq - 1, seq - 2) if s in seq_to_site), None)
+    if creator is None:
         return None, None
-    site = seq_to_site[max(before)]
+    site = seq_to_site[creator]
     here = sites.get(site)
     if grad_fn.startswith("torch::autograd::CopySlices"):
         return site, "redundant" if getattr(here, "func", None) == SELF_ASSIGN else "inherent"
