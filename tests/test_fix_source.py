@@ -544,3 +544,26 @@ def test_an_edit_in_a_module_the_target_imports_is_verified_on_the_edited_module
     out = capsys.readouterr().out
     assert "re-lint: 0 finding(s), was 1" in out  # the re-lint saw the edited module, not the cached one
     assert "return (x * 2) + 1  # in the imported module" in (target.parent / "blocks_fix_sibling.py").read_text()
+
+
+@pytest.mark.parametrize("imports, edits", [("import torch\n", True), ("import torch as th\n", False),
+                                            ("import torch.nn as nn\n", False)])
+def test_the_where_fix_needs_torch_bound_by_that_name(tmp_path, imports, edits):
+    """`t.masked_fill(m, v)` -> `torch.where(m, v, t)` only where the module binds `torch` (an alias or a submodule
+    import leaves the name unbound: the edit would raise NameError)."""
+    from fxlint.passes.fxl111_out_of_place_on_temporary import OutOfPlaceOnTemporary
+    from fxlint.srcfix.fxl111_in_place_masked_fill import fix
+    from fxlint.srcfix.locate import NoEdit, SourceFile
+
+    path = tmp_path / "m.py"
+    path.write_text(imports + "\n\ndef f(x, m):\n    return x.masked_fill(m, 0.0)\n")
+    finding = Finding(code="FXL111", name="out-of-place-on-temporary", severity=Severity.WARNING, message="m",
+                      file=str(path), line=5, bytes=64,
+                      violation=OutOfPlaceOnTemporary(op="masked_fill", inplace="masked_fill_", source="x", copied=64,
+                                                      fix="where", kept_because="it is an input of the graph"))
+    source = SourceFile.load(str(path))
+    if edits:
+        assert fix(finding, source).after == "torch.where(m, 0.0, x)"
+    else:
+        with pytest.raises(NoEdit, match="import torch"):
+            fix(finding, source)
