@@ -26,7 +26,7 @@ import statistics
 
 import torch
 import torch.nn.functional as F
-import torch.utils.benchmark as benchmark
+from _rounds import interleaved_rounds  # bench/, the script's own directory
 
 CASES = [
     # label, shape, dim, index length
@@ -67,12 +67,8 @@ def main() -> None:
         fns = spellings(dim, len(shape))
         grad = torch.randn_like(fns["index"](x, idx)).detach()
         stmt = "fn(x, idx).backward(grad); x.grad = None" if args.backward else "fn(x, idx)"
-        rounds: dict[str, list[float]] = {name: [] for name in fns}
-        for _ in range(args.rounds):
-            for name, fn in fns.items():
-                t = benchmark.Timer(stmt=stmt, globals={"fn": fn, "x": x, "idx": idx, "grad": grad},
-                                    num_threads=args.threads, label=label, sub_label=name)
-                rounds[name].append(t.blocked_autorange(min_run_time=args.min_run_time).median * 1e6)
+        rounds = interleaved_rounds(fns, stmt, {"x": x, "idx": idx, "grad": grad}, rounds=args.rounds,
+                                    min_run_time=args.min_run_time, threads=args.threads, label=label)
         medians = {k: statistics.median(v) for k, v in rounds.items()}
         ratio = medians["index"] / medians["index_select"]
         cells = ", ".join(f"{k} {v:9.1f} us" for k, v in medians.items())

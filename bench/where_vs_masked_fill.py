@@ -17,7 +17,7 @@ import argparse
 import statistics
 
 import torch
-import torch.utils.benchmark as benchmark
+from _rounds import interleaved_rounds  # bench/, the script's own directory
 
 CASES = [
     # label, scores shape, mask shape (broadcast to the scores)
@@ -48,12 +48,8 @@ def main() -> None:
         assert torch.equal(SPELLINGS["masked_fill"](t, m), SPELLINGS["where"](t, m))
         grad = torch.randn(shape)
         stmt = "fn(t, m).backward(grad); t.grad = None" if args.backward else "fn(t, m)"
-        rounds: dict[str, list[float]] = {name: [] for name in SPELLINGS}
-        for _ in range(args.rounds):
-            for name, fn in SPELLINGS.items():
-                timer = benchmark.Timer(stmt=stmt, globals={"fn": fn, "t": t, "m": m, "grad": grad},
-                                        num_threads=args.threads, label=label, sub_label=name)
-                rounds[name].append(timer.blocked_autorange(min_run_time=args.min_run_time).median * 1e6)
+        rounds = interleaved_rounds(SPELLINGS, stmt, {"t": t, "m": m, "grad": grad}, rounds=args.rounds,
+                                    min_run_time=args.min_run_time, threads=args.threads, label=label)
         medians = {k: statistics.median(v) for k, v in rounds.items()}
         ratios = [a / b for a, b in zip(rounds["masked_fill"], rounds["where"])]
         cells = ", ".join(f"{k} {v:9.1f} us" for k, v in medians.items())
