@@ -12,7 +12,7 @@ from ..tensor import symbolic
 from ..tensor.layout import contiguous_strides
 from ..tensor.symbolic import Dim
 from ..tensor.viewable import check_view
-from ._grad_layout import OUTPUT_GRAD_OPS, grad_layouts, output_grad_copy
+from ._grad_layout import OUTPUT_GRAD_OPS, SHOWN_AS, grad_layouts, output_grad_copy
 
 
 def grad_flows(node: CanonNode, src: CanonNode | None = None) -> bool:
@@ -115,7 +115,7 @@ def backward_copy_text(node: CanonNode) -> str:
     op (``linear``, ``layer_norm``)."""
     if node.is_view or node.op == "reshape":
         return call_text(node)
-    return {"upsample": "interpolate"}.get(node.op, node.op)
+    return SHOWN_AS.get(node.op, node.op)
 
 
 __all__ = ["backward_copy_text", "backward_layout_copies", "conversion_backward_bytes", "copies_through", "grad_flows"]

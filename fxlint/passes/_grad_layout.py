@@ -337,6 +337,8 @@ def grad_layouts(view: GraphView) -> GradLayouts:
 #: ops whose backward copies their output's gradient into the one layout it works in when it comes back in another
 #: (each measured with the profiler, torch 2.13, CPU: tests/test_fxl122_strided_gradient_copy.py sweeps them)
 OUTPUT_GRAD_OPS = ("layer_norm", "group_norm", "upsample", "max_pool2d", "avg_pool2d", "pad")
+#: how messages name those of them whose canonical op is not the call the user wrote
+SHOWN_AS = {"upsample": "interpolate"}
 
 
 def grad_taken_as(node: CanonNode) -> tuple[str, ...]:
@@ -388,6 +390,24 @@ def output_grad_copy(view: GraphView, node: CanonNode) -> OutputGradCopy | None:
     if any(is_contiguous_as(t.shape, g.strides, f) for f in accepts):
         return None
     return OutputGradCopy(g, t.nbytes, accepts[0])
+
+
+def first_permute_after(node: CanonNode, until: int | None = None) -> CanonNode | None:
+    """The first permute (not the identity) among the ops that read ``node``'s result, breadth first, up to position
+    ``until`` when given: the op that lays the tensor out in the order its gradient then comes back in (a linear's
+    output transposed back to NCHW before a `cat`; a model returning ``out.transpose(0, 1)``)."""
+    seen: set[int] = set()
+    todo = [node]
+    while todo:
+        n = todo.pop(0)
+        for u in n.users:
+            if id(u) in seen or (until is not None and u.position > until):
+                continue
+            seen.add(id(u))
+            if u.op == "permute" and list(u.args.get("dims") or ()) != sorted(u.args.get("dims") or ()):
+                return u
+            todo.append(u)
+    return None
 
 
 def cause_name(node: CanonNode) -> str:
@@ -557,5 +577,17 @@ def _accumulate(got: Sequence[tuple[int, Grad | None]], shape: Sequence[Dim]) ->
     return acc
 
 
-__all__ = ["OUTPUT_GRAD_OPS", "BackwardCopy", "Grad", "GradLayouts", "OutputGradCopy", "cause_name", "global_pool",
-           "grad_layouts", "grad_taken_as", "output_grad_copy", "strided_output_grad"]
+__all__ = [
+    "OUTPUT_GRAD_OPS",
+    "BackwardCopy",
+    "Grad",
+    "GradLayouts",
+    "OutputGradCopy",
+    "cause_name",
+    "first_permute_after",
+    "global_pool",
+    "grad_layouts",
+    "grad_taken_as",
+    "output_grad_copy",
+    "strided_output_grad",
+]

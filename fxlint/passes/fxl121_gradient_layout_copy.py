@@ -101,7 +101,7 @@ from ..canon import CanonNode, GraphView
 from ..canon.text import bytes_text, bytes_value, call_text, line_from, shape_text
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
-from ._grad_layout import _IN_INPUT_LAYOUT, cause_name, grad_layouts
+from ._grad_layout import _IN_INPUT_LAYOUT, cause_name, first_permute_after, grad_layouts
 
 #: products whose backward writes their operands' gradients contiguous in the order they read them
 _PRODUCTS = frozenset({"matmul", "mm", "bmm", "einsum", "baddbmm", "addmm"})
@@ -183,23 +183,6 @@ def _row_major(strides: tuple[object, ...], node: CanonNode) -> bool:
     return all(a >= b for a, b in pairwise(big))  # type: ignore[operator]
 
 
-def _permute_between(node: CanonNode, cause: CanonNode) -> CanonNode | None:
-    """The first permute on the way from ``node`` to ``cause`` (its users, up to ``cause``'s position): the op that
-    lays the tensor back out in the order its gradient then comes back in."""
-    seen: set[int] = set()
-    todo = [node]
-    while todo:
-        n = todo.pop(0)
-        for u in n.users:
-            if id(u) in seen or u.position > cause.position:
-                continue
-            seen.add(id(u))
-            if u.op == "permute" and list(u.args.get("dims") or ()) != sorted(u.args.get("dims") or ()):
-                return u
-            todo.append(u)
-    return None
-
-
 @rule("FXL121", "gradient-layout-copy", "info", violation=GradientLayoutCopy)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     layouts = grad_layouts(view)
@@ -209,7 +192,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             continue  # from the graph's output (nothing to move), or through a `.contiguous()` (FXL101's)
         permute = None
         if cause.op == "cat" and c.node.op == "linear":
-            permute = _permute_between(c.node, cause) if not _row_major(c.grad.strides, c.node) else None
+            permute = first_permute_after(c.node, until=cause.position) if not _row_major(c.grad.strides, c.node) else None
             if permute is None:
                 continue  # a joined tensor's piece folded to 2-D: no order of the linear's input avoids it
         if permute is not None:

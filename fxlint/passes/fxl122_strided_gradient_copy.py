@@ -77,11 +77,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..canon import CanonNode, GraphView
+from ..canon import GraphView
 from ..canon.text import bytes_text, bytes_value, dims_value, line_of, shape_text
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
-from ._grad_layout import OUTPUT_GRAD_OPS, cause_name, output_grad_copy
+from ._grad_layout import OUTPUT_GRAD_OPS, SHOWN_AS, cause_name, first_permute_after, output_grad_copy
 
 
 @dataclass(frozen=True)
@@ -115,26 +115,6 @@ class StridedGradientCopy(Violation):
                 "contiguous")
 
 
-_SHOWN = {"upsample": "interpolate"}
-
-
-def _permute_to_output(node: CanonNode) -> CanonNode | None:
-    """For a gradient that comes straight from the graph's output: the permute on the way from ``node`` to that
-    output (a model returning ``out.transpose(0, 1)``), which laid it out; None when there is none."""
-    seen: set[int] = set()
-    todo = [node]
-    while todo:
-        n = todo.pop(0)
-        for u in n.users:
-            if id(u) in seen:
-                continue
-            seen.add(id(u))
-            if u.op == "permute" and list(u.args.get("dims") or ()) != sorted(u.args.get("dims") or ()):
-                return u
-            todo.append(u)
-    return None
-
-
 @rule("FXL122", "strided-gradient-copy", "info", violation=StridedGradientCopy)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
     for node in view.ops(*OUTPUT_GRAD_OPS):
@@ -143,12 +123,12 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         if got is None or t is None or got.grad.through_copy is not None:
             continue  # through a `.contiguous()`: that copy's finding claims it
         g = got.grad
-        cause = g.made_by if g.made_by is not None else _permute_to_output(node)
+        cause = g.made_by if g.made_by is not None else first_permute_after(node)
         if cause is None:
             continue
         copied = t.nbytes
         violation = StridedGradientCopy(
-            op=_SHOWN.get(node.op, node.op), shape=dims_value(t.shape),
+            op=SHOWN_AS.get(node.op, node.op), shape=dims_value(t.shape),
             grad_strides=tuple(bytes_value(s) for s in g.strides),  # type: ignore[misc]
             cause=cause_name(cause), cause_at=line_of(cause),
             copied=bytes_value(copied), layout=got.layout)

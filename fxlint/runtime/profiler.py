@@ -477,6 +477,8 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
     lone = {seq: numel(key[1]) for seq, key in pieces_of.items() if taken[key] == 1}
 
     # pass 2: copies (``evs``: the profiler events of ``chain``, for the copy's time)
+    self_assigned = {x.location for x in sites.values() if x.func == SELF_ASSIGN}
+
     def visit(e: Any, site: int | None, chain: tuple[str, ...], evs: tuple[Any, ...], grad_fn: str | None,
               phase: str, lookup: bool = False, alone_of: int | None = None, of_computed: str | None = None,
               inplace_view: str | None = None) -> None:
@@ -493,7 +495,8 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
             site = seq_to_site.get(e.extra_fields.sequence_number)
             inplace_view = None
             if site is None and grad_fn.startswith(_REBASE_NODES):
-                site, inplace_view = _rebase_site(e.extra_fields.sequence_number, grad_fn, seq_to_site, sites)
+                site, inplace_view = _rebase_site(e.extra_fields.sequence_number, grad_fn, seq_to_site, sites,
+                                                  self_assigned)
             lookup = e.extra_fields.sequence_number in lookups
             alone_of = lone.get(e.extra_fields.sequence_number)
             of_computed = computed.by_seq.get(e.extra_fields.sequence_number)
@@ -537,13 +540,14 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
 _REBASE_NODES = ("torch::autograd::CopySlices", "AsStridedBackward")
 
 
-def _rebase_site(seq: int, grad_fn: str, seq_to_site: dict[int, int],
-                 sites: dict[int, Any]) -> tuple[int | None, str | None]:
+def _rebase_site(seq: int, grad_fn: str, seq_to_site: dict[int, int], sites: dict[int, CallSite],
+                 self_assigned: set[Any]) -> tuple[int | None, str | None]:
     """The site of the in-place op on a view whose rebase made the backward node numbered ``seq`` (the forward op
-    numbered last before it), and whether its copies are the write's own (``inherent``: the base's gradient rebuilt
-    around the written piece, which every in-place write into a view pays in training) or those a view written back
-    onto itself adds (``redundant``: `x[i] += y` records the write a second time, a CopySlices of the self-copy and
-    the view's replay; FXL110's claim), or (None, None) when no forward op precedes it."""
+    numbered one or two before it), and whether its copies are the write's own (``inherent``: the base's gradient
+    rebuilt around the written piece, which every in-place write into a view pays in training) or those a view
+    written back onto itself adds (``redundant``: `x[i] += y` records the write a second time, a CopySlices of the
+    self-copy and the view's replay; FXL110's claim), or (None, None) when no forward op is numbered that close
+    before it. ``self_assigned``: the locations of the step's self-assignments."""
     # the op's own node takes the number before; the view's replay may come one later: no further
     creator = next((s for s in (seq - 1, seq - 2) if s in seq_to_site), None)
     if creator is None:
@@ -551,11 +555,9 @@ def _rebase_site(seq: int, grad_fn: str, seq_to_site: dict[int, int],
     site = seq_to_site[creator]
     here = sites.get(site)
     if grad_fn.startswith("torch::autograd::CopySlices"):
-        return site, "redundant" if getattr(here, "func", None) == SELF_ASSIGN else "inherent"
-    loc = getattr(here, "location", None)  # the view's replay (AsStridedBackward): run when the view is read again
-    again = loc is not None and any(getattr(x, "func", None) == SELF_ASSIGN and getattr(x, "location", None) == loc
-                                    for x in sites.values())
-    return site, "redundant" if again else "inherent"
+        return site, "redundant" if here is not None and here.func == SELF_ASSIGN else "inherent"
+    # the view's replay (AsStridedBackward): run when the view is read again, by the self-assignment's copy
+    return site, "redundant" if here is not None and here.location in self_assigned else "inherent"
 
 
 #: the subscripts that take a piece of a tensor (their backward zero-fills the whole and copies the piece in)

@@ -44,8 +44,7 @@ def _where(node: cst.Call, source: SourceFile) -> Proposal:
         raise NoEdit("`torch.where` needs the mask and the value passed by position: `t.masked_fill(mask, value)`")
     if not re.search(r"^import torch\s*($|#|,)", source.text, re.M):  # the name `torch`, bound at module level
         raise NoEdit("the file does not `import torch` by that name: write `torch.where(mask, value, t)` by hand")
-    text = {k: source.text[slice(*source.span(v))] for k, v in
-            (("t", node.func.value), ("mask", node.args[0].value), ("value", node.args[1].value))}
-    return Proposal(node, f"torch.where({text['mask']}, {text['value']}, {text['t']})", safe=False,
+    t, mask, value = (source.code(n) for n in (node.func.value, node.args[0].value, node.args[1].value))
+    return Proposal(node, f"torch.where({mask}, {value}, {t})", safe=False,
                     why="the values are the same, except that a Python scalar the dtype cannot hold (-1e9 in "
                         "float16) becomes infinity where masked_fill raises")
