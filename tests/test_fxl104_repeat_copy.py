@@ -42,7 +42,33 @@ def through_reshape_permute(x, pos):
     return x + p.reshape(B, -1, N).permute(0, 2, 1)
 
 
+def concatenated(x, b):
+    return torch.cat([x, b.repeat(4, 1)])  # cat reads an expanded view as well
+
+
+def gathered(x, idx):
+    return x.view(-1, 1, 8).repeat(1, 3, 1).index_select(0, idx)  # rows gathered from the copy
+
+
+def by_one(x, idx):
+    h = x.view(-1, 1, 8).repeat(1, 1, 1)  # every factor 1: a plain copy
+    return torch.cat([h[idx], h], dim=0)
+
+
+def across_a_break(e):
+    loop = torch.arange(8).view(1, -1).repeat(2, 1)  # handed over a graph break
+    e = e[:, e[0] > 2]
+    return torch.cat([e, loop], dim=1)
+
+
+E = torch.randint(0, 8, (2, 20))
+IDX = torch.tensor([0, 2, 2, 3])
+
 POSITIVE = [
+    ("concatenated", concatenated, (X, B), [Expect("# cat reads", 128)]),
+    ("gathered by index_select", gathered, (X, IDX), [Expect("# rows gathered", 3 * 128)]),
+    ("a repeat by one", by_one, (X, IDX), [Expect("# every factor 1", 128)]),
+    ("over a graph break", across_a_break, (E,), [Expect("# handed over", 2 * 8 * 8)]),
     ("repeat then add", repeat_add, (X, B), [Expect("# repeat for an add", 128)]),
     ("tile then mul", tile_mul, (X, B), [Expect("# tile spelling", 128)]),
     ("repeat adds a leading dim", new_leading_dim, (X, B), [Expect("# (8,) -> (4, 8)", 128)]),
@@ -64,11 +90,24 @@ def _mutated(x, b):
     return x + r
 
 
+def _read_at_the_break(e):
+    loop = torch.arange(8).view(1, -1).repeat(2, 1)
+    e = e[:, e[0] > loop[0, 2]]  # runs eagerly: what it does with `loop` is not in any graph
+    return torch.cat([e, loop], dim=1)
+
+
+def _matmul_after_a_break(e):
+    loop = torch.arange(8.0).view(1, -1).repeat(2, 1)
+    e = e[:, e[0] > 2]
+    return loop @ torch.ones(8, 3) + e.sum()
+
+
 NEGATIVE = [
     ("tiles real data", lambda x, b: x + x[:2].repeat(2, 1), (X, B)),
     ("returned", lambda x, b: b.repeat(4, 1), (X, B)),
     ("read by matmul", lambda x, b: b.repeat(8, 1) @ x.t(), (X, B)),
-    ("concatenated", lambda x, b: torch.cat([x, b.repeat(4, 1)]), (X, B)),
+    ("the statement that breaks reads it", _read_at_the_break, (E,)),
+    ("matmul after the break", _matmul_after_a_break, (E,)),
     ("written in place", _mutated, (X, B)),
     ("expand alone is a view", lambda x, b: x + b.expand(4, 8), (X, B)),
     # the reshape merges the replicated dim with the next: an expanded view would be copied there
@@ -135,5 +174,22 @@ def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
     from tests.rule_snapshots import rule_output
 
     out = rule_output("FXL104")
-    assert out.count("FXL104 warning") == 7 and "negative" not in out
+    assert out.count("FXL104 warning") == 8 and "negative" not in out
     assert out == snapshot
+
+
+def test_a_value_handed_over_a_break_is_followed_to_its_consumer():
+    """The link ``capture.program.link_handovers`` makes: the repeat's graph returns it, the resumed graph reads
+    it as ``L['loop']``; the message names the consumer there, and the fix computes the same."""
+    [f] = findings(fxlint.lint(across_a_break, (E,), select="FXL104"), "FXL104")
+    assert "`cat` at line" in f.message and f.fix.startswith("use `.expand(2, 8)`")
+    assert f.details["readers"] and not f.details["drop"]
+
+    def fixed(e):
+        loop = torch.arange(8).view(1, -1).expand(2, -1)
+        e = e[:, e[0] > 2]
+        return torch.cat([e, loop], dim=1)
+
+    assert torch.equal(fixed(E), across_a_break(E))
+    assert [c for c in fxlint.audit(fixed, (E,)).copies if c.avoidable and c.file == __file__
+            and c.kernel == "aten::copy_"] == []

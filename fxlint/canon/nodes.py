@@ -164,6 +164,9 @@ class CanonNode:
     mutates: list[CanonNode] = field(default_factory=list)  # inputs written in place
     aliases: list[CanonNode] = field(default_factory=list)  # inputs whose memory the output may share
     position: int = 0
+    #: for a value the graph returns to Python at a graph break: the inputs of the graph Dynamo resumes in that
+    #: receive it (``capture.program.link_handovers``), so an analysis can follow its consumers over the break
+    handed_to: list[CanonNode] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return f"<{self.op} {self.name}>"

@@ -34,7 +34,7 @@ from ..util.quiet import quiet_torch_logs
 from ..util.source import Location, is_internal_file, source_line
 from ..util.state import _tensors, preserved_state, tensors_in
 from .distributed import unwrap, wrapper_break
-from .program import AutogradReach, GraphBreak, Program
+from .program import AutogradReach, GraphBreak, Program, link_handovers
 from .roles import dynamo_roles
 
 
@@ -304,6 +304,7 @@ def _capture_dynamo_once(target: Callable[..., Any], args: tuple, kwargs: dict,
         # Dynamo skip the loop's frame; that is FSDP's break, not the model's
         skipped = [b for b in skipped if "`disable`" not in b.reason]
     result.breaks = _merge_breaks([graph_break_from_reason(r) for r in reasons], ends) + skipped
+    link_handovers(result.views)
     return result
 
 

@@ -11,6 +11,7 @@ the breaks with the user's line, and the runtime facts when there are some.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -104,3 +105,80 @@ class Program:
     @classmethod
     def of(cls, views: Sequence[GraphView] | Program) -> Program:
         return views if isinstance(views, Program) else cls(list(views))
+
+
+_LOCAL = re.compile(r"L\['([A-Za-z_]\w*)'\]")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def link_handovers(views: Sequence[GraphView]) -> None:
+    """Follow the user's locals over graph breaks: a value a graph returns to Python because the code after
+    the break reads it (``loop_index = arange(N).repeat(2, 1)`` before a break, ``torch.cat([e, loop_index])``
+    after it) is the input ``L['loop_index']`` of a later graph Dynamo resumes the same function in
+    (``torch_dynamo_resume_in_<function>_at_<line>``), possibly after more breaks whose graphs do not read it.
+    Sets ``CanonNode.handed_to`` of the returned node.
+
+    A local is followed only while nothing else may read or change it: the walk stops at a statement that
+    broke and reads it (that statement runs eagerly, outside every graph) and at a resumed graph that returns
+    a new value under its name. The returned node must be the value of that local: Dynamo names a node after
+    the local it is stored in, or the line assigns it."""
+    from ..canon.text import user_name
+
+    for i, view in enumerate(views):
+        loc = getattr(view.graph_break, "location", None)
+        if loc is None:
+            continue
+        for out in view.outputs:
+            if out.kind != "op":
+                continue
+            names = {n for n in (out.name, re.sub(r"_\d+$", "", out.name), user_name(out)) if n}
+            if not any(_returns_last(view, out, n) for n in names):
+                continue
+            for name in names:
+                target = _received(views, i, loc.function, loc.file, name)
+                if target is not None and target not in out.handed_to:
+                    out.handed_to.append(target)
+
+
+def _returns_last(view: GraphView, node: CanonNode, name: str) -> bool:
+    """Is ``node`` the last value ``view`` returns under the local ``name``?"""
+    from ..canon.text import user_name
+
+    later = view.outputs[view.outputs.index(node) + 1:]
+    return not any(o.kind == "op" and name in (o.name, re.sub(r"_\d+$", "", o.name), user_name(o)) for o in later)
+
+
+def _received(views: Sequence[GraphView], i: int, function: str, file: str, name: str) -> CanonNode | None:
+    """The input ``L['name']`` of the first graph after ``views[i]`` resumed in ``function`` of ``file`` that reads
+    the local, when no statement that broke on the way reads it and no graph on the way returns a new value of it."""
+    from ..canon.text import user_name
+
+    prefix = f"torch_dynamo_resume_in_{function}_at_"
+    brk = views[i].graph_break
+    if name in _IDENT.findall(getattr(brk, "expression", None) or getattr(brk.location, "code", None) or ""):
+        return None
+    for later in views[i + 1:]:
+        resumed = [n for n in later.nodes if _resumed_in(n, prefix, file)]
+        if not resumed:
+            if any(n.location is not None and n.location.function == function and n.location.file == file
+                   for n in later.nodes):
+                return None  # the function is called anew: its locals are another call's
+            continue
+        hit = next((n for n in resumed if n.kind == "input" and _LOCAL.fullmatch(n.param_name or "")
+                    and _LOCAL.fullmatch(n.param_name or "").group(1) == name), None)  # type: ignore[union-attr]
+        if hit is not None:
+            return hit
+        if any(o.kind == "op" and name in (o.name, user_name(o)) for o in later.outputs):
+            return None  # the resumed code assigns the local anew
+        nxt = later.graph_break
+        if nxt is None or nxt.location is None or not nxt.location.function == function:
+            return None
+        if name in _IDENT.findall(nxt.expression or nxt.location.code or ""):
+            return None
+    return None
+
+
+def _resumed_in(node: CanonNode, prefix: str, file: str) -> bool:
+    """Is ``node`` in, or read by, the code of a resume function of ``file`` whose name starts with ``prefix``?"""
+    places = [node.location] + [u.location for u in node.users]
+    return any(p is not None and p.function.startswith(prefix) and p.file == file for p in places)

@@ -31,13 +31,15 @@ class RepeatLike:
 
 def repeat_like(node: CanonNode) -> RepeatLike | None:
     """The analysis when ``node`` replicates only size-1 dims and every consumer is an elementwise
-    op that broadcasts; None otherwise (true tiling, or a consumer that needs the real tensor)."""
+    op that broadcasts, or an op that writes a new tensor from it through its strides (``cat``, ``stack``, a
+    gather: ``reads_any_layout``), reached directly, through view ops, or over a graph break
+    (``CanonNode.handed_to``); None otherwise (true tiling, or a consumer that needs the real tensor)."""
     shaped = _replication(node)
     if shaped is None:
         return None
     source, src_shape, out_shape, dims, spelled = shaped
-    if not dims:
-        return None
+    if not dims and node.op != "repeat":
+        return None  # a repeat by 1 everywhere (a factor that is 1 at these sizes) replicates nothing: a plain copy
     reached = _broadcast_consumers(node, src_shape, dims, ())
     if not reached:
         return None
@@ -46,7 +48,7 @@ def repeat_like(node: CanonNode) -> RepeatLike | None:
         # shape of u if this operand were the un-replicated source: the others must cover the dims
         others = [i.tensor.shape for i in u.tensor_inputs if i is not operand and i.tensor is not None]
         # through a chain, the chain's own sizes (reshape(B, ...)) name the replicated dims: expand, not drop
-        if via or u.tensor is None or not _covers(others, shape, u.tensor.shape):
+        if via or u.tensor is None or not u.is_pointwise or not _covers(others, shape, u.tensor.shape):
             drop = False
     return RepeatLike(node, source, src_shape, out_shape, dims, spelled, tuple(r[0] for r in reached), drop,
                       tuple(r[3] for r in reached))
@@ -62,12 +64,22 @@ def _broadcast_consumers(node: CanonNode, src_shape: tuple[Dim, ...], dims: tupl
     """Every elementwise consumer of ``node`` reached directly or through ``_CHAIN`` view ops that keep
     the replicated ``dims`` whole: (consumer, the operand it reads, the source's shape as that operand
     would have it, the view ops on the way). Empty when any path ends elsewhere (a reduction, a
-    matmul, an in-place write, the graph's output)."""
+    matmul, an in-place write, the graph's output when no graph after a break receives it)."""
     users = real_users(node)
     if not users or node.tensor is None:
         return []
     out: list[tuple[CanonNode, CanonNode, tuple[Dim, ...], tuple[str, ...]]] = []
     for u in users:
+        if u.kind == "output":  # returned at a graph break: its consumers are in the graph resumed after it
+            handed = [h for h in node.handed_to if h.tensor is not None]
+            if not handed:
+                return []
+            for h in handed:
+                sub = _broadcast_consumers(h, src_shape, dims, via)
+                if not sub:
+                    return []
+                out.extend(sub)
+            continue
         if u.op in _CHAIN and len(via) < _MAX_CHAIN and u.tensor is not None and u.input is node:
             mapped = _through(u, node.tensor.shape, src_shape, dims)
             if mapped is None:
@@ -77,10 +89,26 @@ def _broadcast_consumers(node: CanonNode, src_shape: tuple[Dim, ...], dims: tupl
                 return []
             out.extend(sub)
             continue
-        if not u.is_pointwise or u.tensor is None or u.mutates:
+        if u.tensor is None or u.mutates or not (u.is_pointwise or reads_any_layout(u, node)):
             return []
         out.append((u, node, src_shape, via))
     return out
+
+
+#: ops that write a new tensor of their own from their data operand, reading it through its strides: a stride-0
+#: (expanded) operand costs them nothing more than the copy a ``repeat`` made (profiled: ``torch.cat``,
+#: ``torch.stack``, ``index_select``, advanced indexing and ``gather`` of an expanded view run no ``copy_``)
+_READS_ANY_LAYOUT = frozenset({"cat", "concat", "concatenate", "stack", "index", "gather"})
+
+
+def reads_any_layout(u: CanonNode, operand: CanonNode) -> bool:
+    """Does ``u`` read ``operand`` as data it writes into a new tensor (a ``cat``'s piece, the tensor an index or
+    ``gather`` reads rows from; not the index itself)?"""
+    if u.op not in _READS_ANY_LAYOUT:
+        return False
+    if u.op in ("index", "gather"):
+        return u.input is operand and all(i is not operand for i in u.inputs if i is not u.input)
+    return True
 
 
 def _through(u: CanonNode, shape: tuple[Dim, ...], src: tuple[Dim, ...],
@@ -94,6 +122,8 @@ def _through(u: CanonNode, shape: tuple[Dim, ...], src: tuple[Dim, ...],
         if not isinstance(perm, (list, tuple)) or sorted(perm) != list(range(len(src))):
             return None
         return tuple(src[p] for p in perm), tuple(i for i, p in enumerate(perm) if p in dims)
+    if not dims:  # nothing replicated: any view of the source reads as the copy does
+        return res, ()
     # reshape/view: every dim up to the last replicated one must come through unchanged
     last = max(dims)
     if len(res) <= last or any(maybe_eq(shape[i], res[i]) is not True for i in range(last + 1)):

@@ -3,11 +3,18 @@
 ## What it does
 Finds a `.repeat(...)`, `.tile(...)` or `.expand(...).contiguous()` that only
 replicates size-1 dims (or adds leading dims), and whose every consumer is an
-elementwise op that broadcasts (`+`, `*`, `torch.where`, `masked_fill`...),
-directly or through `reshape`/`view`/`permute` steps that keep each
-replicated dim a dim of its own (`pos.repeat(B, 1, 1, 1).reshape(B, -1,
-N).permute(0, 2, 1)` added to `x`: `.expand(B, -1, -1, -1)` keeps the chain
-a view).
+elementwise op that broadcasts (`+`, `*`, `torch.where`, `masked_fill`...) or
+an op that writes a new tensor from it through its strides (`torch.cat`,
+`torch.stack`, `index_select`, advanced indexing, `gather`: measured, none of
+them copies an expanded operand first), directly or through
+`reshape`/`view`/`permute` steps that keep each replicated dim a dim of its
+own (`pos.repeat(B, 1, 1, 1).reshape(B, -1, N).permute(0, 2, 1)` added to `x`:
+`.expand(B, -1, -1, -1)` keeps the chain a view). A value returned to Python at
+a graph break is followed into the graph Dynamo resumes after it, by the
+local's name (`loop_index = arange(N).view(1, -1).repeat(2, 1)`, a break, then
+`torch.cat([edge_index, loop_index], dim=1)`); under `torch.compile(...,
+backend="fxlint")` each graph is linted as it is compiled, before the next one
+exists, so only `fxlint lint` follows a value over a break.
 Such a copy materialises what broadcasting does for free:
 
 * when the other operands already have the full size, drop the repeat
@@ -15,6 +22,10 @@ Such a copy materialises what broadcasting does for free:
 * otherwise use `.expand(...)`: a view with stride 0 on the replicated dims,
   no copy.
 
+A repeat whose factors are all 1 for the sizes linted
+(`x.view(-1, 1, F).repeat(1, towers, 1)` with one tower) replicates nothing
+and still copies: it is reported under the same conditions, with `.expand`
+as the spelling that is a view for every factor.
 A repeat that tiles a dim of size > 1 (`[a, b] -> [a, b, a, b]`) is data, not
 a broadcast, and is not reported; nor is one whose result is mutated in place,
 returned, or read by a non-elementwise op.
@@ -54,15 +65,17 @@ left-padded with 1s), `expand_shape` (the repeated shape;
 `source.expand(*expand_shape)` is the zero-copy equivalent), `dims`
 (replicated dims), `broadcast_consumers` (node names of the elementwise
 consumers), `drop` (True when every consumer gives the same result on the
-source as is), `backward_bytes` (0).
+source as is), `readers` (node names of the consumers that write a new
+tensor from it: `cat`, `stack`, a gather), `backward_bytes` (0).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..canon import GraphView
+from ..canon import CanonNode, GraphView
 from ..canon.text import args_text, bytes_text, bytes_value, line_of, shape_text, shape_value
 from ..findings import Violation
 from ..registry import FixSpec, Hit, RuleContext, rule
@@ -85,16 +98,29 @@ class RepeatCopy(Violation):
     drop: bool  # every consumer gets the same result from the source as it is (no expand needed)
     via_contiguous: bool  # spelled `.expand(...).contiguous()`: the copy is the `.contiguous()`
     source: str  # the node of the replicated tensor
+    readers: tuple[str, ...] = ()  # the consumers that write a new tensor from it (cat, stack, a gather)
 
     def message(self) -> str:
         dims = ", ".join(map(str, self.dims))
+        if not self.readers:
+            how = "broadcast size-1 dims anyway"
+        elif len(self.readers) == len(self.consumed_by):
+            how = "write a new tensor from it and read a stride-0 view as well as this copy"
+        else:
+            how = "broadcast size-1 dims or write a new tensor from it, and read a stride-0 view as well"
+        if not self.dims:
+            return (f"`{self.call}` copies {bytes_text(self.copied)} per call and replicates nothing (every factor "
+                    f"is 1 at these sizes): its only consumers ({', '.join(self.consumed_by)}) read the "
+                    f"{shape_text(self.input_shape)} tensor as well as this copy of it, and `{self._expand}` (a "
+                    "zero-copy view for any factors) or the tensor itself does the same")
         return (f"`{self.call}` copies {bytes_text(self.copied)} per call to replicate a "
                 f"{shape_text(self.input_shape)} tensor into {shape_text(self.expand_shape)} "
                 f"(dim{'s' if len(self.dims) > 1 else ''} {dims}); its only consumers "
-                f"({', '.join(self.consumed_by)}) broadcast size-1 dims anyway, and `{self._expand}` "
-                "is a zero-copy view")
+                f"({', '.join(self.consumed_by)}) {how}, and `{self._expand}` is a zero-copy view")
 
     def fix_title(self) -> str:
+        if not self.dims:
+            return f"use `{self._expand}` instead of `{self.call}`: a view for any factors, no copy"
         who = "its consumers broadcast" if len(self.broadcast_consumers) > 1 else "the consumer broadcasts"
         drop = f"drop `{self.call}`: {who} the {shape_text(self.input_shape)} tensor by itself"
         if self.via_contiguous:
@@ -133,12 +159,21 @@ def _hits(view: GraphView) -> Iterator[Hit]:
             source_shape=shape_value(rep.source_shape),
             expand_shape=shape_value(rep.out_shape),
             dims=tuple(rep.dims),
-            consumed_by=tuple(f"`{u.op}` at {line_of(u)}" + (f" through {', '.join(f'`{v}`' for v in via)}"
+            consumed_by=tuple(f"`{u.op}` at {_place(u, node)}" + (f" through {', '.join(f'`{v}`' for v in via)}"
                                                               if via else "")
                               for u, via in zip(rep.consumers, rep.via or ((),) * len(rep.consumers))),
             broadcast_consumers=[u.name for u in rep.consumers],
             drop=rep.drop,
             via_contiguous=node.op == "contiguous",
             source=rep.source.name,
+            readers=tuple(u.name for u in rep.consumers if not u.is_pointwise),
         )
         yield Hit(node, violation, bytes=nbytes, backward_bytes=0)
+
+
+def _place(u: CanonNode, node: CanonNode) -> str:
+    """``line 12`` for a consumer in the repeat's own file, ``file.py:12`` for one in another file (a helper the
+    value is handed to)."""
+    if u.location is not None and node.location is not None and u.location.file != node.location.file:
+        return f"{os.path.basename(u.location.file)}:{u.location.line}"
+    return line_of(u)
