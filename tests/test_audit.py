@@ -646,3 +646,24 @@ def test_an_in_place_write_into_a_view_is_filed_at_its_line_and_only_the_self_as
         from fxlint.runtime.confirm import _backward_hits
 
         assert sum(c.bytes for c in _backward_hits(f, audit, set())) == f.backward_bytes
+
+
+def test_copies_inside_sparse_ops_are_the_sparse_structure():
+    """A sparse product filling its result and a CSR -> COO conversion copy inside ATen (profiled:
+    ``addmm > resize_as_sparse_ > copy_``, ``_convert_indices_from_csr_to_coo > copy_``): no spelling avoids them.
+    A dense copy on the same kind of line stays avoidable."""
+    import warnings
+
+    def square(adj, x):
+        prod = (adj @ adj).to_sparse_coo()  # sparse product, then COO
+        return prod.values().sum() + x.t().contiguous().sum()  # a dense copy
+
+    dense = (torch.rand(30, 30) > 0.8).float()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        adj = dense.to_sparse_csr()
+        report = fxlint.audit(square, (adj, torch.randn(8, 16)))
+    here = [c for c in report.copies if c.file == __file__]
+    sparse = [c for c in here if c.reason == UNAVOIDABLE["sparse-structure"]]
+    assert sparse and all(not c.avoidable for c in sparse)
+    assert any(c.avoidable and c.bytes == 8 * 16 * 4 for c in here)

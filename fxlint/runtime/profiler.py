@@ -521,6 +521,7 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
                 event["saved_destination"] = (phase == "forward" and chain[0] in _IN_PLACE_REDUCTIONS
                                               and evs[0].extra_fields.sequence_number in reads_destination)
                 event["inplace_view"] = inplace_view if phase == "backward" else None
+                event["sparse"] = any(_is_sparse_op(x.name) or _reads_sparse(x) for x in evs[:-1])
                 _record(raw, event, sites.get(site) if site is not None else None, grad_fn, phase)
                 if name in GATHER_KERNELS:  # a copy of the gather's input is a copy of its own
                     for c in e.children:
@@ -739,16 +740,32 @@ UNAVOIDABLE: dict[str, str] = {
                          "(`x[:, 1:].add_(y)`, `x[i] = v`): autograd's CopySlices rebuilds the base's gradient around "
                          "the written piece (every such write pays it in training; writing the same view back onto "
                          "itself, `x[i] += y`, pays it twice, and the second time is FXL110's)",
+    "sparse-structure": "made inside a sparse op (a sparse matmul filling its result, a conversion between sparse "
+                        "formats such as ``to_sparse_coo`` of a CSR tensor rewriting the indices): a sparse tensor "
+                        "has no strided views, so no spelling of the op avoids it (every such op pays it; the "
+                        "format asked for is the user's choice, as a dtype is)",
     "masked-fill-grad": "masked_fill's gradient: the output's gradient with the masked elements zeroed, a new tensor "
                         "ATen writes as clone + masked_fill_ (in place or not, every masked_fill pays it in training; "
                         "torch.where's backward writes the same bytes in one pass)",
 }
 
 
+def _is_sparse_op(op: str) -> bool:
+    """An ATen op of sparse tensors (``aten::to_sparse``, ``aten::resize_as_sparse_``,
+    ``aten::_convert_indices_from_csr_to_coo``...)."""
+    return "sparse" in op or op.startswith(("aten::_convert_indices_from", "aten::_coalesce"))
+
+
+def _reads_sparse(e: Any) -> bool:
+    """Does the profiled op ``e`` take a sparse tensor (COO, CSR, ...: the profiler records each input's layout)?"""
+    inputs = getattr(getattr(e, "extra_fields", None), "inputs", None) or ()
+    return any(getattr(i, "layout", torch.strided) not in (torch.strided, None) for i in inputs)
+
+
 def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...], *,
              table: bool = False, lone_piece: bool = False,
              saved_destination: bool = False, computed: str | None = None,
-             inplace_view: str | None = None) -> tuple[bool, str | None]:
+             inplace_view: str | None = None, sparse: bool = False) -> tuple[bool, str | None]:
     """(avoidable, reason) of one copy: its op chain (top op down to the kernel that wrote the
     bytes), the backward node it ran in (None in forward), its shape, whether it is a gather from a
     parameter the training step updates, or that gather's gradient (``table``), and whether it is the
@@ -757,7 +774,8 @@ def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...]
     or scatter that is the computation, or its gradient (``computed``: its class from
     ``computed_gathers.computed_gathers``, a key of ``UNAVOIDABLE``), and whether it is the backward of an in-place
     write into a view (``inplace_view``: ``inherent``, the write's own, or ``redundant``, a view written back onto
-    itself). The reasons are the values of ``UNAVOIDABLE``."""
+    itself), and whether an op above the copy works on sparse tensors (``sparse``). The reasons are the values of
+    ``UNAVOIDABLE``."""
     parent = chain[-2] if len(chain) >= 2 else None
     if chain[-1] in HOST_READ_KERNELS:
         return True, None
@@ -779,6 +797,8 @@ def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...]
         return False, UNAVOIDABLE["instance-norm-params"]
     if table:
         return False, UNAVOIDABLE["table-lookup"]
+    if sparse or any(_is_sparse_op(op) for op in chain[:-1]):
+        return False, UNAVOIDABLE["sparse-structure"]
     if inplace_view == "inherent":
         return False, UNAVOIDABLE["inplace-view-grad"]
     moves = chain[-1] in GATHER_KERNELS or chain[-1] in SCATTER_KERNELS  # the op's own rows, not an input copy
@@ -814,7 +834,8 @@ def _record(raw: RawAudit, ev: dict[str, Any], site: CallSite | None, grad_fn: s
     avoidable, reason = classify(chain, grad_fn, ev["shape"], table=bool(ev.get("table")),
                                  lone_piece=bool(ev.get("lone_piece")),
                                  saved_destination=bool(ev.get("saved_destination")),
-                                 computed=ev.get("computed"), inplace_view=ev.get("inplace_view"))
+                                 computed=ev.get("computed"), inplace_view=ev.get("inplace_view"),
+                                 sparse=bool(ev.get("sparse")))
     loc = site.location if site is not None else None
     raw.copies.append(
         CopyEvent(
