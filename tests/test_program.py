@@ -70,3 +70,38 @@ def test_anchor_line_silences_a_hit(write_module):
 def test_bad_scope_is_refused():
     with pytest.raises(ValueError, match="scope"):
         rule("FXL998", "x", scope="module")
+
+
+def _handovers(fn, *args):
+    views = capture(fn, args).views
+    return {(n.name, n.op, h.param_name) for v in views for n in v.nodes for h in n.handed_to}, len(views)
+
+
+def test_a_local_returned_at_a_break_is_linked_to_the_resumed_graphs_input():
+    def f(e):
+        loop = torch.arange(8).view(1, -1).repeat(2, 1)
+        e = e[:, e[0] > 2]  # a break: the mask's nonzero
+        e = e * 2
+        e = e[:, e[0] > 4]  # a second break: the graph between does not read `loop`
+        return torch.cat([e, loop], dim=1)
+
+    links, graphs = _handovers(f, torch.randint(0, 8, (2, 20)))
+    assert graphs >= 3 and links == {("loop", "repeat", "L['loop']")}
+
+
+def test_a_local_assigned_anew_links_its_new_value_and_one_read_at_the_break_none():
+    def reassigned(e):
+        loop = torch.arange(8).view(1, -1).repeat(2, 1)
+        e = e[:, e[0] > 2]
+        loop = torch.zeros(2, 8, dtype=torch.long) + e.sum()  # a new value under the same name
+        e = e[:, e[0] > 4]
+        return torch.cat([e, loop], dim=1)
+
+    def read_at_the_break(e):
+        loop = torch.arange(8).view(1, -1).repeat(2, 1)
+        e = e[:, e[0] > loop[0, 2]]
+        return torch.cat([e, loop], dim=1)
+
+    e = torch.randint(0, 8, (2, 20))
+    assert _handovers(reassigned, e)[0] == {("loop", "add", "L['loop']")}  # the new value, not the repeat
+    assert _handovers(read_at_the_break, e)[0] == set()
