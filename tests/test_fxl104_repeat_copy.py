@@ -102,7 +102,15 @@ def _matmul_after_a_break(e):
     return loop @ torch.ones(8, 3) + e.sum()
 
 
+def _source_written_after(x, b):
+    b = b * 1.0
+    r = b.repeat(4, 1)
+    b.add_(1)  # a view of b would see this write; the copy does not
+    return x + r
+
+
 NEGATIVE = [
+    ("the source is written after it", _source_written_after, (X, B)),
     ("tiles real data", lambda x, b: x + x[:2].repeat(2, 1), (X, B)),
     ("returned", lambda x, b: b.repeat(4, 1), (X, B)),
     ("read by matmul", lambda x, b: b.repeat(8, 1) @ x.t(), (X, B)),

@@ -26,6 +26,8 @@ A repeat whose factors are all 1 for the sizes linted
 (`x.view(-1, 1, F).repeat(1, towers, 1)` with one tower) replicates nothing
 and still copies: it is reported under the same conditions, with `.expand`
 as the spelling that is a view for every factor.
+Nor is one whose source is written in place after it (the copy keeps the
+values from before the write; an expanded view would see it).
 A repeat that tiles a dim of size > 1 (`[a, b] -> [a, b, a, b]`) is data, not
 a broadcast, and is not reported; nor is one whose result is mutated in place,
 returned, or read by a non-elementwise op.
@@ -76,6 +78,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..canon import CanonNode, GraphView
+from ..canon.alias import mutated_after, view_family
 from ..canon.text import args_text, bytes_text, bytes_value, line_of, shape_text, shape_value
 from ..findings import Violation
 from ..registry import FixSpec, Hit, RuleContext, rule
@@ -150,6 +153,8 @@ def _hits(view: GraphView) -> Iterator[Hit]:
         rep = repeat_like(node)
         if rep is None or node.tensor is None:
             continue
+        if mutated_after(view_family(rep.source), node, view):
+            continue  # the copy keeps the values the source had here: a view would see the later write
         nbytes = node.tensor.nbytes
         src_shape = rep.source.tensor.shape if rep.source.tensor is not None else rep.source_shape
         violation = RepeatCopy(
