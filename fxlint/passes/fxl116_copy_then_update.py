@@ -10,7 +10,9 @@ result straight into the region instead: `torch.mul(a, n, out=buf[s])` reads
 each read and write it.
 
 Only tensors that need no gradient are reported (`out=` does not record
-autograd): integer keys and indices, buffers filled under `no_grad`. Bytes are
+autograd): integer keys and indices, buffers filled under `no_grad`; and
+only a value of the region's dtype and shape (a copy that casts or
+broadcasts does more than `out=` would). Bytes are
 the region's size, the copy that goes.
 
 ## Why is this bad?
@@ -100,6 +102,8 @@ def _hits(view: GraphView) -> Iterator[Hit]:
             continue
         if getattr(region.args.get("index"), "items", None) != spec.items:
             continue
+        if value.tensor.dtype != region.tensor.dtype or tuple(value.tensor.shape) != tuple(region.tensor.shape):
+            continue  # the copy casts or broadcasts: `out=` would compute in another dtype or shape
         users = real_users(region)
         update = users[0] if users else None
         if update is None or update.input is not region or region not in update.mutates or not _elementwise(update):
