@@ -651,19 +651,21 @@ def test_an_in_place_write_into_a_view_is_filed_at_its_line_and_only_the_self_as
 def test_copies_inside_sparse_ops_are_the_sparse_structure():
     """A sparse product filling its result and a CSR -> COO conversion copy inside ATen (profiled:
     ``addmm > resize_as_sparse_ > copy_``, ``_convert_indices_from_csr_to_coo > copy_``): no spelling avoids them.
-    A dense copy on the same kind of line stays avoidable."""
+    A dense copy stays avoidable, on its own line and as a dense operand's layout copy under a sparse product."""
     import warnings
 
     def square(adj, x):
         prod = (adj @ adj).to_sparse_coo()  # sparse product, then COO
-        return prod.values().sum() + x.t().contiguous().sum()  # a dense copy
+        dense = (adj @ x.t()).sum()  # the dense operand made contiguous under the sparse addmm
+        return prod.values().sum() + x.t().contiguous().sum() + dense  # a dense copy
 
     dense = (torch.rand(30, 30) > 0.8).float()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         adj = dense.to_sparse_csr()
-        report = fxlint.audit(square, (adj, torch.randn(8, 16)))
+        report = fxlint.audit(square, (adj, torch.randn(16, 30)))
     here = [c for c in report.copies if c.file == __file__]
     sparse = [c for c in here if c.reason == UNAVOIDABLE["sparse-structure"]]
     assert sparse and all(not c.avoidable for c in sparse)
-    assert any(c.avoidable and c.bytes == 8 * 16 * 4 for c in here)
+    dense_lines = {c.line for c in here if c.avoidable and c.bytes == 16 * 30 * 4}
+    assert len(dense_lines) == 2  # the `.contiguous()` and the sparse product's dense operand

@@ -109,7 +109,29 @@ def _source_written_after(x, b):
     return x + r
 
 
+def _returned_after_a_break(e):
+    loop = torch.arange(8).view(1, -1).repeat(2, 1)
+    e = e[:, e[0] > 2]
+    return torch.cat([e, loop], dim=1), loop  # the caller gets it too: no graph shows that read
+
+
+def _by_one_then_viewed(x, y):
+    h = x.t().repeat(1, 1)  # a view of the expanded strided source would raise
+    return h.view(-1) + y
+
+
+def _channels_last_gathered(x, idx):
+    return x.repeat(2, 1, 1, 1)[idx].view(2, -1)  # the gather keeps channels-last strides: .view refuses
+
+
+CL = torch.randn(1, 3, 4, 5).to(memory_format=torch.channels_last)
+
 NEGATIVE = [
+    ("returned after the break", _returned_after_a_break, (E,)),
+    ("a repeat by one, then viewed", _by_one_then_viewed, (X, torch.randn(32))),
+    ("a channels-last source gathered", _channels_last_gathered, (CL, torch.tensor([0, 1]))),
+    ("a strided source merged by view", lambda x, y: x.t().unsqueeze(0).repeat(2, 1, 1).view(2, -1) + y,
+     (torch.randn(8, 6), torch.randn(2, 48))),
     ("the source is written after it", _source_written_after, (X, B)),
     ("tiles real data", lambda x, b: x + x[:2].repeat(2, 1), (X, B)),
     ("returned", lambda x, b: b.repeat(4, 1), (X, B)),

@@ -11,7 +11,10 @@ the breaks with the user's line, and the runtime facts when there are some.
 
 from __future__ import annotations
 
+import functools
+import os
 import re
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -136,7 +139,13 @@ def link_handovers(views: Sequence[GraphView]) -> None:
                 continue
             for name in names:
                 target = _received(views, i, loc.function, loc.file, name)
-                if target is not None and target not in out.handed_to:
+                if target is None or target in out.handed_to:
+                    continue
+                # every read of the local in the function must be a read by the graph that receives it: a
+                # `return loop`, `cache.append(loop)` or a later `loop.add_(1)` reads it where no graph shows
+                used = Counter(u.location.line for u in target.users if u.location is not None)
+                reads = _local_reads(loc.file, loc.function, name, out.location.line if out.location else None)
+                if reads is not None and all(used[line] >= k for line, k in reads.items()):
                     out.handed_to.append(target)
 
 
@@ -182,3 +191,33 @@ def _resumed_in(node: CanonNode, prefix: str, file: str) -> bool:
     """Is ``node`` in, or read by, the code of a resume function of ``file`` whose name starts with ``prefix``?"""
     places = [node.location] + [u.location for u in node.users]
     return any(p is not None and p.function.startswith(prefix) and p.file == file for p in places)
+
+
+def _local_reads(file: str, function: str, name: str, line: int | None) -> Counter[int] | None:
+    """How many times each line of ``function`` (the ``def`` in ``file`` that spans ``line``) reads the local
+    ``name``; None when the source cannot be read."""
+    import ast
+
+    try:
+        tree = _parsed(file, os.path.getmtime(file))
+    except OSError:
+        return None
+    if tree is None or line is None:
+        return None
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name == function \
+                and fn.lineno <= line <= (fn.end_lineno or fn.lineno):
+            return Counter(n.lineno for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name
+                           and isinstance(n.ctx, ast.Load))
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(file: str, mtime: float) -> Any:
+    import ast
+
+    try:
+        with open(file, encoding="utf-8") as fh:
+            return ast.parse(fh.read())
+    except (OSError, SyntaxError, ValueError):
+        return None

@@ -1,5 +1,5 @@
 """When is a materialised repeat (``repeat``, ``tile``, ``expand(...).contiguous()``) only a
-broadcast in disguise? Shared by FXL104 (which reports it) and FXL101 (which leaves it to FXL104).
+broadcast in disguise? FXL104 reports it.
 
 The consumers may be reached through a chain of ``reshape``/``view``/``permute`` that keeps every
 replicated dim a dim of its own (``pos.repeat(B, 1, 1, 1).reshape(B, -1, N).permute(0, 2, 1)`` then
@@ -43,6 +43,10 @@ def repeat_like(node: CanonNode) -> RepeatLike | None:
     reached = _broadcast_consumers(node, src_shape, dims, ())
     if not reached:
         return None
+    strided = not (source.tensor is not None and source.tensor.is_contiguous())
+    if strided and any(u.op in ("index", "gather") or {"view", "reshape"} & set(via) for u, _, _, via in reached):
+        return None  # an expanded view of a strided source keeps its strides through a gather, and a view or
+        # reshape of it may refuse or copy (`x.t().unsqueeze(0).repeat(2, 1, 1).view(2, -1)`)
     drop = True
     for u, operand, shape, via in reached:
         # shape of u if this operand were the un-replicated source: the others must cover the dims
@@ -122,8 +126,8 @@ def _through(u: CanonNode, shape: tuple[Dim, ...], src: tuple[Dim, ...],
         if not isinstance(perm, (list, tuple)) or sorted(perm) != list(range(len(src))):
             return None
         return tuple(src[p] for p in perm), tuple(i for i, p in enumerate(perm) if p in dims)
-    if not dims:  # nothing replicated: any view of the source reads as the copy does
-        return res, ()
+    if not dims:  # nothing replicated: a permute reads the source as it reads the copy; a view or reshape may
+        return None  # need the copy's contiguous memory (`x.t().repeat(1, 1).view(-1)`)
     # reshape/view: every dim up to the last replicated one must come through unchanged
     last = max(dims)
     if len(res) <= last or any(maybe_eq(shape[i], res[i]) is not True for i in range(last + 1)):

@@ -12,7 +12,10 @@ own (`pos.repeat(B, 1, 1, 1).reshape(B, -1, N).permute(0, 2, 1)` added to `x`:
 `.expand(B, -1, -1, -1)` keeps the chain a view). A value returned to Python at
 a graph break is followed into the graph Dynamo resumes after it, by the
 local's name (`loop_index = arange(N).view(1, -1).repeat(2, 1)`, a break, then
-`torch.cat([edge_index, loop_index], dim=1)`); under `torch.compile(...,
+`torch.cat([edge_index, loop_index], dim=1)`), only when every read of that
+local in the function is a read by that graph (a `return loop_index` or an
+append reads it where no graph shows) and its source cannot be written
+outside the graph; under `torch.compile(...,
 backend="fxlint")` each graph is linted as it is compiled, before the next one
 exists, so only `fxlint lint` follows a value over a break.
 Such a copy materialises what broadcasting does for free:
@@ -27,7 +30,9 @@ A repeat whose factors are all 1 for the sizes linted
 and still copies: it is reported under the same conditions, with `.expand`
 as the spelling that is a view for every factor.
 Nor is one whose source is written in place after it (the copy keeps the
-values from before the write; an expanded view would see it).
+values from before the write; an expanded view would see it), nor one of a
+strided source read through a `view`/`reshape` or a gather (the expanded
+view keeps the source's strides: a `.view` may refuse it).
 A repeat that tiles a dim of size > 1 (`[a, b] -> [a, b, a, b]`) is data, not
 a broadcast, and is not reported; nor is one whose result is mutated in place,
 returned, or read by a non-elementwise op.
@@ -105,20 +110,23 @@ class RepeatCopy(Violation):
 
     def message(self) -> str:
         dims = ", ".join(map(str, self.dims))
+        one = len(self.consumed_by) == 1
+        who = "its only consumer" if one else "its only consumers"
         if not self.readers:
-            how = "broadcast size-1 dims anyway"
+            how = "broadcasts size-1 dims anyway" if one else "broadcast size-1 dims anyway"
         elif len(self.readers) == len(self.consumed_by):
-            how = "write a new tensor from it and read a stride-0 view as well as this copy"
+            how = ("writes a new tensor from it and reads" if one else "write a new tensor from it and read") + \
+                " a stride-0 view as well as this copy"
         else:
             how = "broadcast size-1 dims or write a new tensor from it, and read a stride-0 view as well"
         if not self.dims:
             return (f"`{self.call}` copies {bytes_text(self.copied)} per call and replicates nothing (every factor "
-                    f"is 1 at these sizes): its only consumers ({', '.join(self.consumed_by)}) read the "
+                    f"is 1 at these sizes): {who} ({', '.join(self.consumed_by)}) read{'s' if one else ''} the "
                     f"{shape_text(self.input_shape)} tensor as well as this copy of it, and `{self._expand}` (a "
                     "zero-copy view for any factors) or the tensor itself does the same")
         return (f"`{self.call}` copies {bytes_text(self.copied)} per call to replicate a "
                 f"{shape_text(self.input_shape)} tensor into {shape_text(self.expand_shape)} "
-                f"(dim{'s' if len(self.dims) > 1 else ''} {dims}); its only consumers "
+                f"(dim{'s' if len(self.dims) > 1 else ''} {dims}); {who} "
                 f"({', '.join(self.consumed_by)}) {how}, and `{self._expand}` is a zero-copy view")
 
     def fix_title(self) -> str:
@@ -153,8 +161,13 @@ def _hits(view: GraphView) -> Iterator[Hit]:
         rep = repeat_like(node)
         if rep is None or node.tensor is None:
             continue
-        if mutated_after(view_family(rep.source), node, view):
+        family = view_family(rep.source)
+        if mutated_after(family, node, view):
             continue  # the copy keeps the values the source had here: a view would see the later write
+        mine = set(view.nodes)
+        if any(u not in mine for u in rep.consumers) and (family & set(view.outputs) or any(
+                n.kind != "op" for n in family)):
+            continue  # read after a graph break while its source may be written outside this graph
         nbytes = node.tensor.nbytes
         src_shape = rep.source.tensor.shape if rep.source.tensor is not None else rep.source_shape
         violation = RepeatCopy(

@@ -4,7 +4,8 @@
 Finds a subscript write of a tensor into a region of another
 (`buf[s] = a`, `aten::copy_` into the region) whose next use of `buf` takes
 the same region (`buf[s]`) and updates it in place with an elementwise op
-(`.mul_(n)`, `.add_(b)`, `.clamp_(...)`...). The first update can write its
+(`.mul_(n)`, `.add_(b)`, `.clamp_(...)`...), with nothing reading `buf` (or
+a view of it) in between, the update's own operands included. The first update can write its
 result straight into the region instead: `torch.mul(a, n, out=buf[s])` reads
 `a` once and writes the region once, where the copy and the in-place update
 each read and write it.
@@ -52,7 +53,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..canon import CanonNode, GraphView
-from ..canon.alias import view_base
+from ..canon.alias import view_base, view_family
 from ..canon.text import bytes_text, bytes_value, line_of, operand_name, source_statement
 from ..findings import Violation
 from ..registry import Hit, RuleContext, rule
@@ -75,12 +76,15 @@ class CopyThenUpdate(Violation):
     def message(self) -> str:
         return (f"`{self.target}{self.region} = {self.value}` copies {bytes_text(self.copied)} per call into "
                 f"`{self.target}`, then `.{self.update}(...)` at {self.update_line} updates the same region in place: "
-                f"`torch.{self.out_of_place}({self.value}, ..., out={self.target}{self.region})` computes the update "
-                "straight into the region, without the copy")
+                f"`{self._call}` computes the update straight into the region, without the copy")
 
     def fix_title(self) -> str:
-        return (f"write `torch.{self.out_of_place}({self.value}, ..., out={self.target}{self.region})` in place of "
-                f"the copy and the first `.{self.update}(...)`")
+        return f"write `{self._call}` in place of the copy and the first `.{self.update}(...)`"
+
+    @property
+    def _call(self) -> str:
+        more = "" if self.update in _UNARY else ", ..."
+        return f"torch.{self.out_of_place}({self.value}{more}, out={self.target}{self.region})"
 
 
 @rule("FXL116", "copy-then-update", "warning", violation=CopyThenUpdate)
@@ -108,6 +112,11 @@ def _hits(view: GraphView) -> Iterator[Hit]:
         update = users[0] if users else None
         if update is None or update.input is not region or region not in update.mutates or not _elementwise(update):
             continue
+        family = view_family(buf)
+        if any(write.position < u.position < update.position and u is not region
+               for n in family for u in real_users(n)):
+            continue  # `buf` read between the copy and the update (`buf[1:].sub_(buf.sum())`, another view): out=
+            # would compute from the region before the copy
         nbytes = region.tensor.nbytes
         target, text = _as_written(write) or (operand_name(buf), operand_name(value))
         violation = CopyThenUpdate(
@@ -151,6 +160,9 @@ def _next_use(buf: CanonNode, write: CanonNode) -> CanonNode | None:
 #: in-place elementwise updates whose out-of-place form takes ``out=``
 _UPDATES = frozenset({"mul_", "add_", "sub_", "div_", "clamp_", "clamp_min_", "clamp_max_", "remainder_",
                       "fmod_", "bitwise_and_", "bitwise_or_", "bitwise_xor_", "neg_", "abs_", "pow_"})
+
+
+_UNARY = frozenset({"neg_", "abs_"})
 
 
 def _elementwise(node: CanonNode) -> bool:

@@ -521,7 +521,10 @@ def _extract(roots: list[Any], sites: dict[int, CallSite], tables: set[int] | No
                 event["saved_destination"] = (phase == "forward" and chain[0] in _IN_PLACE_REDUCTIONS
                                               and evs[0].extra_fields.sequence_number in reads_destination)
                 event["inplace_view"] = inplace_view if phase == "backward" else None
-                event["sparse"] = any(_is_sparse_op(x.name) or _reads_sparse(x) for x in evs[:-1])
+                # the copy of a sparse tensor's parts: under a sparse op by name, or made by an op that reads a
+                # sparse tensor itself (a dense operand's layout copy under a sparse matmul stays the user's)
+                event["sparse"] = any(_is_sparse_op(x.name) for x in evs[:-1]) or _reads_sparse(evs[-1]) or (
+                    len(evs) >= 2 and _reads_sparse(evs[-2]) and not _copies_strided_input(evs[-2], evs[-1]))
                 _record(raw, event, sites.get(site) if site is not None else None, grad_fn, phase)
                 if name in GATHER_KERNELS:  # a copy of the gather's input is a copy of its own
                     for c in e.children:
@@ -756,10 +759,22 @@ def _is_sparse_op(op: str) -> bool:
     return "sparse" in op or op.startswith(("aten::_convert_indices_from", "aten::_coalesce"))
 
 
+_SPARSE_LAYOUTS = frozenset({torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc})
+
+
 def _reads_sparse(e: Any) -> bool:
     """Does the profiled op ``e`` take a sparse tensor (COO, CSR, ...: the profiler records each input's layout)?"""
     inputs = getattr(getattr(e, "extra_fields", None), "inputs", None) or ()
-    return any(getattr(i, "layout", torch.strided) not in (torch.strided, None) for i in inputs)
+    return any(getattr(i, "layout", None) in _SPARSE_LAYOUTS for i in inputs)
+
+
+def _copies_strided_input(parent: Any, copy: Any) -> bool:
+    """Is ``copy`` (under ``parent``) a copy of one of ``parent``'s own strided inputs (a dense operand made
+    contiguous), not of a part of its sparse result? Told by the profiler's tensor identity."""
+    inputs = getattr(getattr(parent, "extra_fields", None), "inputs", None) or ()
+    src = _tensor_meta(copy, 1)
+    ids = {getattr(i, "id", None) for i in inputs if getattr(i, "layout", None) == torch.strided}
+    return src is not None and getattr(src, "id", None) in ids - {None}
 
 
 def classify(chain: tuple[str, ...], grad_fn: str | None, shape: tuple[int, ...], *,
