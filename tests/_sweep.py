@@ -405,6 +405,18 @@ def _pad_cases() -> Iterator[Case]:
                     (lambda x: K.predict_pad(TI(x), pad, grad=train, env=env()))
 
             yield Case(f"pad {dt} {shape} {ln} {pad} train={train}", build)
+    # reflect and replicate pads: their own kernels, which copy an input not dense in its memory format
+    for dt, (shape, pad), mode in itertools.product(
+            (torch.float32, torch.bfloat16), [((2, 8, 6), (1, 2)), ((2, 6, 5, 8), (1, 1, 2, 0)),
+                                              ((2, 4, 3, 5, 6), (1, 1, 1, 1, 1, 1))], ("reflect", "replicate")):
+        for (ln, st) in _norm_layouts(shape):
+
+            def build_m(dt=dt, st=st, pad=pad, shape=shape, mode=mode):
+                x = leaf(shape, st, dt, False)
+                return (lambda x: F.pad(x, pad, mode=mode)), (x,), False, \
+                    (lambda x: K.predict_pad(TI(x), pad, mode=mode, env=env()))
+
+            yield Case(f"pad {mode} {dt} {shape} {ln} {pad}", build_m)
 
 
 def _qkv_layouts(B, H, L, E):

@@ -41,11 +41,21 @@ def pad_permuted(x):
     return F.pad(x.permute(0, 3, 1, 2), (1, 1, 1, 1)) + 1  # a pad of a permuted view
 
 
+def reflect_transposed(x):
+    return F.pad(x.transpose(1, 2), (2, 2), mode="reflect") + 1  # reflect pad of a transposed view
+
+
+def replicate_channel_slice(x):
+    return F.pad(x[:, :3], (1, 1, 1, 1), mode="replicate") + 1  # replicate pad of a channel slice
+
+
 POSITIVE = [
     (window_pad, (2, 8, 8, 4), "# window pad of zero widths", "warning", "pads nothing"),
     (real_pad, (2, 3, 5), "# a real pad of the last dim", "info", "new, larger tensor"),
     (crop, (2, 3, 5), "# a crop through F.pad", "warning", "only crops"),
     (pad_permuted, (2, 6, 6, 4), "# a pad of a permuted view", "info", "new, larger tensor"),
+    (reflect_transposed, (2, 16, 8), "# reflect pad of a transposed view", "warning", "before padding"),
+    (replicate_channel_slice, (2, 6, 5, 5), "# replicate pad of a channel slice", "warning", "before padding"),
 ]
 
 
@@ -54,7 +64,8 @@ def test_positive_right_line_bytes_severity_confirmed(fn, shape, marker, severit
     x = torch.randn(*shape)
     result = check(fn, (x,), select="FXL205")
     [f] = _fxl205(result.report)
-    kept = x.numel() * 4 if fn is not crop else x.numel() * 4 * (shape[-1] - 2) // shape[-1]
+    kept = {crop: x.numel() * 4 * (shape[-1] - 2) // shape[-1],
+            replicate_channel_slice: x[:, :3].numel() * 4}.get(fn, x.numel() * 4)
     assert (f.file, f.line, f.bytes, f.severity.value) == (HERE, _line(marker), kept, severity)
     assert words in f.message
     result.assert_all_confirmed()
@@ -99,9 +110,44 @@ def test_zero_pad_fix_guarding_the_pad_copies_nothing():
     assert [c for c in fxlint.audit(guarded, (x,)).copies if c.avoidable] == []
 
 
+def test_strided_reflect_pad_names_the_view_and_the_operand_order_fix_removes_the_copy():
+    lin = nn.Linear(8, 8)
+    x, residual = torch.randn(2, 16, 8), torch.randn(2, 8, 16)
+
+    def block(x, residual):
+        out = lin(x).transpose(1, 2) + residual  # laid out like its first operand
+        return F.pad(out, (1, 1), mode="reflect")
+
+    def fixed(x, residual):
+        out = residual + lin(x).transpose(1, 2)
+        return F.pad(out, (1, 1), mode="reflect")
+
+    [f] = _fxl205(fxlint.lint(block, (x, residual)))
+    assert f.details["kind"] == "strided" and f.details["swap_operands"] is True
+    assert f.details["strides"] == [128, 1, 8] or tuple(f.details["strides"]) == (128, 1, 8)
+    assert "put a contiguous operand first" in f.fix
+    with torch.no_grad():
+        assert torch.equal(block(x, residual), fixed(x, residual))
+        assert _fxl205(fxlint.lint(fixed, (x, residual))) == []
+        assert [c for c in fxlint.audit(block, (x, residual)).copies if c.avoidable]
+        assert [c for c in fxlint.audit(fixed, (x, residual)).copies if c.avoidable] == []
+
+
+def test_reflect_pad_of_a_transpose_says_which_view_made_it():
+    [f] = _fxl205(fxlint.lint(reflect_transposed, (torch.randn(2, 16, 8),)))
+    assert "(made by `.transpose(1, 2)` at line" in f.message and ".transpose(1, 2)" in f.fix
+    assert f.details["swap_operands"] is False
+
+
 NEGATIVE = [
     ("reflect pad", lambda x: F.pad(x, (1, 1, 1, 1), mode="reflect") + 1, (torch.randn(2, 3, 5, 5),)),
     ("replicate pad", lambda x: F.pad(x, (1, 1), mode="replicate") + 1, (torch.randn(2, 3, 5),)),
+    ("reflect pad, channels_last", lambda x: F.pad(x.permute(0, 3, 1, 2), (1, 1, 1, 1), mode="reflect") + 1,
+     (torch.randn(2, 5, 5, 3),)),
+    ("replicate pad, channels_last 3-d", lambda x: F.pad(x.permute(0, 4, 1, 2, 3), (1, 1, 1, 1, 1, 1),
+                                                         mode="replicate") + 1, (torch.randn(1, 3, 4, 4, 2),)),
+    ("circular pad of a transpose (the copies are the pad)",
+     lambda x: F.pad(x.transpose(1, 2), (1, 1), mode="circular") + 1, (torch.randn(2, 6, 3),)),
     ("conv padding", lambda x: F.conv2d(x, torch.randn(4, 3, 3, 3), padding=1), (torch.randn(2, 3, 5, 5),)),
 ]
 

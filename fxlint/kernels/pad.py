@@ -16,7 +16,13 @@ shape and cloned (one input-sized copy).
 Widths the graph does not know (dynamic shapes: ``(ws - W % ws) % ws``) are
 taken as non-negative - every pad copies the input then, whether they turn out
 zero or not - and the prediction says so (``reason == "pad-dynamic"``).
-The reflect/replicate/circular modes run other kernels and are not modelled.
+The reflect and replicate modes on CPU (``ReflectionPad.cpp``, ``ReplicationPadding.cpp``) run their own
+kernels, which take an input dense in its suggested memory format (contiguous, or channels_last for a 4-D and
+channels_last_3d for a 5-D one) as it is and make any other layout contiguous first (``aten::contiguous``, an
+input-sized copy: a transposed ``(N, L, C)`` view, a channel slice, a step slice); the padding itself is the
+kernel's output, no copy event. Measured on torch 2.13 (``tests/_sweep.py``, family ``pad``); their backward
+is not modelled. The circular mode builds its output from slices of the input (the copies are the pad itself)
+and is not modelled either.
 """
 
 from __future__ import annotations
@@ -27,14 +33,18 @@ from typing import Any
 from ..tensor.info import TensorInfo
 from ..tensor.symbolic import Dim
 from .env import Env
-from .geometry import Geometry
+from .geometry import Geometry, on_cpu
 from .model_registry import kernel_model, needs_grad, tensor_arg
 from .results import KernelCopy, KernelPrediction, copy_of, none_when_undecided
 
-__all__ = ["CROP", "DYNAMIC", "NOOP", "PAD", "pad_widths", "predict_pad"]
+__all__ = ["CROP", "DYNAMIC", "NOOP", "PAD", "STRIDED", "pad_widths", "predict_pad"]
 
 #: ``KernelCopy.reason`` codes: every width zero / no width positive (a crop) / a real pad / widths not known
 NOOP, CROP, PAD, DYNAMIC = "pad-noop", "pad-crop", "pad-copy", "pad-dynamic"
+#: ``KernelCopy.reason`` of a reflect/replicate pad making a strided input contiguous first
+STRIDED = "pad-strided-input"
+#: the modes whose kernel copies only a strided input
+_STRIDED_MODES = ("reflect", "replicate")
 
 
 def pad_widths(pad: Any) -> tuple[int | None, ...] | None:
@@ -60,7 +70,10 @@ def _narrowed(lx: Geometry, widths: Sequence[int | None]) -> Geometry | None:
 @none_when_undecided
 def predict_pad(x: TensorInfo, pad: Any, *, mode: str | None = "constant", grad: bool = False,
                 env: Env | None = None) -> KernelPrediction | None:
-    """``F.pad(x, pad, mode="constant")`` / ``constant_pad_nd(x, pad)``: the copy of the input it makes."""
+    """``F.pad(x, pad, mode=...)``: the copy of the input it makes (``constant_pad_nd``; for ``reflect`` and
+    ``replicate`` on CPU, the contiguous copy of a strided input)."""
+    if mode in _STRIDED_MODES:
+        return _strided_pad(x, mode, grad)
     if mode != "constant":
         return None
     widths = pad_widths(pad)
@@ -90,6 +103,19 @@ def predict_pad(x: TensorInfo, pad: Any, *, mode: str | None = "constant", grad:
                               "the backward narrows the gradient back to the input's shape and clones it",
                               phase="backward"))
     return KernelPrediction("pad", "constant_pad_nd", tuple(copies))
+
+
+def _strided_pad(x: TensorInfo, mode: str, grad: bool) -> KernelPrediction | None:
+    """A reflect/replicate pad on CPU: a copy of an input that is not dense in its suggested memory format."""
+    if not on_cpu(x):
+        return None
+    lx = Geometry.of(x)
+    copies: tuple[KernelCopy, ...] = ()
+    if not lx.is_contiguous_as(lx.suggest_memory_format()):
+        copies = (copy_of("input", lx, "aten::contiguous", STRIDED,
+                          f"the {mode} pad kernel makes an input that is neither contiguous nor channels_last "
+                          "contiguous first"),)
+    return KernelPrediction("pad", f"{mode}_pad: dense input", copies, backward_known=not grad)
 
 
 # --------------------------------------------------------------------------- models

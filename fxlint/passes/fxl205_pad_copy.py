@@ -1,4 +1,4 @@
-"""A constant pad that copies its input: always, even when every width is zero.
+"""A pad that copies its input: a constant pad always (even when every width is zero), a reflect or replicate pad when its input is strided.
 
 ## What it does
 Reports `F.pad(x, pad)` (mode `"constant"`, `nn.ZeroPad2d`,
@@ -18,6 +18,11 @@ Reports `F.pad(x, pad)` (mode `"constant"`, `nn.ZeroPad2d`,
 * **a real pad** (info): a new, larger tensor is filled and the input copied
   into it - the price of padding. Where the pad only feeds a convolution
   with symmetric zero widths, the conv pads for free (`padding=`).
+* **a reflect or replicate pad of a strided input** (warning, CPU): these
+  modes run their own kernels, which take a contiguous (or channels_last)
+  input as it is and copy any other layout first - a transposed `(N, L, C)`
+  view padded along `L`, a channel slice, a step slice. The padding itself
+  is the kernel's output and copies nothing more.
 
 The backward copies again (the gradient is narrowed back and cloned).
 
@@ -38,6 +43,9 @@ x = F.pad(x, (0, 0, 0, pad_r, 0, pad_b))   # copies x even when pad_r == pad_b =
 if pad_r or pad_b:                          # pad only when there is something to pad
     x = F.pad(x, (0, 0, 0, pad_r, 0, pad_b))
 ```
+For a reflect or replicate pad, give it its input contiguous where that
+input is made (the transpose of an attention block's output: transpose back
+before the residual add, or keep the block's output in `(N, C, L)`).
 For a real symmetric zero pad in front of a conv, give the conv
 `padding=(ph, pw)` and drop the pad.
 
@@ -59,21 +67,22 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..canon import CanonNode, GraphView
-from ..canon.text import bytes_text, bytes_value, dims_value, shape_text
+from ..canon.text import bytes_text, bytes_value, call_text, dims_value, line_of, shape_text
 from ..findings import Severity, Violation
 from ..kernels import ops, predict
-from ..kernels.pad import CROP, DYNAMIC, NOOP, pad_widths
+from ..kernels.pad import CROP, DYNAMIC, NOOP, STRIDED, pad_widths
 from ..registry import FixSpec, Hit, RuleContext, rule
-from ._layout_hits import backward_bytes, backward_copied, copy_sizes, origin, total
+from ._layout_hits import backward_bytes, backward_copied, copy_sizes, layout_origin, made_by_text, origin, total, where
 
-_KINDS = {NOOP: "noop", CROP: "crop", DYNAMIC: "dynamic"}
+_KINDS = {NOOP: "noop", CROP: "crop", DYNAMIC: "dynamic", STRIDED: "strided"}
 
 
 @dataclass(frozen=True)
 class ConstantPadCopy(Violation):
     """A constant pad and the copy of its input it makes."""
 
-    kind: Literal["noop", "crop", "dynamic", "pad"]  # every width zero, only negative ones, not known, a real pad
+    kind: Literal["noop", "crop", "dynamic", "pad", "strided"]  # every width zero, only negative ones, not known, a
+    # real pad, a reflect/replicate pad copying a strided input
     origin: str  # the padded tensor, in the user's names
     shape: tuple[int | str, ...] | None  # its shape (a formula for a dynamic size)
     widths: tuple[int | str, ...]  # the widths as written (last dim first), "?" for one the graph does not know
@@ -81,6 +90,11 @@ class ConstantPadCopy(Violation):
     backward_copied: int | str | None  # bytes copied again in backward (None: none)
     conv_padding: tuple[int, ...] | None  # the padding= of the conv the pad alone feeds, when it can take it over
     conv: str | None  # that conv's node
+    mode: str = "constant"  # the pad's mode
+    strides: tuple[int | str, ...] | None = None  # the input's strides (kind "strided")
+    made_by: str | None = None  # the view op that made the input strided, as written (kind "strided")
+    made_at: str | None = None  # where that op is ("line 14"), or file:line of the op that produced the input
+    swap_operands: bool = False  # the input is an elementwise result laid out like its strided first operand
 
     def message(self) -> str:
         w = "(" + ", ".join(str(x) for x in self.widths) + ")"
@@ -92,6 +106,11 @@ class ConstantPadCopy(Violation):
             return f"F.pad with widths {w} pads nothing but still copies {x}: {cost}"
         if self.kind == "crop":
             return f"F.pad with widths {w} only crops {x}, and copies the part it keeps: {cost}"
+        if self.kind == "strided":
+            strides = f" with strides {shape_text(self.strides)}" if self.strides else ""
+            return (f"F.pad (mode {self.mode!r}) copies its input {x}{strides}"
+                    f"{made_by_text(self.made_by, self.made_at)} before padding: {cost}; its kernel takes only a "
+                    "contiguous or channels_last input as it is")
         if self.kind == "dynamic":
             return (f"F.pad with widths {w} copies {x} whatever the widths turn out to be: {cost}; when they are "
                     "all zero the copy buys nothing")
@@ -103,6 +122,16 @@ class ConstantPadCopy(Violation):
                     "copies even when every width is zero")
         if self.kind == "crop":
             return "crop with a slice instead (`x[..., a:n - b]`): a slice is a view and copies nothing"
+        if self.kind == "strided":
+            if self.swap_operands:
+                return (f"{self.origin} is an elementwise result ({self.made_at}) laid out like its first operand, "
+                        "a strided view: put a contiguous operand first (`residual + h.transpose(1, 2)`, not "
+                        f"`h.transpose(1, 2) + residual`) and the result, then the {self.mode} pad's input, is "
+                        "contiguous")
+            at = (f" (`{self.made_by}` at {self.made_at})" if self.made_by and self.made_at
+                  else f" ({self.made_at})" if self.made_at else "")
+            return (f"produce {self.origin} contiguous where its layout is made{at}, in the layout the pad reads; "
+                    f"the {self.mode} pad then reads it as it is")
         if self.kind == "dynamic":
             return ("guard the pad with its widths (`if pad_r or pad_b: x = F.pad(x, ...)`) so that the common "
                     "no-padding case copies nothing")
@@ -111,6 +140,18 @@ class ConstantPadCopy(Violation):
                     "without a copy")
         return ("a real pad costs this copy; it can be avoided only by a consumer that pads itself (a conv's "
                 "padding=, F.unfold's padding=) or by writing the producer's result into a padded buffer")
+
+
+def _first_operand_strided(x: CanonNode | None) -> bool:
+    """``x`` is an elementwise result whose first tensor operand is strided while another one is contiguous
+    with the result's shape: TensorIterator lays the result out like the first operand, so swapping them
+    gives a contiguous result."""
+    if x is None or not x.is_pointwise or x.tensor is None:
+        return False
+    ins = [i.tensor for i in x.tensor_inputs if i.tensor is not None]
+    if len(ins) < 2 or ins[0].is_contiguous() is not False:
+        return False
+    return any(t.is_contiguous() is True and tuple(t.shape) == tuple(x.tensor.shape) for t in ins[1:])
 
 
 def _conv_padding(node: CanonNode, widths: tuple[int | None, ...]) -> tuple[CanonNode | None, tuple[int, ...] | None]:
@@ -156,6 +197,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         widths = pad_widths(node.args.get("pad")) or ()
         kind = _KINDS.get(copies[0].reason, "pad")
         conv, padding = _conv_padding(node, widths) if kind == "pad" else (None, None)
+        made = layout_origin(x) if kind == "strided" else None
         backward = pred.backward("input")
         violation = ConstantPadCopy(
             kind=kind,  # type: ignore[arg-type]
@@ -166,7 +208,12 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             backward_copied=backward_copied(backward),
             conv_padding=padding,
             conv=conv.name if conv is not None and padding is not None else None,
+            mode=str(node.args.get("mode") or "constant"),
+            strides=dims_value(t.stride) if t is not None and kind == "strided" else None,
+            made_by=call_text(made) if made is not None else None,
+            made_at=line_of(made) if made is not None else where(x, node) if kind == "strided" else None,
+            swap_operands=kind == "strided" and made is None and _first_operand_strided(x),
         )
-        severity = None if kind in ("noop", "crop") else Severity.INFO
+        severity = None if kind in ("noop", "crop", "strided") else Severity.INFO
         yield Hit(node, violation, bytes=total(copies), copy_sizes=copy_sizes(copies),
                   backward_bytes=backward_bytes(backward), severity=severity, dedup=node.name)
