@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import fxlint
 from tests.copy_helpers import Expect, check_negative, check_positive, findings
@@ -61,6 +62,26 @@ def across_a_break(e):
     return torch.cat([e, loop], dim=1)
 
 
+def heads_mask(q, m):
+    mask = m.repeat_interleave(2, dim=0)  # one mask per head, interleaved
+    return F.scaled_dot_product_attention(q, q, q, attn_mask=mask.view(2, 2, 6, 6))
+
+
+def size_one_interleave(x, b):
+    return x + b.repeat_interleave(4, dim=0)  # a size-1 dim interleaved
+
+
+def tiled_then_split(x, b):
+    return x.view(2, 4, 8) * b.repeat(2, 1).view(2, 4, 8)  # tile of a (4, 8), split back
+
+
+def mask_repeated_over_heads(q, m):
+    mask = m.unsqueeze(1).repeat(1, 2, 1, 1)  # a size-1 head dim repeated for SDPA
+    return F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+
+
+Q = torch.randn(2, 2, 6, 4)
+M = torch.randn(2, 6, 6)
 E = torch.randint(0, 8, (2, 20))
 IDX = torch.tensor([0, 2, 2, 3])
 
@@ -76,6 +97,11 @@ POSITIVE = [
     ("the repeat sets the shape", sets_the_shape, (X, B), [Expect("# others do not cover", 128)]),
     ("through reshape and permute", through_reshape_permute, (X3, POS),
      [Expect("# repeat then reshape/permute", 2 * 8 * 4 * 4 * 4)]),
+    ("an SDPA mask interleaved per head", heads_mask, (Q, M), [Expect("# one mask per head", 4 * 36 * 4)]),
+    ("repeat_interleave of a size-1 dim", size_one_interleave, (X, B), [Expect("# a size-1 dim interleaved", 128)]),
+    ("a tile split back by a view", tiled_then_split, (X3.view(8, 32)[:, :8].contiguous().view(2, 4, 8),
+                                                       torch.randn(4, 8)), [Expect("# tile of a (4, 8)", 256)]),
+    ("a mask repeated over heads", mask_repeated_over_heads, (Q, M), [Expect("# a size-1 head dim", 4 * 36 * 4)]),
 ]
 
 
@@ -124,9 +150,33 @@ def _channels_last_gathered(x, idx):
     return x.repeat(2, 1, 1, 1)[idx].view(2, -1)  # the gather keeps channels-last strides: .view refuses
 
 
+def _interleaved_data(x, b):
+    return x + torch.randn(8, 8)[:4].repeat_interleave(2, dim=0).view(8, 8)  # rows [a, a, b, b]: data
+
+
+def _split_the_other_way(q, m):
+    mask = m.repeat_interleave(2, dim=0).view(2, 2, 6, 6).transpose(0, 1)  # (H, B) order: not the copies' dim
+    return F.scaled_dot_product_attention(q, q, q, attn_mask=mask.contiguous())
+
+
+def _mask_as_query(q, m):
+    k = m.repeat_interleave(2, dim=0).view(2, 2, 6, 6)
+    return F.scaled_dot_product_attention(k, k, k)
+
+
+def _counts_tensor(x, b):
+    return x + b.repeat_interleave(torch.tensor([4]), dim=0)
+
+
 CL = torch.randn(1, 3, 4, 5).to(memory_format=torch.channels_last)
 
 NEGATIVE = [
+    ("repeat_interleave of rows is data", _interleaved_data, (torch.randn(8, 8), B)),
+    ("interleaved, then split the other way", _split_the_other_way, (Q, M)),
+    ("interleaved into a query", _mask_as_query, (Q, M)),
+    ("repeat_interleave by a tensor of counts", _counts_tensor, (X, B)),
+    ("interleaved and not split", lambda x, b: x.view(4, 8) + b.view(4, 2).repeat_interleave(4, dim=1),
+     (X, B)),
     ("returned after the break", _returned_after_a_break, (E,)),
     ("a repeat by one, then viewed", _by_one_then_viewed, (X, torch.randn(32))),
     ("a channels-last source gathered", _channels_last_gathered, (CL, torch.tensor([0, 1]))),
@@ -223,3 +273,31 @@ def test_a_value_handed_over_a_break_is_followed_to_its_consumer():
     assert torch.equal(fixed(E), across_a_break(E))
     assert [c for c in fxlint.audit(fixed, (E,)).copies if c.avoidable and c.file == __file__
             and c.kernel == "aten::copy_"] == []
+
+
+@pytest.mark.parametrize("train", [False, True], ids=["eval", "train"])
+def test_the_mask_fix_gives_the_same_attention_and_copies_nothing(train):
+    q = Q.clone().requires_grad_(train)
+    [f] = findings(fxlint.lint(heads_mask, (q, M), select="FXL104"), "FXL104")
+    assert "`.unsqueeze(1)` in place of `.repeat_interleave(2, dim=0)`" in f.fix and "`.view(2, 2, 6, 6)`" in f.fix
+    assert "not `.expand(...)`" in f.fix and f.details["masks"] and f.details["unsqueeze"] == 1
+
+    def fixed(q, m):
+        return F.scaled_dot_product_attention(q, q, q, attn_mask=m.unsqueeze(1))
+
+    ref, got = heads_mask(q, M), fixed(q, M)
+    assert torch.allclose(ref, got, atol=1e-6)
+    if train:
+        (g1,) = torch.autograd.grad(ref.sum(), q)
+        (g2,) = torch.autograd.grad(got.sum(), q)
+        assert torch.allclose(g1, g2, atol=1e-6)
+    before = fxlint.audit(heads_mask, (q, M), train=train)
+    after = fxlint.audit(fixed, (q, M), train=train)
+    def avoidable(audit):
+        return sum(c.bytes for c in audit.copies if c.avoidable)
+
+    # the interleaved copy is gone and nothing new appears (in training the backward of `.sum()` copies its
+    # expanded gradient either way)
+    assert avoidable(after) == avoidable(before) - 4 * 36 * 4
+    if not train:
+        assert avoidable(after) == 0

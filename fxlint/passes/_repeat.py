@@ -27,6 +27,9 @@ class RepeatLike:
     consumers: tuple[CanonNode, ...]
     drop: bool  # True: every consumer gets the same result from the source as is (no expand needed)
     via: tuple[tuple[str, ...], ...] = ()  # per consumer: the view ops between the repeat and it
+    unsqueeze: int | None = None  # a tiled dim only read split in two by a view: the copies' dim in the split
+    # (``source.unsqueeze(k)`` is the un-replicated tensor its consumers broadcast)
+    splits: tuple[CanonNode, ...] = ()  # those views
 
 
 def repeat_like(node: CanonNode) -> RepeatLike | None:
@@ -36,7 +39,7 @@ def repeat_like(node: CanonNode) -> RepeatLike | None:
     (``CanonNode.handed_to``); None otherwise (true tiling, or a consumer that needs the real tensor)."""
     shaped = _replication(node)
     if shaped is None:
-        return None
+        return _split_replication(node)
     source, src_shape, out_shape, dims, spelled = shaped
     if not dims and node.op != "repeat":
         return None  # a repeat by 1 everywhere (a factor that is 1 at these sizes) replicates nothing: a plain copy
@@ -47,15 +50,117 @@ def repeat_like(node: CanonNode) -> RepeatLike | None:
     if strided and any(u.op in ("index", "gather") or {"view", "reshape"} & set(via) for u, _, _, via in reached):
         return None  # an expanded view of a strided source keeps its strides through a gather, and a view or
         # reshape of it may refuse or copy (`x.t().unsqueeze(0).repeat(2, 1, 1).view(2, -1)`)
+    drop = _droppable(reached)
+    if drop is None:
+        return None
+    return RepeatLike(node, source, src_shape, out_shape, dims, spelled, tuple(r[0] for r in reached), drop,
+                      tuple(r[3] for r in reached))
+
+
+def _droppable(reached: list[tuple[CanonNode, CanonNode, tuple[Dim, ...], tuple[str, ...]]]) -> bool | None:
+    """True when every consumer gives the same result from the un-replicated source as it is; None when an
+    attention mask consumer would need the expanded view (an expanded mask makes SDPA's CPU backward copy the
+    gradients of q, k and v, measured: only the broadcast mask is free)."""
     drop = True
     for u, operand, shape, via in reached:
+        if _is_mask_of(u, operand):
+            scores = _scores_shape(u)
+            if via or scores is None or not _broadcasts_to(shape, scores):
+                return None
+            continue
         # shape of u if this operand were the un-replicated source: the others must cover the dims
         others = [i.tensor.shape for i in u.tensor_inputs if i is not operand and i.tensor is not None]
         # through a chain, the chain's own sizes (reshape(B, ...)) name the replicated dims: expand, not drop
         if via or u.tensor is None or not u.is_pointwise or not _covers(others, shape, u.tensor.shape):
             drop = False
-    return RepeatLike(node, source, src_shape, out_shape, dims, spelled, tuple(r[0] for r in reached), drop,
-                      tuple(r[3] for r in reached))
+    if not drop and any(_is_mask_of(u, operand) for u, operand, _, _ in reached):
+        return None
+    return drop
+
+
+def _is_mask_of(u: CanonNode, operand: CanonNode) -> bool:
+    """``operand`` is the ``attn_mask`` of the attention ``u`` (not also its query, key or value)."""
+    return (u.op == "scaled_dot_product_attention" and u.args.get("attn_mask") is operand
+            and all(u.args.get(k) is not operand for k in ("query", "key", "value")))
+
+
+def _scores_shape(u: CanonNode) -> tuple[Dim, ...] | None:
+    """The (..., L, S) shape of an attention's scores, which its mask is broadcast to."""
+    q, k = u.args.get("query"), u.args.get("key")
+    if not isinstance(q, CanonNode) or not isinstance(k, CanonNode) or q.tensor is None or k.tensor is None:
+        return None
+    return tuple(q.tensor.shape[:-1]) + (k.tensor.shape[-2],)
+
+
+def _split_replication(node: CanonNode) -> RepeatLike | None:
+    """A ``repeat_interleave(r, dim=d)`` (or a ``repeat`` tiling one dim) of a dim of size n > 1 whose every user
+    is a ``view``/``reshape`` splitting that dim into (n, r) (or (r, n)): the copies' dim is then a broadcast one
+    (``mask.repeat_interleave(H, dim=0).view(B, H, L, L)`` is ``mask.unsqueeze(1).expand(B, H, L, L)``)."""
+    tiled = _tiled_dim(node)
+    out = node.tensor
+    if tiled is None or out is None:
+        return None
+    source, d, times, interleave, spelled = tiled
+    assert source.tensor is not None
+    n = source.tensor.shape[d]
+    k = d + 1 if interleave else d
+    want = tuple(out.shape[:d]) + ((n, times) if interleave else (times, n)) + tuple(out.shape[d + 1:])
+    users = real_users(node)
+    if not users:
+        return None
+    reached: list[tuple[CanonNode, CanonNode, tuple[Dim, ...], tuple[str, ...]]] = []
+    split_shape: tuple[Dim, ...] = want
+    for u in users:
+        if u.op not in ("view", "reshape") or u.input is not node or u.tensor is None:
+            return None
+        res = tuple(u.tensor.shape)
+        if len(res) != len(want) or any(maybe_eq(a, b) is not True for a, b in zip(res, want)):
+            return None
+        split_shape = res
+        src_shape = res[:k] + (1,) + res[k + 1:]
+        sub = _broadcast_consumers(u, src_shape, (k,), ())
+        if not sub:
+            return None
+        reached.extend(sub)
+    if not (source.tensor is not None and source.tensor.is_contiguous()) and any(
+            u.op in ("index", "gather") or {"view", "reshape"} & set(via) for u, _, _, via in reached):
+        return None
+    drop = _droppable(reached)
+    if drop is None:
+        return None
+    src_padded = split_shape[:k] + (1,) + split_shape[k + 1:]
+    return RepeatLike(node, source, src_padded, split_shape, (k,), spelled, tuple(r[0] for r in reached), drop,
+                      tuple(r[3] for r in reached), unsqueeze=k, splits=tuple(users))
+
+
+def _tiled_dim(node: CanonNode) -> tuple[CanonNode, int, Dim, bool, str] | None:
+    """(source, dim, times, interleaved, as written) when ``node`` copies one dim of size > 1 several times:
+    ``repeat_interleave(r, dim=d)`` or a ``repeat`` whose one factor above 1 is on such a dim."""
+    src, out = node.input, node.tensor
+    if src is None or src.tensor is None or out is None or len(src.tensor.shape) != len(out.shape):
+        return None
+    shape = tuple(src.tensor.shape)
+    if node.op == "repeat_interleave":
+        r, d = node.args.get("repeats"), node.args.get("dim")
+        if not isinstance(d, int) or isinstance(r, bool) or (isinstance(r, CanonNode) and r.tensor is not None):
+            return None  # flattened, or a tensor of counts
+        d %= len(shape)
+        times = _factor(out.shape[d], shape[d])
+        if times is None or is_one(shape[d]) or known(times) == 1:
+            return None
+        return src, d, times, True, f".repeat_interleave({getattr(r, 'name', r)}, dim={node.args.get('dim')})"
+    if node.op == "repeat" and node.args.get("style") != "tile":
+        reps = [_factor(o, i) for o, i in zip(out.shape, shape)]
+        if any(r is None for r in reps):
+            return None
+        tiled = [i for i, r in enumerate(reps) if known(r) != 1]
+        if len(tiled) != 1 or is_one(shape[tiled[0]]):
+            return None
+        d = tiled[0]
+        times = reps[d]
+        assert times is not None
+        return src, d, times, False, f".repeat({', '.join(str(r) for r in reps)})"
+    return None
 
 
 #: view ops a replicated tensor may pass through on its way to a broadcasting consumer
@@ -93,7 +198,7 @@ def _broadcast_consumers(node: CanonNode, src_shape: tuple[Dim, ...], dims: tupl
                 return []
             out.extend(sub)
             continue
-        if u.tensor is None or u.mutates or not (u.is_pointwise or reads_any_layout(u, node)):
+        if u.tensor is None or u.mutates or not (u.is_pointwise or reads_any_layout(u, node) or _is_mask_of(u, node)):
             return []
         out.append((u, node, src_shape, via))
     return out
@@ -139,6 +244,18 @@ def _replication(node: CanonNode) -> tuple[CanonNode, tuple[Dim, ...], tuple[Dim
     out = node.tensor
     if out is None:
         return None
+    if node.op == "repeat_interleave":  # of a size-1 dim: the same as a repeat of it
+        src, d = node.input, node.args.get("dim")
+        r = node.args.get("repeats")
+        if (src is None or src.tensor is None or not isinstance(d, int) or len(src.tensor.shape) != len(out.shape)
+                or (isinstance(r, CanonNode) and r.tensor is not None)):
+            return None
+        shape = tuple(src.tensor.shape)
+        d %= len(shape)
+        if not is_one(shape[d]) or is_one(out.shape[d]):
+            return None
+        text = f".repeat_interleave({getattr(r, 'name', r)}, dim={node.args.get('dim')})"
+        return src, shape, tuple(out.shape), (d,), text
     if node.op == "repeat":
         src = node.input
         if src is None or src.tensor is None:
@@ -182,6 +299,13 @@ def _factor(out: Dim, inp: Dim) -> Dim | None:
     if i == 0:
         return 1 if o == 0 else None
     return o // i if o % i == 0 else None
+
+
+def _broadcasts_to(shape: tuple[Dim, ...], target: tuple[Dim, ...]) -> bool:
+    """Does ``shape`` broadcast to ``target`` (each dim 1 or the same, no more dims)?"""
+    if len(shape) > len(target):
+        return False
+    return all(is_one(a) or maybe_eq(a, b) is True for a, b in zip(reversed(shape), reversed(target)))
 
 
 def _covers(others: list[tuple[Dim, ...]], src: tuple[Dim, ...], result: tuple[Dim, ...]) -> bool:

@@ -1,12 +1,14 @@
-"""`repeat`/`tile`/`expand(...).contiguous()` whose consumers broadcast anyway: a copy where `expand` is a free view.
+"""`repeat`/`repeat_interleave`/`tile`/`expand(...).contiguous()` whose consumers broadcast anyway: a copy where `expand` is a free view.
 
 ## What it does
-Finds a `.repeat(...)`, `.tile(...)` or `.expand(...).contiguous()` that only
-replicates size-1 dims (or adds leading dims), and whose every consumer is an
-elementwise op that broadcasts (`+`, `*`, `torch.where`, `masked_fill`...) or
-an op that writes a new tensor from it through its strides (`torch.cat`,
-`torch.stack`, `index_select`, advanced indexing, `gather`: measured, none of
-them copies an expanded operand first), directly or through
+Finds a `.repeat(...)`, `.repeat_interleave(r, dim=d)`, `.tile(...)` or
+`.expand(...).contiguous()` that only replicates size-1 dims (or adds
+leading dims), and whose every consumer is an elementwise op that broadcasts
+(`+`, `*`, `torch.where`, `masked_fill`...), an attention's mask
+(`F.scaled_dot_product_attention(..., attn_mask=...)` broadcasts it over the
+scores) or an op that writes a new tensor from it through its strides
+(`torch.cat`, `torch.stack`, `index_select`, advanced indexing, `gather`:
+measured, none of them copies an expanded operand first), directly or through
 `reshape`/`view`/`permute` steps that keep each replicated dim a dim of its
 own (`pos.repeat(B, 1, 1, 1).reshape(B, -1, N).permute(0, 2, 1)` added to `x`:
 `.expand(B, -1, -1, -1)` keeps the chain a view). A value returned to Python at
@@ -24,6 +26,16 @@ Such a copy materialises what broadcasting does for free:
   (`x + bias` broadcasts a `(1, C)` bias by itself);
 * otherwise use `.expand(...)`: a view with stride 0 on the replicated dims,
   no copy.
+
+A repeat or `repeat_interleave` of a dim of size > 1 is reported too when
+every user is a `view`/`reshape` that splits that dim back into (copies,
+size) or (size, copies): `mask.repeat_interleave(H, dim=0).view(B, H, L, L)`
+is `mask.unsqueeze(1).expand(B, H, L, L)`, and an attention takes
+`mask.unsqueeze(1)` as it is. An attention mask is only reported where the
+un-replicated mask broadcasts to the scores, and the fix is then that mask,
+never `.expand(...)`: on CPU an expanded (stride-0) mask makes SDPA's
+backward copy the gradients of q, k and v (measured; the `(B, 1, L, L)`
+mask costs nothing in either pass).
 
 A repeat whose factors are all 1 for the sizes linted
 (`x.view(-1, 1, F).repeat(1, towers, 1)` with one tower) replicates nothing
@@ -73,7 +85,10 @@ left-padded with 1s), `expand_shape` (the repeated shape;
 (replicated dims), `broadcast_consumers` (node names of the elementwise
 consumers), `drop` (True when every consumer gives the same result on the
 source as is), `readers` (node names of the consumers that write a new
-tensor from it: `cat`, `stack`, a gather), `backward_bytes` (0).
+tensor from it: `cat`, `stack`, a gather), `masks` (the attentions that read
+it as their mask), `unsqueeze` and `split_by` (a replicated dim of size > 1:
+the dim `.unsqueeze(k)` adds to the source, and the views that split the
+copies out), `backward_bytes` (0).
 """
 
 from __future__ import annotations
@@ -84,7 +99,7 @@ from dataclasses import dataclass
 
 from ..canon import CanonNode, GraphView
 from ..canon.alias import mutated_after, view_family
-from ..canon.text import args_text, bytes_text, bytes_value, line_of, shape_text, shape_value
+from ..canon.text import args_text, bytes_text, bytes_value, call_text, line_of, shape_text, shape_value
 from ..findings import Violation
 from ..registry import FixSpec, Hit, RuleContext, rule
 from ._repeat import repeat_like
@@ -107,12 +122,20 @@ class RepeatCopy(Violation):
     via_contiguous: bool  # spelled `.expand(...).contiguous()`: the copy is the `.contiguous()`
     source: str  # the node of the replicated tensor
     readers: tuple[str, ...] = ()  # the consumers that write a new tensor from it (cat, stack, a gather)
+    unsqueeze: int | None = None  # the copy is read only split by a view: the copies' dim there (the source
+    # needs `.unsqueeze(unsqueeze)` to broadcast)
+    masks: tuple[str, ...] = ()  # the consumers that read it as an attention mask
+    split_by: tuple[str, ...] = ()  # the views that split the copies out, in words: "`.view(2, 2, 12, 12)` at
+    # file.py:12"
 
     def message(self) -> str:
         dims = ", ".join(map(str, self.dims))
+        consumers = _counted(self.consumed_by)
         one = len(self.consumed_by) == 1
         who = "its only consumer" if one else "its only consumers"
-        if not self.readers:
+        if self.masks and len(self.masks) == len(self.consumed_by):
+            how = ("broadcasts" if one else "broadcast") + " an attention mask over size-1 dims anyway"
+        elif not self.readers:
             how = "broadcasts size-1 dims anyway" if one else "broadcast size-1 dims anyway"
         elif len(self.readers) == len(self.consumed_by):
             how = ("writes a new tensor from it and reads" if one else "write a new tensor from it and read") + \
@@ -121,28 +144,44 @@ class RepeatCopy(Violation):
             how = "broadcast size-1 dims or write a new tensor from it, and read a stride-0 view as well"
         if not self.dims:
             return (f"`{self.call}` copies {bytes_text(self.copied)} per call and replicates nothing (every factor "
-                    f"is 1 at these sizes): {who} ({', '.join(self.consumed_by)}) read{'s' if one else ''} the "
+                    f"is 1 at these sizes): {who} ({consumers}) read{'s' if one else ''} the "
                     f"{shape_text(self.input_shape)} tensor as well as this copy of it, and `{self._expand}` (a "
                     "zero-copy view for any factors) or the tensor itself does the same")
+        split = f" once {' and '.join(self.split_by)} splits the copies out" if self.split_by else ""
+        tail = (f"`{self._unsqueezed}` of it is what they broadcast" if self.masks
+                else f"`{self._expand}` is a zero-copy view")
         return (f"`{self.call}` copies {bytes_text(self.copied)} per call to replicate a "
                 f"{shape_text(self.input_shape)} tensor into {shape_text(self.expand_shape)} "
-                f"(dim{'s' if len(self.dims) > 1 else ''} {dims}); {who} "
-                f"({', '.join(self.consumed_by)}) {how}, and `{self._expand}` is a zero-copy view")
+                f"(dim{'s' if len(self.dims) > 1 else ''} {dims}{split}); {who} "
+                f"({consumers}) {how}, and {tail}")
 
     def fix_title(self) -> str:
         if not self.dims:
             return f"use `{self._expand}` instead of `{self.call}`: a view for any factors, no copy"
         who = "its consumers broadcast" if len(self.broadcast_consumers) > 1 else "the consumer broadcasts"
         drop = f"drop `{self.call}`: {who} the {shape_text(self.input_shape)} tensor by itself"
+        if self.unsqueeze is not None:
+            drop = (f"use `.unsqueeze({self.unsqueeze})` in place of `{self.call}` and drop "
+                    f"{' and '.join(self.split_by)}: {who} the {shape_text(self.source_shape)} tensor by itself")
+        if self.masks:
+            return drop + (" (not `.expand(...)`: an expanded mask makes SDPA's backward copy q, k and v's "
+                           "gradients)")
         if self.via_contiguous:
             return "drop `.contiguous()` (the `.expand(...)` is a free view)" if not self.drop else drop
         if self.drop:
             return f"{drop} (or use `{self._expand}`, a zero-copy view, where the shape is needed)"
-        return f"use `{self._expand}` instead of `{self.call}`: a view with stride 0 on the replicated dims, no copy"
+        also = " and the view after it" if self.unsqueeze is not None else ""
+        return (f"use `{self._expand}` instead of `{self.call}`{also}: a view with stride 0 on the replicated dims, "
+                "no copy")
+
+    @property
+    def _unsqueezed(self) -> str:
+        return f".unsqueeze({self.unsqueeze})" if self.unsqueeze is not None else "the tensor itself"
 
     @property
     def _expand(self) -> str:
-        return f".expand({args_text(self.expand_shape)})"
+        first = f".unsqueeze({self.unsqueeze})" if self.unsqueeze is not None else ""
+        return f"{first}.expand({args_text(self.expand_shape)})"
 
 
 @rule("FXL104", "repeat-copy", "warning", violation=RepeatCopy, supersedes=("FXL101", "FXL405"),
@@ -156,7 +195,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
 
 def _hits(view: GraphView) -> Iterator[Hit]:
     for node in view.nodes:
-        if node.op not in ("repeat", "contiguous"):
+        if node.op not in ("repeat", "repeat_interleave", "contiguous"):
             continue
         rep = repeat_like(node)
         if rep is None or node.tensor is None:
@@ -184,9 +223,20 @@ def _hits(view: GraphView) -> Iterator[Hit]:
             drop=rep.drop,
             via_contiguous=node.op == "contiguous",
             source=rep.source.name,
-            readers=tuple(u.name for u in rep.consumers if not u.is_pointwise),
+            readers=tuple(u.name for u in rep.consumers if not u.is_pointwise and u.op != "scaled_dot_product_attention"),
+            unsqueeze=rep.unsqueeze,
+            masks=tuple(u.name for u in rep.consumers if u.op == "scaled_dot_product_attention"),
+            split_by=tuple(dict.fromkeys(f"`{call_text(v)}` at {_place(v, node)}" for v in rep.splits)),
         )
         yield Hit(node, violation, bytes=nbytes, backward_bytes=0)
+
+
+def _counted(items: tuple[str, ...]) -> str:
+    """``a, b`` with repeats counted once: ``a (2 times), b``."""
+    counts: dict[str, int] = {}
+    for it in items:
+        counts[it] = counts.get(it, 0) + 1
+    return ", ".join(it if n == 1 else f"{it} ({n} times)" for it, n in counts.items())
 
 
 def _place(u: CanonNode, node: CanonNode) -> str:
