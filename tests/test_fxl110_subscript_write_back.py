@@ -37,6 +37,24 @@ def write_back_respelled(x, y):
     return x
 
 
+def sort_back(e):
+    idx = e.new_empty(e.numel() + 1)
+    idx[0] = -1
+    idx[1:] = e * 3
+    idx[1:], perm = idx[1:].sort()  # sorted, then copied back
+    return idx, perm
+
+
+def sort_back_fixed(e):
+    idx = e.new_empty(e.numel() + 1)
+    idx[0] = -1
+    idx[1:] = e * 3
+    v, perm = idx[1:], torch.empty(0, dtype=torch.long)
+    torch.sort(v, out=(v, perm))
+    return idx, perm
+
+
+KEYS = torch.randint(0, 50, (300,))
 X, Y = torch.randn(2, 50), torch.randn(2, 49)
 CHAIN = (torch.randn(2, 2, 7, 7), torch.randn(2, 2, 2, 3, 2), torch.randn(2, 2, 2, 3, 3))
 
@@ -52,6 +70,7 @@ POSITIVE = [
     ("x[i] = (x[i].view(..) + a + b).view(..)", write_back_chain, CHAIN, [Expect("# chain", 2 * 2 * 6 * 6 * 4)]),
     # the base (2x2x5x5) and three times the region (2x2x4x4) in the backward; nothing in the forward
     ("x[i] += y in training", self_assign, _grad((2, 2, 5, 5), (2, 2, 4, 4)), [Expect("# self-assign", 0, "info")]),
+    ("x[i], perm = x[i].sort()", sort_back, (KEYS,), [Expect("# sorted, then copied back", 300 * 8)]),
 ]
 
 
@@ -91,7 +110,30 @@ def _advanced_index(x, i):
     return x
 
 
+def _sorted_elsewhere(e):
+    idx = e * 3
+    out = torch.empty_like(idx)
+    out[1:], perm = idx[1:].sort()  # another tensor's region: a real write
+    return out, perm
+
+
+def _sort_back_with_grad(x):
+    x = x * 2
+    x[1:], perm = x[1:].sort()  # out= records no autograd
+    return x
+
+
+def _sorted_values_used_again(e):
+    idx = e * 3
+    vals, perm = idx[1:].sort()
+    idx[1:] = vals
+    return idx, vals + 1
+
+
 NEGATIVE = [
+    ("sorted into another tensor", _sorted_elsewhere, (KEYS,)),
+    ("the sorted values have another user", _sorted_values_used_again, (KEYS,)),
+    ("a sort write-back that needs a gradient", _sort_back_with_grad, (torch.randn(20, requires_grad=True),)),
     ("x[i] += y in inference (no copy at all)", self_assign, (torch.randn(2, 2, 5, 5), torch.randn(2, 2, 4, 4))),
     ("another region", _other_region, (X,)),
     ("an overlapping region", _overlapping_region, (X,)),
@@ -163,3 +205,17 @@ def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
     assert reported_lines(out, "FXL110") == set(marked_lines("FXL110", "positive"))
     assert out.count("FXL110 info") == 1 and out.count("FXL110 warning") == 1
     assert out == snapshot
+
+
+def test_the_sort_fix_gives_the_same_keys_and_permutation_without_the_copy_back():
+    [f] = findings(fxlint.lint(sort_back, (KEYS,), select="FXL110"), "FXL110")
+    assert f.details["form"] == "sort-back" and "out=(v, perm)" in f.fix
+    assert f.message.startswith("`idx[1:], perm = idx[1:].sort()` sorts the region")
+    (a, pa), (b, pb) = sort_back(KEYS), sort_back_fixed(KEYS)
+    assert torch.equal(a, b) and torch.equal((KEYS * 3)[pa], a[1:]) and torch.equal((KEYS * 3)[pb], b[1:])
+
+    def copied(fn):
+        return sum(c.bytes for c in fxlint.audit(fn, (KEYS,)).copies if c.avoidable)
+
+    assert copied(sort_back_fixed) == copied(sort_back) - 300 * 8
+    assert findings(fxlint.lint(sort_back_fixed, (KEYS,), select="FXL110"), "FXL110") == []

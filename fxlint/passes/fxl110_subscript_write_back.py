@@ -23,6 +23,12 @@ the same region `x[i]` (same tensor, same index):
   level with those backward bytes; the rewrite `drop-self-assign` removes
   the no-op write.
 
+* **sort write-back** (`idx[1:], perm = idx[1:].sort()`, a tensor that needs
+  no gradient): the sort writes its values into a fresh tensor, which
+  `__setitem__` copies back over the region. `torch.sort(v, out=(v, perm))`
+  on the region `v = idx[1:]` sorts it where it is (measured: one copy of
+  the region fewer).
+
 Not reported: a value that is not freshly computed from the region (a
 different tensor, another index, a view of something else), a write-back
 whose temporary has other users (it is needed apart from the write), and
@@ -52,7 +58,7 @@ values are still needed), the out-of-place form is required; the rule only
 fires when the temporary's one user is the write. Silence a line with
 `# fxlint: ignore[FXL110]`.
 
-`details` (the fields of `SubscriptWriteBack`): `form` (`"write-back"` or
+`details` (the fields of `SubscriptWriteBack`): `form` (`"write-back"`, `"sort-back"` or
 `"self-assign"`), `target` (the tensor written), `index` (the subscript as
 written), `region` (the node that reads the region), `value` (the node
 written), `region_shape`, `copied` (bytes the forward copies per call; 0 for
@@ -85,7 +91,7 @@ _SEARCH_DEPTH = 8
 class SubscriptWriteBack(Violation):
     """A subscript assignment writing back a value computed from the same region."""
 
-    form: str  # "write-back" | "self-assign"
+    form: str  # "write-back" | "self-assign" | "sort-back"
     target: str  # the tensor written (node name)
     index: str  # the subscript, as written: "[:, :, 1:, 1:]"
     region: str  # the node that reads x[i]
@@ -98,6 +104,9 @@ class SubscriptWriteBack(Violation):
 
     def message(self) -> str:
         sub = f"{self.target}{self.index}"
+        if self.form == "sort-back":
+            return (f"`{self.written or sub + ', perm = ' + sub + '.sort()'}` sorts the region into a fresh "
+                    f"{tuple(self.region_shape)} tensor and then copies it back ({bytes_text(self.copied)} per call)")
         if self.form == "self-assign":
             return (f"`{self.written or sub + ' += ...'}` writes the view back onto itself: the forward copy is "
                     "skipped by ATen, but "
@@ -109,6 +118,10 @@ class SubscriptWriteBack(Violation):
 
     def fix_title(self) -> str:
         sub = f"{self.target}{self.index}"
+        if self.form == "sort-back":
+            return (f"sort into the region itself: `v = {sub}; torch.sort(v, out=(v, perm))` (keeping the sort's "
+                    "dim, descending and stable arguments), with `perm = torch.empty(0, dtype=torch.long, "
+                    "device=v.device)` (sort fills it): no fresh tensor, no copy back")
         if self.form == "self-assign":
             if self.in_place:
                 return f"update the view in place without the write-back: `{self.in_place}`"
@@ -150,6 +163,10 @@ def _hits(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             yield Hit(node, violation, bytes=0, backward_bytes=extra, severity=Severity.INFO,
                       tensor_shape=tuple(t.shape) if all(isinstance(d, int) for d in t.shape) else None)
             continue
+        if form == "sort-back":
+            if node.grad_enabled and bool(base.tensor.requires_grad):
+                continue  # out= records no autograd
+            written = _statement(node)
         violation = SubscriptWriteBack(form=form, target=target, index=index, region=region.name,
                                        value=value.name, region_shape=shape_value(t.shape),
                                        copied=bytes_value(t.nbytes), backward_extra=None, written=written,
@@ -186,6 +203,18 @@ def _written(node: CanonNode, target: str) -> tuple[str | None, str | None]:
     return written, None
 
 
+def _statement(node: CanonNode) -> str | None:
+    """The user's statement, when its line is one assignment."""
+    import ast
+
+    stmt = source_statement(node)
+    return ast.unparse(stmt) if isinstance(stmt, ast.Assign) else None
+
+
+#: sorts whose values have an ``out=`` that may be the sorted tensor itself
+_SORTS = frozenset({"sort"})
+
+
 def match(node: CanonNode) -> tuple[str, CanonNode, CanonNode, CanonNode] | None:
     """(form, base, region, value) of a setitem ``base[index] = value`` that writes back a value
     computed from ``base[index]`` itself, or None."""
@@ -196,6 +225,11 @@ def match(node: CanonNode) -> tuple[str, CanonNode, CanonNode, CanonNode] | None
         return "self-assign", base, value, value
     if value.op in _INPLACE and value.input is not None and _is_region(value.input, base, index):
         return "self-assign", base, value.input, value
+    # `x[s], perm = x[s].sort()`: the sorted values of the region written back over it
+    if (value.op == "tuple_getitem" and value.args.get("index") == 0 and value.input is not None
+            and value.input.op in _SORTS and value.input.input is not None
+            and _is_region(value.input.input, base, index) and len(real_users(value)) == 1):
+        return "sort-back", base, value.input.input, value
     # a write-back: a fresh tensor (optionally viewed back to the region's shape) whose one user is the write
     top = next(c for c in value.view_chain() if not (c.is_view and c.input is not None and len(real_users(c)) == 1))
     if top.op not in _ARITH or len(real_users(top)) != 1 or len(real_users(value)) != 1:
