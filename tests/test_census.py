@@ -199,6 +199,9 @@ def test_the_census_reads_the_audits_one_classification():
     assert classify(("aten::gru", "aten::gru_cell", "aten::clone", "aten::copy_"), None, (1024,)) == (
         False, UNAVOIDABLE["rnn-kernel"])
     assert classify(("aten::linear", "aten::addmm", "aten::copy_"), None, (1024,)) == (False, UNAVOIDABLE["blas-bias"])
+    # the fused addmm + activation of nn.TransformerEncoderLayer's inference fast path starts from the bias too
+    assert classify(("aten::_transformer_encoder_layer_fwd", "aten::_addmm_activation", "aten::copy_"), None,
+                    (1024,)) == (False, UNAVOIDABLE["blas-bias"])
     assert classify(("aten::contiguous", "aten::clone", "aten::copy_"), None, (1024,)) == (True, None)
     audit = AuditReport(copies=[
         _ev(10, 4096, top="aten::lstm", op="aten::contiguous", avoidable=False),  # whatever the chain says

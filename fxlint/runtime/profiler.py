@@ -100,7 +100,8 @@ _USER_CONVERSIONS = {"aten::to", "aten::type_as"}
 #: scatters whose values broadcast to the indexed elements: with one value, a masked fill
 _FILL_SCATTERS = {"aten::index_put_", "aten::_index_put_impl_", "aten::index_put"}
 #: a copy directly under one of these parents is paid by every program (BLAS beta=1 bias copy)
-_BIAS_INTO_OUTPUT = {"aten::addmm", "aten::addmv", "aten::baddbmm", "aten::addbmm", "aten::addr"}
+_BIAS_INTO_OUTPUT = {"aten::addmm", "aten::addmv", "aten::baddbmm", "aten::addbmm", "aten::addr",
+                     "aten::_addmm_activation"}  # addmm with a fused relu/gelu (TransformerEncoderLayer's fast path)
 #: the native (non-oneDNN) CPU conv kernels write the bias into the output before accumulating
 _CONV_BIAS_INTO_OUTPUT = {"aten::_slow_conv2d_forward", "aten::slow_conv3d_forward", "aten::slow_conv_dilated2d",
                           "aten::slow_conv_dilated3d"}
