@@ -595,6 +595,37 @@ def _rnn_cases() -> Iterator[Case]:
             yield Case(f"rnn {name} batch_first={bf} {dt} {shape} {ln}", build)
 
 
+def _spectral_layouts(N, F, T):
+    """(name, shape, strides) of complex spectrograms: as convs and pads make them, as torch.stft returns them,
+    permuted, sliced and stepped; a 2-D one."""
+    yield "c", (N, F, T), strides_for((N, F, T))
+    yield "stft", (N, F, T), strides_for((N, F, T), order=[0, 2, 1])
+    yield "tnf", (N, F, T), strides_for((N, F, T), order=[2, 0, 1])
+    yield "ftn", (N, F, T), strides_for((N, F, T), order=[1, 2, 0])
+    yield "slice-t", (N, F, T), strides_for((N, F, T), pad={2: 3})
+    yield "stft-slice-f", (N, F, T), strides_for((N, F, T), order=[0, 2, 1], pad={1: 2})
+    yield "step-t", (N, F, T), strides_for((N, F, T), step={2: 2})
+    yield "step-f", (N, F, T), strides_for((N, F, T), step={1: 2})
+    yield "n1", (1, F, T), strides_for((1, F, T))
+    yield "2d", (F, T), strides_for((F, T))
+    yield "2d-t", (F, T), strides_for((F, T), order=[1, 0])
+
+
+def _spectral_cases() -> Iterator[Case]:
+    n_fft, hop = 32, 8
+    for dt, N, T, onesided in itertools.product((torch.complex64, torch.complex128), (2, 3), (9, 12), (True, False)):
+        F = n_fft // 2 + 1 if onesided else n_fft
+        for ln, shape, st in _spectral_layouts(N, F, T):
+            def build(dt=dt, shape=shape, st=st, onesided=onesided):
+                x = leaf(shape, st, dt, False)
+                win = torch.hann_window(n_fft, dtype=torch.float64 if dt == torch.complex128 else torch.float32)
+                return (lambda z: torch.istft(z, n_fft, hop, window=win, onesided=onesided,
+                                              return_complex=not onesided)), (x,), False, \
+                    (lambda z: K.predict_istft(TI(z), complex_result=not onesided, env=env()))
+
+            yield Case(f"istft {dt} {shape} {ln} onesided={onesided}", build)
+
+
 FAMILIES: dict[str, Callable[[], Iterator[Case]]] = {
     "matrix": _matrix_cases,
     "bmm": _bmm_cases,
@@ -606,6 +637,7 @@ FAMILIES: dict[str, Callable[[], Iterator[Case]]] = {
     "einsum": _einsum_cases,
     "spatial": _spatial_cases,
     "rnn": _rnn_cases,
+    "spectral": _spectral_cases,
 }
 
 

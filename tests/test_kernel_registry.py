@@ -14,7 +14,8 @@ from fxlint import kernels as K
 from fxlint.capture.graphs import capture
 from fxlint.kernels.model_registry import KernelModel, KernelRegistry, kernel_model
 from fxlint.passes import (fxl201_noncontiguous_matmul, fxl202_noncontiguous_conv, fxl203_noncontiguous_norm,
-                           fxl205_pad_copy, fxl206_noncontiguous_spatial, fxl207_noncontiguous_rnn)
+                           fxl205_pad_copy, fxl206_noncontiguous_spatial, fxl207_noncontiguous_rnn,
+                           fxl210_istft_input_copy)
 
 r = torch.randn
 _GRU = torch.nn.GRU(4, 3)
@@ -46,6 +47,7 @@ EXAMPLES = {
     "upsample": (lambda x: F.interpolate(x, scale_factor=2, mode="bicubic"), (r(1, 2, 4, 4),)),
     "im2col": (lambda x: F.unfold(x, 2), (r(1, 2, 4, 4),)),
     "rnn": (lambda x: _GRU(x)[0], (r(5, 2, 4),)),
+    "istft": (lambda z: torch.istft(z, 8, 2, window=torch.hann_window(8)), (torch.randn(2, 5, 6, dtype=torch.complex64),)),
 }
 
 
@@ -71,10 +73,10 @@ def test_every_family_lives_in_its_own_module_and_every_op_in_one_family():
     for m in K.models():
         modules[m.family].add(m.module.rsplit(".", 1)[-1])
     assert set(K.families()) == {"matmul", "conv", "norm", "softmax", "pad", "attention", "spatial",
-                                "rnn"}
+                                "rnn", "spectral"}
     assert modules == {"matmul": {"blas", "bmm", "matmul", "einsum"}, "conv": {"conv"}, "norm": {"norm"},
                        "softmax": {"softmax"}, "pad": {"pad"}, "attention": {"attention"},
-                       "spatial": {"spatial"}, "rnn": {"rnn"}}
+                       "spatial": {"spatial"}, "rnn": {"rnn"}, "spectral": {"spectral"}}
     assert sorted(K.ops()) == sorted(set(K.ops()))
 
 
@@ -96,6 +98,7 @@ class _Recorder:
     (fxl205_pad_copy, ("pad",)),
     (fxl206_noncontiguous_spatial, ("spatial",)),
     (fxl207_noncontiguous_rnn, ("rnn",)),
+    (fxl210_istft_input_copy, ("spectral",)),
 ])
 def test_the_layout_rules_check_exactly_the_ops_of_their_kernel_families(rule, families):
     view = _Recorder()
@@ -106,7 +109,7 @@ def test_the_layout_rules_check_exactly_the_ops_of_their_kernel_families(rule, f
 def test_every_kernel_op_is_checked_by_a_layout_rule():
     checked = set()
     for rule in (fxl201_noncontiguous_matmul, fxl202_noncontiguous_conv, fxl203_noncontiguous_norm, fxl205_pad_copy,
-                 fxl206_noncontiguous_spatial, fxl207_noncontiguous_rnn):
+                 fxl206_noncontiguous_spatial, fxl207_noncontiguous_rnn, fxl210_istft_input_copy):
         view = _Recorder()
         list(rule.check(view, SimpleNamespace()))
         checked |= set(view.asked)

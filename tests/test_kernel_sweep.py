@@ -36,7 +36,7 @@ SCALE = float(os.environ.get("FXLINT_SWEEP_SCALE", "1"))
 #: cases per family in the default run (the whole suite's sweep stays well under a minute)
 BUDGET = {fam: max(20, int(n * SCALE)) for fam, n in
           {"matrix": 260, "bmm": 180, "matmul": 260, "conv": 300, "norm": 200, "pad": 100, "sdpa": 78, "einsum": 120,
-           "spatial": 120, "rnn": 240}.items()}
+           "spatial": 120, "rnn": 240, "spectral": 60}.items()}
 #: kernels whose backward the model does not follow (declared with a machine-independent Unknown part)
 BACKWARD_NOT_MODELLED = {"bmm", "baddbmm", "linear", "matmul", "rms_norm", "instance_norm", "batch_norm",
                          "scaled_dot_product_attention", "einsum"}
@@ -69,7 +69,8 @@ def test_model_matches_runtime(family: str) -> None:
 @pytest.mark.parametrize("family", FAMILIES)
 def test_unknown_parts_are_only_the_documented_ones(family: str) -> None:
     """A conv leaves unknown only what oneDNN decides on this CPU (its reorders, on oneDNN paths,
-    marked machine-dependent; on a CPU with AMX also a bfloat16/float16 conv1d's input copies); the other families only the backward of the kernels whose backward
+    marked machine-dependent; on a CPU with AMX also a bfloat16/float16 conv1d's input copies), a two-sided istft
+    the casts of its window to complex; the other families only the backward of the kernels whose backward
     is not modelled (not machine-dependent: a probe is not asked)."""
     for case in _sweep.sample(family, None if FULL else BUDGET[family]):
         fn, args, train, predictor = case.build()
@@ -88,6 +89,11 @@ def test_unknown_parts_are_only_the_documented_ones(family: str) -> None:
 
                 assert part == UPSAMPLE_NCHW and pred.kernel == "upsample", (case.name, part)
                 assert part.machine and pred.probe is not None, case.name  # the probe can answer it
+            elif family == "spectral" and part.phase == "forward":
+                from fxlint.kernels.spectral import COMPLEX_CASTS
+
+                # a complex (two-sided) result casts the window and envelope: dtype casts, left out on purpose
+                assert part == COMPLEX_CASTS and "onesided=False" in case.name, (case.name, part)
             else:
                 assert not part.machine and part.phase == "backward" and part.operand == "*", (case.name, part)
                 assert pred.kernel in BACKWARD_NOT_MODELLED, (case.name, part)

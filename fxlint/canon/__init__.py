@@ -72,6 +72,9 @@ pad                                        input, pad (the widths as written: la
                                            pairs; ints or SymInt nodes), mode (constant, reflect, replicate,
                                            circular), value. Spelled: constant_pad_nd, pad; modules:
                                            _ConstantPadNd
+istft                                      input (the complex (N, F, T) or (F, T) spectrogram), n_fft,
+                                           hop_length, win_length, window, center, normalized, onesided,
+                                           length, return_complex. Spelled: istft
 scaled_dot_product_attention               query, key, value, attn_mask, dropout_p, is_causal, scale,
                                            enable_gqa. Spelled: scaled_dot_product_attention
 einsum                                     equation, operands, a and b (the first two operands). Spelled:

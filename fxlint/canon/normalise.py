@@ -502,6 +502,17 @@ def pad(c: Call) -> Args:
             "mode": mode if isinstance(mode, str) else None, "value": 0.0 if value is None else c.conv(value)}
 
 
+@normaliser("istft", spellings={"istft"}, kinds=("call_function", "call_method"),
+            doc="input (the complex (N, F, T) or (F, T) spectrogram), n_fft, hop_length, win_length, window, "
+                "center, normalized, onesided, length, return_complex")
+def istft(c: Call) -> Args:
+    return {"input": c.input, "n_fft": c.conv(c.get("n_fft")), "hop_length": c.conv(c.get("hop_length")),
+            "win_length": c.conv(c.get("win_length")), "window": c.conv(c.get("window")),
+            "center": c.conv(c.get("center", True)), "normalized": c.conv(c.get("normalized", False)),
+            "onesided": c.conv(c.get("onesided")), "length": c.conv(c.get("length")),
+            "return_complex": c.conv(c.get("return_complex", False))}
+
+
 @normaliser("scaled_dot_product_attention", spellings={"scaled_dot_product_attention"},
             doc="query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa")
 def sdpa(c: Call) -> Args:

@@ -42,8 +42,8 @@ One module per kernel family, side by side, each documenting the ATen rules it
 ports: ``blas`` (``mm``, ``addmm``, ``mv``, ``dot``), ``bmm`` (``bmm``,
 ``baddbmm``), ``matmul`` (``matmul``, ``linear``), ``einsum``, ``attention``
 (``scaled_dot_product_attention``), ``conv``, ``norm``, ``softmax``, ``pad``
-(``constant_pad_nd``), ``spatial`` (pooling, upsampling, ``im2col``).
-``docs/kernel-model.md`` summarises what each knows and what depends on the CPU.
+(``constant_pad_nd``), ``spatial`` (pooling, upsampling, ``im2col``), ``spectral``
+(``istft``). ``docs/kernel-model.md`` summarises what each knows and what depends on the CPU.
 What they share: ``env`` (``Env``, the facts of the running
 build and CPU), ``geometry`` (``Geometry``, an operand's shape, strides, dtype
 and ``requires_grad``, with ATen's view ops), ``results`` (``KernelCopy``,
@@ -118,6 +118,7 @@ from .pad import predict_pad
 from .results import KernelCopy, KernelPrediction, Unknown
 from .softmax import predict_softmax
 from .spatial import predict_spatial
+from .spectral import predict_istft
 
 # every module registers its models on import: a new family is a new file, nothing to add here
 for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
@@ -149,6 +150,7 @@ __all__ = [
     "predict_conv",
     "predict_conv_node",
     "predict_einsum",
+    "predict_istft",
     "predict_linear",
     "predict_matmul",
     "predict_mm",
