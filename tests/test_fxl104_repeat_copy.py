@@ -62,6 +62,10 @@ def across_a_break(e):
     return torch.cat([e, loop], dim=1)
 
 
+def interleaved_rows(x, b):
+    return x + torch.randn(8, 8)[:4].repeat_interleave(2, dim=0).view(8, 8)  # rows [a, a, b, b], added
+
+
 def heads_mask(q, m):
     mask = m.repeat_interleave(2, dim=0)  # one mask per head, interleaved
     return F.scaled_dot_product_attention(q, q, q, attn_mask=mask.view(2, 2, 6, 6))
@@ -102,6 +106,8 @@ POSITIVE = [
     ("a tile split back by a view", tiled_then_split, (X3.view(8, 32)[:, :8].contiguous().view(2, 4, 8),
                                                        torch.randn(4, 8)), [Expect("# tile of a (4, 8)", 256)]),
     ("a mask repeated over heads", mask_repeated_over_heads, (Q, M), [Expect("# a size-1 head dim", 4 * 36 * 4)]),
+    ("interleaved rows read by an add", interleaved_rows, (torch.randn(8, 8), B),
+     [Expect("# rows [a, a, b, b], added", 256)]),
 ]
 
 
@@ -150,10 +156,6 @@ def _channels_last_gathered(x, idx):
     return x.repeat(2, 1, 1, 1)[idx].view(2, -1)  # the gather keeps channels-last strides: .view refuses
 
 
-def _interleaved_data(x, b):
-    return x + torch.randn(8, 8)[:4].repeat_interleave(2, dim=0).view(8, 8)  # rows [a, a, b, b]: data
-
-
 def _split_the_other_way(q, m):
     mask = m.repeat_interleave(2, dim=0).view(2, 2, 6, 6).transpose(0, 1)  # (H, B) order: not the copies' dim
     return F.scaled_dot_product_attention(q, q, q, attn_mask=mask.contiguous())
@@ -171,12 +173,9 @@ def _counts_tensor(x, b):
 CL = torch.randn(1, 3, 4, 5).to(memory_format=torch.channels_last)
 
 NEGATIVE = [
-    ("repeat_interleave of rows is data", _interleaved_data, (torch.randn(8, 8), B)),
     ("interleaved, then split the other way", _split_the_other_way, (Q, M)),
     ("interleaved into a query", _mask_as_query, (Q, M)),
     ("repeat_interleave by a tensor of counts", _counts_tensor, (X, B)),
-    ("interleaved and not split", lambda x, b: x.view(4, 8) + b.view(4, 2).repeat_interleave(4, dim=1),
-     (X, B)),
     ("returned after the break", _returned_after_a_break, (E,)),
     ("a repeat by one, then viewed", _by_one_then_viewed, (X, torch.randn(32))),
     ("a channels-last source gathered", _channels_last_gathered, (CL, torch.tensor([0, 1]))),
@@ -301,3 +300,41 @@ def test_the_mask_fix_gives_the_same_attention_and_copies_nothing(train):
     assert avoidable(after) == avoidable(before) - 4 * 36 * 4
     if not train:
         assert avoidable(after) == 0
+
+
+def rotary(x, f1, f2):
+    cos = torch.cat([f1.cos().repeat_interleave(2, dim=1),  # interleaved rotary table
+                     f2.cos().repeat_interleave(2, dim=1)], dim=-1)  # the second axis
+    return x * cos[None, None]
+
+
+def rotary_fixed(x, f1, f2):
+    cos = torch.cat([f1.cos(), f2.cos()], dim=-1).unsqueeze(-1)
+    return (x.unflatten(-1, (-1, 2)) * cos[None, None]).flatten(-2, -1)
+
+
+ROT = (torch.randn(2, 3, 6, 10), torch.randn(6, 2), torch.randn(6, 3))
+
+
+def test_an_interleaved_rotary_table_read_elementwise_is_reported_and_the_split_form_copies_nothing():
+    found = check_positive(rotary, ROT, "FXL104", [Expect("# interleaved rotary table", 6 * 4 * 4),
+                                                   Expect("# the second axis", 6 * 6 * 4)])
+    for f in found:
+        assert f.details["interleave"] == 2 and f.details["interleave_dim"] == -1 and f.details["via_cat"]
+        assert "`.unflatten(-1, (-1, 2))`" in f.fix and "`.flatten(-2, -1)`" in f.fix and "torch.cat" in f.fix
+    assert torch.allclose(rotary(*ROT), rotary_fixed(*ROT))
+    audit = fxlint.audit(rotary_fixed, ROT)
+    assert [c for c in audit.copies if c.avoidable and c.top_op == "aten::repeat_interleave"] == []
+    check_negative(rotary_fixed, ROT, "FXL104")
+
+
+@pytest.mark.parametrize("label,fn", [
+    ("read by a matmul", lambda x, f1, f2: x @ f1.repeat_interleave(5, dim=1).t()),
+    ("an operand broadcast along the interleaved dim",
+     lambda x, f1, f2: f1.repeat_interleave(2, dim=1) * torch.ones(6, 1)),
+    ("cat with a piece that is not interleaved",
+     lambda x, f1, f2: x * torch.cat([f1.repeat_interleave(2, dim=1), f2.repeat(1, 2)], dim=-1)),
+    ("returned", lambda x, f1, f2: f1.repeat_interleave(2, dim=1)),
+])
+def test_interleaved_negatives(label, fn):
+    check_negative(fn, ROT, "FXL104")

@@ -30,6 +30,9 @@ class RepeatLike:
     unsqueeze: int | None = None  # a tiled dim only read split in two by a view: the copies' dim in the split
     # (``source.unsqueeze(k)`` is the un-replicated tensor its consumers broadcast)
     splits: tuple[CanonNode, ...] = ()  # those views
+    interleave: int | None = None  # a repeat_interleave(r, dim) of a longer dim read only by elementwise ops: r
+    # (they can read the other operands split, `.unflatten(dim, (-1, r))`, against `source.unsqueeze(dim + 1)`)
+    via_cat: bool = False  # on the way, a cat along that dim of interleaved pieces (it commutes with the interleave)
 
 
 def repeat_like(node: CanonNode) -> RepeatLike | None:
@@ -39,7 +42,7 @@ def repeat_like(node: CanonNode) -> RepeatLike | None:
     (``CanonNode.handed_to``); None otherwise (true tiling, or a consumer that needs the real tensor)."""
     shaped = _replication(node)
     if shaped is None:
-        return _split_replication(node)
+        return _split_replication(node) or _interleaved_elementwise(node)
     source, src_shape, out_shape, dims, spelled = shaped
     if not dims and node.op != "repeat":
         return None  # a repeat by 1 everywhere (a factor that is 1 at these sizes) replicates nothing: a plain copy
@@ -131,6 +134,95 @@ def _split_replication(node: CanonNode) -> RepeatLike | None:
     src_padded = split_shape[:k] + (1,) + split_shape[k + 1:]
     return RepeatLike(node, source, src_padded, split_shape, (k,), spelled, tuple(r[0] for r in reached), drop,
                       tuple(r[3] for r in reached), unsqueeze=k, splits=tuple(users))
+
+
+def _interleaved_elementwise(node: CanonNode) -> RepeatLike | None:
+    """A ``repeat_interleave(r, dim=d)`` of a dim of size n > 1 whose every reader is elementwise, reached
+    directly or through casts, views and subscripts that keep the dims from ``d`` on, and ``cat``s along ``d``
+    of such interleaved pieces: rotary tables (``freqs.cos().repeat_interleave(2, dim=-1)`` multiplied into
+    ``x``). Each reader gives the same values on ``other.unflatten(d, (n, r))`` against
+    ``source.unsqueeze(d + 1)``, flattened back: a broadcast, no copy."""
+    tiled = _tiled_dim(node)
+    out = node.tensor
+    if tiled is None or out is None or node.op != "repeat_interleave":
+        return None
+    source, d, times, _, spelled = tiled
+    r = known(times)
+    if r is None:
+        return None
+    neg = d - len(out.shape)  # counted from the end: leading dims may come and go on the way
+    found = _elementwise_reads(node, neg, r, 0)
+    if not found:
+        return None
+    readers, via_cat = found
+    return RepeatLike(node, source, tuple(out.shape), tuple(out.shape), (d,), spelled, tuple(readers), False,
+                      interleave=r, via_cat=via_cat)
+
+
+_INTERLEAVE_DEPTH = 6
+
+
+def _elementwise_reads(node: CanonNode, neg: int, r: int, depth: int) -> tuple[list[CanonNode], bool] | None:
+    users = real_users(node)
+    if not users or node.tensor is None or depth > _INTERLEAVE_DEPTH:
+        return None
+    size = node.tensor.shape[neg]
+    tail = tuple(node.tensor.shape[neg:])
+    readers: list[CanonNode] = []
+    via_cat = False
+    for u in users:
+        t = u.tensor
+        if t is None or u.mutates or u.kind == "output" or len(t.shape) < -neg:
+            return None
+        if u.op == "cat":
+            if _cat_dim(u, len(t.shape)) != neg or not all(_interleaved_by(i, neg, r) for i in _cat_inputs(u)):
+                return None
+            sub = _elementwise_reads(u, neg, r, depth + 1)
+            via_cat = True
+        elif (u.op in ("to", "slice", "view", "reshape") and u.input is node
+              and tuple(t.shape[neg:]) == tail and maybe_eq(t.shape[neg], size) is True):
+            dev = u.args.get("device") if u.op == "to" else None
+            if dev is not None and str(dev).split(":")[0] != node.tensor.device.type:
+                return None  # a transfer: the un-interleaved tensor would be sent instead, another finding
+            sub = _elementwise_reads(u, neg, r, depth + 1)
+        elif u.is_pointwise and maybe_eq(t.shape[neg], size) is True:
+            others = [i.tensor for i in u.tensor_inputs if i is not node and i.tensor is not None]
+            if any(len(o.shape) >= -neg and maybe_eq(o.shape[neg], size) is not True for o in others):
+                return None  # an operand broadcast along the interleaved dim: it would need its own unsqueeze
+            readers.append(u)
+            continue
+        else:
+            return None
+        if sub is None:
+            return None
+        readers.extend(sub[0])
+        via_cat = via_cat or sub[1]
+    return readers, via_cat
+
+
+def _cat_inputs(u: CanonNode) -> list[CanonNode]:
+    raw = u.args.get("args") or []
+    pieces = raw[0] if raw and isinstance(raw[0], (list, tuple)) else u.args.get("tensors") or []
+    return [p for p in pieces if isinstance(p, CanonNode)]
+
+
+def _cat_dim(u: CanonNode, rank: int) -> int | None:
+    raw = u.args.get("args") or []
+    kwargs = u.args.get("kwargs") or {}
+    dim = raw[1] if len(raw) > 1 else kwargs.get("dim", u.args.get("dim", 0))
+    if not isinstance(dim, int):
+        return None
+    return dim - rank if dim >= 0 else dim
+
+
+def _interleaved_by(n: CanonNode, neg: int, r: int) -> bool:
+    """``n`` is (a cast of) a ``repeat_interleave(r)`` along the dim ``neg`` counted from the end."""
+    while n.op == "to" and n.input is not None:
+        n = n.input
+    if n.op != "repeat_interleave" or n.tensor is None or n.args.get("repeats") != r:
+        return False
+    d = n.args.get("dim")
+    return isinstance(d, int) and (d - len(n.tensor.shape) if d >= 0 else d) == neg
 
 
 def _tiled_dim(node: CanonNode) -> tuple[CanonNode, int, Dim, bool, str] | None:

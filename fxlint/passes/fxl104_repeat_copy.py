@@ -37,6 +37,15 @@ never `.expand(...)`: on CPU an expanded (stride-0) mask makes SDPA's
 backward copy the gradients of q, k and v (measured; the `(B, 1, L, L)`
 mask costs nothing in either pass).
 
+A `repeat_interleave(r, dim=d)` of a longer dim whose every reader is
+elementwise (directly, through casts, views and subscripts that keep the
+dims from `d` on, and through a `torch.cat` along `d` of such interleaved
+pieces) is reported as well: the interleaved rotary table
+`freqs.cos().repeat_interleave(2, dim=-1)` multiplied into `x` gives the same
+values as `x.unflatten(-1, (-1, 2)) * freqs.cos().unsqueeze(-1)` flattened
+back, a broadcast with no copy (and a `cat` of the pieces commutes with the
+interleave).
+
 A repeat whose factors are all 1 for the sizes linted
 (`x.view(-1, 1, F).repeat(1, towers, 1)` with one tower) replicates nothing
 and still copies: it is reported under the same conditions, with `.expand`
@@ -88,7 +97,9 @@ source as is), `readers` (node names of the consumers that write a new
 tensor from it: `cat`, `stack`, a gather), `masks` (the attentions that read
 it as their mask), `unsqueeze` and `split_by` (a replicated dim of size > 1:
 the dim `.unsqueeze(k)` adds to the source, and the views that split the
-copies out), `backward_bytes` (0).
+copies out), `interleave`, `interleave_dim` and `via_cat` (an interleave
+read elementwise: its repeats, its dim counted from the end, and whether a
+`cat` lies on the way), `backward_bytes` (0).
 """
 
 from __future__ import annotations
@@ -127,11 +138,20 @@ class RepeatCopy(Violation):
     masks: tuple[str, ...] = ()  # the consumers that read it as an attention mask
     split_by: tuple[str, ...] = ()  # the views that split the copies out, in words: "`.view(2, 2, 12, 12)` at
     # file.py:12"
+    interleave: int | None = None  # a repeat_interleave of a longer dim read only elementwise: its repeats
+    interleave_dim: int | None = None  # that dim, counted from the end (-1: the last)
+    via_cat: bool = False  # a cat along that dim of interleaved pieces lies on the way
 
     def message(self) -> str:
         dims = ", ".join(map(str, self.dims))
         consumers = _counted(self.consumed_by)
         one = len(self.consumed_by) == 1
+        if self.interleave is not None:
+            who = "its only consumer is" if one else "its only consumers are"
+            return (f"`{self.call}` copies {bytes_text(self.copied)} per call to interleave a "
+                    f"{shape_text(self.input_shape)} tensor into {shape_text(self.expand_shape)}; {who} elementwise "
+                    f"({consumers}), which read `{self._unsqueezed}` of it as a broadcast against the other "
+                    f"operands split by `.unflatten({self.interleave_dim}, (-1, {self.interleave}))`: no copy")
         who = "its only consumer" if one else "its only consumers"
         if self.masks and len(self.masks) == len(self.consumed_by):
             how = ("broadcasts" if one else "broadcast") + " an attention mask over size-1 dims anyway"
@@ -156,6 +176,13 @@ class RepeatCopy(Violation):
                 f"({consumers}) {how}, and {tail}")
 
     def fix_title(self) -> str:
+        if self.interleave is not None and self.interleave_dim is not None:
+            d, r = self.interleave_dim, self.interleave
+            cat = (" (a `torch.cat` along that dim takes the un-interleaved pieces: interleaving commutes with it)"
+                   if self.via_cat else "")
+            return (f"keep the tensor un-interleaved as `{self._unsqueezed}` and compute the elementwise ops on "
+                    f"the other operands' `.unflatten({d}, (-1, {r}))`, then `.flatten({d - 1}, {d})` the result: "
+                    f"the same values with no copy{cat}")
         if not self.dims:
             return f"use `{self._expand}` instead of `{self.call}`: a view for any factors, no copy"
         who = "its consumers broadcast" if len(self.broadcast_consumers) > 1 else "the consumer broadcasts"
@@ -176,6 +203,8 @@ class RepeatCopy(Violation):
 
     @property
     def _unsqueezed(self) -> str:
+        if self.interleave is not None and self.interleave_dim is not None:
+            return f".unsqueeze({self.interleave_dim})"
         return f".unsqueeze({self.unsqueeze})" if self.unsqueeze is not None else "the tensor itself"
 
     @property
@@ -227,6 +256,9 @@ def _hits(view: GraphView) -> Iterator[Hit]:
             unsqueeze=rep.unsqueeze,
             masks=tuple(u.name for u in rep.consumers if u.op == "scaled_dot_product_attention"),
             split_by=tuple(dict.fromkeys(f"`{call_text(v)}` at {_place(v, node)}" for v in rep.splits)),
+            interleave=rep.interleave,
+            interleave_dim=rep.dims[0] - len(rep.out_shape) if rep.interleave is not None else None,
+            via_cat=rep.via_cat,
         )
         yield Hit(node, violation, bytes=nbytes, backward_bytes=0)
 
