@@ -338,3 +338,38 @@ def test_an_interleaved_rotary_table_read_elementwise_is_reported_and_the_split_
 ])
 def test_interleaved_negatives(label, fn):
     check_negative(fn, ROT, "FXL104")
+
+
+CONV = torch.nn.Conv2d(3, 4, 3)
+
+
+def stretch(x):
+    up = x.repeat_interleave(1, -2).repeat_interleave(4, -1)  # two repeats, two copies
+    return CONV(up)
+
+
+def stretch_fixed(x):
+    return CONV(x[:, :, :, None, :, None].expand(-1, -1, -1, 1, -1, 4).reshape(2, 3, 5, 24))
+
+
+def test_a_repeat_read_only_by_another_repeat_is_one_copy_too_many():
+    x = torch.randn(2, 3, 5, 6)
+    [f] = check_positive(stretch, (x,), "FXL104", [Expect("# two repeats, two copies", x.numel() * 4)])
+    assert f.details["chained_into"].startswith("`.repeat_interleave(4, dim=-1)`")
+    assert "`[:, :, :, None, :, None].expand(-1, -1, -1, 1, -1, 4).reshape(2, 3, 5, 24)`" in f.fix
+    with torch.no_grad():
+        assert torch.allclose(stretch(x), stretch_fixed(x))
+
+        def avoidable(fn):
+            return sum(c.bytes for c in fxlint.audit(fn, (x,)).copies if c.avoidable)
+
+        assert avoidable(stretch_fixed) == avoidable(stretch) - x.numel() * 4
+
+
+@pytest.mark.parametrize("label,fn", [
+    ("the first copy has another reader", lambda x: (lambda u: (CONV(u.repeat_interleave(2, -1)), u.sum()))(
+        x.repeat_interleave(2, -2))),
+    ("tiled by tile", lambda x: CONV(x.tile((1, 1, 2, 1)).repeat_interleave(2, -1))),
+])
+def test_chained_negatives(label, fn):
+    check_negative(fn, (torch.randn(2, 3, 5, 6),), "FXL104")

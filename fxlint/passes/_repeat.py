@@ -411,3 +411,72 @@ def _covers(others: list[tuple[Dim, ...]], src: tuple[Dim, ...], result: tuple[D
         if maybe_eq(got, want[d]) is not True:
             return False
     return True
+
+
+@dataclass(frozen=True)
+class ChainedRepeat:
+    """A repeat whose copy is read only by another repeat: the two can be one copy."""
+
+    node: CanonNode  # the first repeat (its copy is the one that goes)
+    second: CanonNode  # the repeat that reads it
+    one_copy: str | None  # the single-copy spelling (`x[:, :, None].expand(-1, -1, 2).reshape(4, 6)`), when known
+
+
+def chained_repeat(node: CanonNode) -> ChainedRepeat | None:
+    """``x.repeat_interleave(a, d1).repeat_interleave(b, d2)`` (or ``repeat``s): the first result is a copy only
+    the second reads, and the second copies it again. Expanding size-1 dims inserted next to both dims and
+    reshaping once makes one copy of the final size."""
+    if node.op not in ("repeat", "repeat_interleave") or node.tensor is None or node.args.get("style") == "tile":
+        return None
+    users = real_users(node)
+    if len(users) != 1:
+        return None
+    second = users[0]
+    if second.op not in ("repeat", "repeat_interleave") or second.input is not node or second.tensor is None:
+        return None
+    if second.args.get("style") == "tile":
+        return None
+    a, b = _single_dim(node), _single_dim(second)
+    one_copy = None
+    if a is not None and b is not None and a[0] != b[0] and node.input is not None and node.input.tensor is not None:
+        one_copy = _one_copy_text(len(node.input.tensor.shape), [a, b], tuple(second.tensor.shape))
+    return ChainedRepeat(node, second, one_copy)
+
+
+def _single_dim(node: CanonNode) -> tuple[int, int, bool] | None:
+    """(dim, copies, interleaved) of a repeat or repeat_interleave that copies along one dim of its input (of the
+    same rank; copies may be 1), None otherwise."""
+    src, out = node.input, node.tensor
+    if src is None or src.tensor is None or out is None or len(src.tensor.shape) != len(out.shape):
+        return None
+    shape = tuple(src.tensor.shape)
+    if node.op == "repeat_interleave":
+        r, d = node.args.get("repeats"), node.args.get("dim")
+        if not isinstance(d, int) or isinstance(r, bool) or (isinstance(r, CanonNode) and r.tensor is not None):
+            return None
+        d %= len(shape)
+        times = known(_factor(out.shape[d], shape[d]) or 0) if not is_one(shape[d]) else known(out.shape[d])
+        return (d, times, True) if times else None
+    reps = [known(_factor(o, i) or 0) for o, i in zip(out.shape, shape)]
+    moved = [i for i, r in enumerate(reps) if r != 1]
+    if any(not r for r in reps) or len(moved) > 1:
+        return None
+    d = moved[0] if moved else 0
+    return d, reps[d] or 1, False
+
+
+def _one_copy_text(rank: int, steps: list[tuple[int, int, bool]], final: tuple[Dim, ...]) -> str:
+    """``[:, None, :, None].expand(-1, 2, -1, 3).reshape(4, 6)``: one copy for the repeats ``steps``."""
+    index: list[str] = []
+    sizes: list[str] = []
+    by_dim = {d: (r, inter) for d, r, inter in steps}
+    for d in range(rank):
+        if d in by_dim and not by_dim[d][1]:
+            index.append("None")
+            sizes.append(str(by_dim[d][0]))
+        index.append(":")
+        sizes.append("-1")
+        if d in by_dim and by_dim[d][1]:
+            index.append("None")
+            sizes.append(str(by_dim[d][0]))
+    return (f"[{', '.join(index)}].expand({', '.join(sizes)}).reshape({', '.join(str(s) for s in final)})")

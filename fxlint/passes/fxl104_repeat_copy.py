@@ -46,6 +46,13 @@ values as `x.unflatten(-1, (-1, 2)) * freqs.cos().unsqueeze(-1)` flattened
 back, a broadcast with no copy (and a `cat` of the pieces commutes with the
 interleave).
 
+A `repeat`/`repeat_interleave` whose copy only another one reads
+(`x.repeat_interleave(f, -2).repeat_interleave(t, -1)`, a nearest upsampling
+in two steps) is reported too: the first copy is made only to be copied
+again, and a size-1 dim inserted next to each repeated dim, expanded, and
+one `reshape` make the final tensor in one copy (the spelling is in the
+fix).
+
 A repeat whose factors are all 1 for the sizes linted
 (`x.view(-1, 1, F).repeat(1, towers, 1)` with one tower) replicates nothing
 and still copies: it is reported under the same conditions, with `.expand`
@@ -99,7 +106,8 @@ it as their mask), `unsqueeze` and `split_by` (a replicated dim of size > 1:
 the dim `.unsqueeze(k)` adds to the source, and the views that split the
 copies out), `interleave`, `interleave_dim` and `via_cat` (an interleave
 read elementwise: its repeats, its dim counted from the end, and whether a
-`cat` lies on the way), `backward_bytes` (0).
+`cat` lies on the way), `chained_into` and `one_copy` (a repeat read only
+by another: that repeat, and the one-copy spelling), `backward_bytes` (0).
 """
 
 from __future__ import annotations
@@ -113,7 +121,7 @@ from ..canon.alias import mutated_after, view_family
 from ..canon.text import args_text, bytes_text, bytes_value, call_text, line_of, shape_text, shape_value
 from ..findings import Violation
 from ..registry import FixSpec, Hit, RuleContext, rule
-from ._repeat import repeat_like
+from ._repeat import ChainedRepeat, chained_repeat, repeat_like
 from ._sites import numbered
 
 
@@ -141,11 +149,17 @@ class RepeatCopy(Violation):
     interleave: int | None = None  # a repeat_interleave of a longer dim read only elementwise: its repeats
     interleave_dim: int | None = None  # that dim, counted from the end (-1: the last)
     via_cat: bool = False  # a cat along that dim of interleaved pieces lies on the way
+    chained_into: str | None = None  # the repeat that alone reads this one's copy, in words ("`.repeat(2, 1)` at
+    # line 12")
+    one_copy: str | None = None  # the spelling that makes both repeats in one copy, from the source
 
     def message(self) -> str:
         dims = ", ".join(map(str, self.dims))
         consumers = _counted(self.consumed_by)
         one = len(self.consumed_by) == 1
+        if self.chained_into is not None:
+            return (f"`{self.call}` copies {bytes_text(self.copied)} per call into a {shape_text(self.expand_shape)} "
+                    f"tensor that only {self.chained_into} reads, and copies again: both repeats fit in one copy")
         if self.interleave is not None:
             who = "its only consumer is" if one else "its only consumers are"
             return (f"`{self.call}` copies {bytes_text(self.copied)} per call to interleave a "
@@ -176,13 +190,21 @@ class RepeatCopy(Violation):
                 f"({consumers}) {how}, and {tail}")
 
     def fix_title(self) -> str:
+        if self.chained_into is not None:
+            if self.one_copy:
+                return (f"make the final tensor in one copy: `{self.one_copy}` on the {shape_text(self.input_shape)} "
+                        f"tensor, in place of `{self.call}` and {self.chained_into} (a size-1 dim inserted next to "
+                        "each repeated dim, expanded, one reshape)")
+            return (f"make the final tensor in one copy: insert a size-1 dim next to each repeated dim, `.expand` "
+                    f"the copies there and `.reshape` once, in place of `{self.call}` and {self.chained_into}")
         if self.interleave is not None and self.interleave_dim is not None:
             d, r = self.interleave_dim, self.interleave
             cat = (" (a `torch.cat` along that dim takes the un-interleaved pieces: interleaving commutes with it)"
                    if self.via_cat else "")
-            return (f"keep the tensor un-interleaved as `{self._unsqueezed}` and compute the elementwise ops on "
-                    f"the other operands' `.unflatten({d}, (-1, {r}))`, then `.flatten({d - 1}, {d})` the result: "
-                    f"the same values with no copy{cat}")
+            return (f"keep the tensor un-interleaved as `{self._unsqueezed}` (`.expand` it by {r} there where no "
+                    f"other operand has the full size) and compute the elementwise ops on the other operands' "
+                    f"`.unflatten({d}, (-1, {r}))`, then `.flatten({d - 1}, {d})` the result: the same values with no "
+                    f"copy{cat}")
         if not self.dims:
             return f"use `{self._expand}` instead of `{self.call}`: a view for any factors, no copy"
         who = "its consumers broadcast" if len(self.broadcast_consumers) > 1 else "the consumer broadcasts"
@@ -226,6 +248,10 @@ def _hits(view: GraphView) -> Iterator[Hit]:
     for node in view.nodes:
         if node.op not in ("repeat", "repeat_interleave", "contiguous"):
             continue
+        chained = chained_repeat(node)
+        if chained is not None:
+            yield _chained_hit(chained)
+            continue
         rep = repeat_like(node)
         if rep is None or node.tensor is None:
             continue
@@ -261,6 +287,28 @@ def _hits(view: GraphView) -> Iterator[Hit]:
             via_cat=rep.via_cat,
         )
         yield Hit(node, violation, bytes=nbytes, backward_bytes=0)
+
+
+def _chained_hit(ch: ChainedRepeat) -> Hit:
+    node, second = ch.node, ch.second
+    assert node.tensor is not None
+    src = node.input.tensor if node.input is not None else None
+    shape = shape_value(src.shape) if src is not None else shape_value(node.tensor.shape)
+    second_text = f"`{_spelled(second)}` at {_place(second, node)}"
+    violation = RepeatCopy(
+        call=_spelled(node), copied=bytes_value(node.tensor.nbytes), input_shape=shape, source_shape=shape,
+        expand_shape=shape_value(node.tensor.shape), dims=(), consumed_by=(second_text,),
+        broadcast_consumers=[second.name], drop=False, via_contiguous=False,
+        source=node.input.name if node.input is not None else node.name, chained_into=second_text,
+        one_copy=ch.one_copy)
+    return Hit(node, violation, bytes=node.tensor.nbytes, backward_bytes=0)
+
+
+def _spelled(node: CanonNode) -> str:
+    if node.op == "repeat_interleave":
+        r = node.args.get("repeats")
+        return f".repeat_interleave({getattr(r, 'name', r)}, dim={node.args.get('dim')})"
+    return call_text(node)
 
 
 def _counted(items: tuple[str, ...]) -> str:
