@@ -227,3 +227,45 @@ def test_the_message_agrees_with_the_number_of_writes():
     nine = ConstantCopy(op="subscript write", target="mask", depends=("shape",), writes=9, copied=256)
     assert one.message().startswith("a subscript write into `mask` copies an unknown number of bytes per call")
     assert nine.message().startswith("9 subscript writes into `mask` copy 256 B per call")
+
+
+class _DiagonalKernel(torch.nn.Module):
+    """A conv weight rebuilt every call from a buffer, cast with `.to(other)` (diffusers' 1-D resamplers)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("kernel", torch.tensor([0.125, 0.375, 0.375, 0.125]))
+
+    def forward(self, h):
+        weight = h.new_zeros([h.shape[1], h.shape[1], self.kernel.shape[0]])
+        indices = torch.arange(h.shape[1], device=h.device)
+        kernel = self.kernel.to(weight)[None, :].expand(h.shape[1], -1)
+        weight[indices, indices] = kernel  # the diagonal, from the buffer
+        return torch.nn.functional.conv1d(h, weight, stride=2)
+
+
+def test_a_value_cast_like_another_tensor_depends_only_on_what_it_casts():
+    """`self.kernel.to(weight)` reads weight's dtype and device, not its values: the weight built from the
+    buffer is the same every call (it was left out: the cast looked like it read the weight being built)."""
+    m, h = _DiagonalKernel(), torch.randn(2, 8, 20)
+    for train in (False, True):
+        m.train(train)
+        with torch.set_grad_enabled(train):
+            x = h.clone().requires_grad_(train)
+            [f] = findings(fxlint.lint(m, (x,), select="FXL405", train=train, confirm=True), "FXL405")
+        assert f.line == line_with(_DiagonalKernel.forward, "# the diagonal, from the buffer")
+        assert f.bytes == 8 * 4 * 4 and f.status == "confirmed" and f.details["depends"] == ("buffers", "shape")
+
+    def with_input_cast(h):  # a value cast like the input is still built from the buffer alone
+        w = h.new_zeros(4)
+        w[:] = m.kernel.to(h)
+        return h.sum(-1, keepdim=True) * w
+
+    assert findings(fxlint.lint(with_input_cast, (h,), select="FXL405"), "FXL405")
+
+    def from_the_input(h):  # but a value taken from the input is not
+        w = h.new_zeros(4)
+        w[:] = h[0, 0, :4].to(m.kernel)
+        return w
+
+    assert findings(fxlint.lint(from_the_input, (h,), select="FXL405"), "FXL405") == []

@@ -84,6 +84,8 @@ class Fixed:
         if n.op == "size":
             src = n.input
             return frozenset() if src is None else self._shape_of(src, depth)
+        if n.op == "to" and n.input is not None:
+            return self._all([n.input], depth)  # `.to(other)`/`.type_as(other)` reads only other's dtype and device
         if n.op in _LIKE:
             template = n.input
             rest = [i for i in n.inputs if i is not template]
