@@ -335,6 +335,10 @@ def test_an_interleaved_rotary_table_read_elementwise_is_reported_and_the_split_
     ("cat with a piece that is not interleaved",
      lambda x, f1, f2: x * torch.cat([f1.repeat_interleave(2, dim=1), f2.repeat(1, 2)], dim=-1)),
     ("returned", lambda x, f1, f2: f1.repeat_interleave(2, dim=1)),
+    # a subscript that drops the interleaved dim of a square tensor keeps the trailing sizes: not a reader of it
+    ("a subscript drops the interleaved dim", lambda x, f1, f2: torch.randn(4, 2).repeat_interleave(2, dim=-1)[..., 0]
+     * torch.randn(4)),
+    ("an empty tensor", lambda x, f1, f2: x[..., :0] + f1[:1, :0].repeat(6, 1)),
 ])
 def test_interleaved_negatives(label, fn):
     check_negative(fn, ROT, "FXL104")
@@ -373,3 +377,8 @@ def test_a_repeat_read_only_by_another_repeat_is_one_copy_too_many():
 ])
 def test_chained_negatives(label, fn):
     check_negative(fn, (torch.randn(2, 3, 5, 6),), "FXL104")
+
+
+def test_a_mask_repeated_without_a_split_says_the_mask_itself_broadcasts():
+    [f] = findings(fxlint.lint(mask_repeated_over_heads, (Q, M), select="FXL104"), "FXL104")
+    assert "the un-replicated mask is what it broadcasts" in f.message and "`the tensor itself`" not in f.message

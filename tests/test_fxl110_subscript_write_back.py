@@ -49,8 +49,8 @@ def sort_back_fixed(e):
     idx = e.new_empty(e.numel() + 1)
     idx[0] = -1
     idx[1:] = e * 3
-    v, perm = idx[1:], torch.empty(0, dtype=torch.long)
-    torch.sort(v, out=(v, perm))
+    region, perm = idx[1:], torch.empty(0, dtype=torch.long)
+    torch.sort(region, out=(region, perm))
     return idx, perm
 
 
@@ -209,7 +209,7 @@ def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
 
 def test_the_sort_fix_gives_the_same_keys_and_permutation_without_the_copy_back():
     [f] = findings(fxlint.lint(sort_back, (KEYS,), select="FXL110"), "FXL110")
-    assert f.details["form"] == "sort-back" and "out=(v, perm)" in f.fix
+    assert f.details["form"] == "sort-back" and "`region = idx[1:]; torch.sort(region, out=(region, perm))`" in f.fix
     assert f.message.startswith("`idx[1:], perm = idx[1:].sort()` sorts the region")
     (a, pa), (b, pb) = sort_back(KEYS), sort_back_fixed(KEYS)
     assert torch.equal(a, b) and torch.equal((KEYS * 3)[pa], a[1:]) and torch.equal((KEYS * 3)[pb], b[1:])

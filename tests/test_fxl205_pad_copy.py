@@ -125,7 +125,7 @@ def test_strided_reflect_pad_names_the_view_and_the_operand_order_fix_removes_th
     [f] = _fxl205(fxlint.lint(block, (x, residual)))
     assert f.details["kind"] == "strided" and f.details["swap_operands"] is True
     assert f.details["strides"] == [128, 1, 8] or tuple(f.details["strides"]) == (128, 1, 8)
-    assert "put a contiguous operand first" in f.fix
+    assert "put the contiguous `residual` first (the op commutes)" in f.fix
     with torch.no_grad():
         assert torch.equal(block(x, residual), fixed(x, residual))
         assert _fxl205(fxlint.lint(fixed, (x, residual))) == []
@@ -215,3 +215,18 @@ def test_fixture_copies_are_confirmed_by_the_runtime():
     model, inputs = load_fixture("FXL205").make()
     report = fxlint.lint(model, inputs, select="FXL205", config=False, confirm=True)
     assert report.findings and all(f.status == "confirmed" for f in report.findings), report
+
+
+def test_no_operand_swap_is_offered_where_the_op_does_not_commute():
+    x, res = torch.randn(2, 8, 16), torch.randn(2, 16, 8)
+
+    def where_first(x, res):  # the condition has to stay first
+        return F.pad(torch.where(x.transpose(1, 2) > 0, res, 0.0), (1, 1), mode="replicate")
+
+    def minus(x, res):
+        return F.pad(x.transpose(1, 2) - res, (1, 1), mode="reflect")
+
+    for fn in (where_first, minus):
+        [f] = _fxl205(fxlint.lint(fn, (x, res)))
+        assert f.details["kind"] == "strided" and f.details["swap_operands"] is False, fn.__name__
+        assert "first" not in f.fix, f.fix

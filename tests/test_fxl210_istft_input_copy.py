@@ -87,3 +87,10 @@ def test_details_name_the_layout():
 
 def test_snapshot_of_the_whole_output_on_the_fixture(snapshot):
     assert rule_output("FXL210") == snapshot
+
+
+def test_a_stepped_batch_of_stfts_layout_is_copied_and_the_fix_says_why():
+    [f] = findings(fxlint.lint(lambda z: torch.istft(z[::2], 32, 8, window=WIN), (STFT,), select="FXL210",
+                               confirm=True), "FXL210")
+    assert f.status == "confirmed" and f.details["freq_innermost"] is True and f.details["contiguous"] is False
+    assert "frequency is innermost already" in f.fix and "torch.stft's layout" not in f.fix

@@ -180,7 +180,9 @@ def _elementwise_reads(node: CanonNode, neg: int, r: int, depth: int) -> tuple[l
             sub = _elementwise_reads(u, neg, r, depth + 1)
             via_cat = True
         elif (u.op in ("to", "slice", "view", "reshape") and u.input is node
-              and tuple(t.shape[neg:]) == tail and maybe_eq(t.shape[neg], size) is True):
+              and tuple(t.shape[neg:]) == tail and maybe_eq(t.shape[neg], size) is True
+              and (u.op != "slice" or len(t.shape) >= len(node.tensor.shape))):  # a subscript removing a dim
+            # may remove the interleaved one itself (`t[..., 0]` of a square tensor keeps the trailing sizes)
             dev = u.args.get("device") if u.op == "to" else None
             if dev is not None and str(dev).split(":")[0] != node.tensor.device.type:
                 return None  # a transfer: the un-interleaved tensor would be sent instead, another finding
@@ -217,7 +219,9 @@ def _cat_dim(u: CanonNode, rank: int) -> int | None:
 
 def _interleaved_by(n: CanonNode, neg: int, r: int) -> bool:
     """``n`` is (a cast of) a ``repeat_interleave(r)`` along the dim ``neg`` counted from the end."""
-    while n.op == "to" and n.input is not None:
+    for _ in range(_INTERLEAVE_DEPTH):  # casts (`.float()`, `.to(dtype)`) are not views: walked here
+        if n.op != "to" or n.input is None:
+            break
         n = n.input
     if n.op != "repeat_interleave" or n.tensor is None or n.args.get("repeats") != r:
         return False

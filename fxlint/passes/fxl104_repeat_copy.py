@@ -164,7 +164,7 @@ class RepeatCopy(Violation):
             who = "its only consumer is" if one else "its only consumers are"
             return (f"`{self.call}` copies {bytes_text(self.copied)} per call to interleave a "
                     f"{shape_text(self.input_shape)} tensor into {shape_text(self.expand_shape)}; {who} elementwise "
-                    f"({consumers}), which read `{self._unsqueezed}` of it as a broadcast against the other "
+                    f"({consumers}), which {'reads' if one else 'read'} `{self._unsqueezed}` of it as a broadcast against the other "
                     f"operands split by `.unflatten({self.interleave_dim}, (-1, {self.interleave}))`: no copy")
         who = "its only consumer" if one else "its only consumers"
         if self.masks and len(self.masks) == len(self.consumed_by):
@@ -182,7 +182,9 @@ class RepeatCopy(Violation):
                     f"{shape_text(self.input_shape)} tensor as well as this copy of it, and `{self._expand}` (a "
                     "zero-copy view for any factors) or the tensor itself does the same")
         split = f" once {' and '.join(self.split_by)} splits the copies out" if self.split_by else ""
-        tail = (f"`{self._unsqueezed}` of it is what they broadcast" if self.masks
+        they = "it broadcasts" if one else "they broadcast"
+        tail = (f"`{self._unsqueezed}` of it is what {they}" if self.masks and self.unsqueeze is not None
+                else f"the un-replicated mask is what {they}" if self.masks
                 else f"`{self._expand}` is a zero-copy view")
         return (f"`{self.call}` copies {bytes_text(self.copied)} per call to replicate a "
                 f"{shape_text(self.input_shape)} tensor into {shape_text(self.expand_shape)} "
@@ -203,7 +205,7 @@ class RepeatCopy(Violation):
                    if self.via_cat else "")
             return (f"keep the tensor un-interleaved as `{self._unsqueezed}` (`.expand` it by {r} there where no "
                     f"other operand has the full size) and compute the elementwise ops on the other operands' "
-                    f"`.unflatten({d}, (-1, {r}))`, then `.flatten({d - 1}, {d})` the result: the same values with no "
+                    f"`.unflatten({d}, (-1, {r}))` (operands without that dim stay as they are), then `.flatten({d - 1}, {d})` the result: the same values with no "
                     f"copy{cat}")
         if not self.dims:
             return f"use `{self._expand}` instead of `{self.call}`: a view for any factors, no copy"
@@ -248,6 +250,8 @@ def _hits(view: GraphView) -> Iterator[Hit]:
     for node in view.nodes:
         if node.op not in ("repeat", "repeat_interleave", "contiguous"):
             continue
+        if node.tensor is not None and node.tensor.numel == 0:
+            continue  # an empty tensor copies nothing
         chained = chained_repeat(node)
         if chained is not None:
             yield _chained_hit(chained)
@@ -308,6 +312,9 @@ def _spelled(node: CanonNode) -> str:
     if node.op == "repeat_interleave":
         r = node.args.get("repeats")
         return f".repeat_interleave({getattr(r, 'name', r)}, dim={node.args.get('dim')})"
+    reps = node.args.get("repeats")
+    if isinstance(reps, (list, tuple)) and all(isinstance(x, int) for x in reps):
+        return f".repeat({', '.join(map(str, reps))})"
     return call_text(node)
 
 

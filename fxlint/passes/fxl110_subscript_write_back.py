@@ -72,7 +72,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..canon import CanonNode, GraphView, IndexSpec
-from ..canon.text import bytes_text, bytes_value, operand_name, shape_value, source_statement
+from ..canon.text import bytes_text, bytes_value, operand_name, shape_text, shape_value, source_statement
 from ..findings import Severity, Violation
 from ..registry import FixSpec, Hit, RuleContext, rule
 from ._sites import numbered
@@ -106,7 +106,7 @@ class SubscriptWriteBack(Violation):
         sub = f"{self.target}{self.index}"
         if self.form == "sort-back":
             return (f"`{self.written or sub + ', perm = ' + sub + '.sort()'}` sorts the region into a fresh "
-                    f"{tuple(self.region_shape)} tensor and then copies it back ({bytes_text(self.copied)} per call)")
+                    f"{shape_text(self.region_shape)} tensor and then copies it back ({bytes_text(self.copied)} per call)")
         if self.form == "self-assign":
             return (f"`{self.written or sub + ' += ...'}` writes the view back onto itself: the forward copy is "
                     "skipped by ATen, but "
@@ -119,9 +119,10 @@ class SubscriptWriteBack(Violation):
     def fix_title(self) -> str:
         sub = f"{self.target}{self.index}"
         if self.form == "sort-back":
-            return (f"sort into the region itself: `v = {sub}; torch.sort(v, out=(v, perm))` (keeping the sort's "
-                    "dim, descending and stable arguments), with `perm = torch.empty(0, dtype=torch.long, "
-                    "device=v.device)` (sort fills it): no fresh tensor, no copy back")
+            v = "region" if self.target != "region" else "region_"
+            return (f"sort into the region itself: `{v} = {sub}; torch.sort({v}, out=({v}, perm))` (keeping the "
+                    f"sort's dim, descending and stable arguments), with `perm = torch.empty(0, dtype=torch.long, "
+                    f"device={v}.device)` (sort fills it): no fresh tensor, no copy back")
         if self.form == "self-assign":
             if self.in_place:
                 return f"update the view in place without the write-back: `{self.in_place}`"

@@ -94,7 +94,9 @@ class ConstantPadCopy(Violation):
     strides: tuple[int | str, ...] | None = None  # the input's strides (kind "strided")
     made_by: str | None = None  # the view op that made the input strided, as written (kind "strided")
     made_at: str | None = None  # where that op is ("line 14"), or file:line of the op that produced the input
-    swap_operands: bool = False  # the input is an elementwise result laid out like its strided first operand
+    swap_operands: bool = False  # the input is a commutative elementwise result laid out like its strided first
+    # operand (`swap`: that operand and the contiguous one, as written)
+    swap: tuple[str, str] | None = None
 
     def message(self) -> str:
         w = "(" + ", ".join(str(x) for x in self.widths) + ")"
@@ -123,11 +125,11 @@ class ConstantPadCopy(Violation):
         if self.kind == "crop":
             return "crop with a slice instead (`x[..., a:n - b]`): a slice is a view and copies nothing"
         if self.kind == "strided":
-            if self.swap_operands:
+            if self.swap_operands and self.swap:
+                first, second = self.swap
                 return (f"{self.origin} is an elementwise result ({self.made_at}) laid out like its first operand, "
-                        "a strided view: put a contiguous operand first (`residual + h.transpose(1, 2)`, not "
-                        f"`h.transpose(1, 2) + residual`) and the result, then the {self.mode} pad's input, is "
-                        "contiguous")
+                        f"`{first}`, which is strided: put the contiguous `{second}` first (the op commutes) and "
+                        f"the result, then the {self.mode} pad's input, is contiguous")
             at = (f" (`{self.made_by}` at {self.made_at})" if self.made_by and self.made_at
                   else f" ({self.made_at})" if self.made_at else "")
             return (f"produce {self.origin} contiguous where its layout is made{at}, in the layout the pad reads; "
@@ -142,16 +144,23 @@ class ConstantPadCopy(Violation):
                 "padding=, F.unfold's padding=) or by writing the producer's result into a padded buffer")
 
 
-def _first_operand_strided(x: CanonNode | None) -> bool:
-    """``x`` is an elementwise result whose first tensor operand is strided while another one is contiguous
-    with the result's shape: TensorIterator lays the result out like the first operand, so swapping them
-    gives a contiguous result."""
-    if x is None or not x.is_pointwise or x.tensor is None:
-        return False
-    ins = [i.tensor for i in x.tensor_inputs if i.tensor is not None]
-    if len(ins) < 2 or ins[0].is_contiguous() is not False:
-        return False
-    return any(t.is_contiguous() is True and tuple(t.shape) == tuple(x.tensor.shape) for t in ins[1:])
+#: elementwise ops whose two operands can trade places without changing the result
+_COMMUTATIVE = frozenset({"add", "mul", "maximum", "minimum"})
+
+
+def _first_operand_strided(x: CanonNode | None) -> tuple[str, str] | None:
+    """(the strided first operand, a contiguous other one), as written, when ``x`` is a commutative elementwise
+    result whose first operand is strided while the other is contiguous with the result's shape: TensorIterator
+    lays the result out like the first operand, so swapping them gives a contiguous result."""
+    if x is None or x.op not in _COMMUTATIVE or x.tensor is None:
+        return None
+    ins = [i for i in x.tensor_inputs if i.tensor is not None]
+    if len(ins) != 2 or ins[0].tensor is None or ins[1].tensor is None or ins[0].tensor.is_contiguous() is not False:
+        return None
+    other = ins[1].tensor
+    if other.is_contiguous() is not True or tuple(other.shape) != tuple(x.tensor.shape):
+        return None
+    return origin(ins[0], x), origin(ins[1], x)
 
 
 def _conv_padding(node: CanonNode, widths: tuple[int | None, ...]) -> tuple[CanonNode | None, tuple[int, ...] | None]:
@@ -198,6 +207,7 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         kind = _KINDS.get(copies[0].reason, "pad")
         conv, padding = _conv_padding(node, widths) if kind == "pad" else (None, None)
         made = layout_origin(x) if kind == "strided" else None
+        swap = _first_operand_strided(x) if kind == "strided" and made is None else None
         backward = pred.backward("input")
         violation = ConstantPadCopy(
             kind=kind,  # type: ignore[arg-type]
@@ -212,7 +222,8 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
             strides=dims_value(t.stride) if t is not None and kind == "strided" else None,
             made_by=call_text(made) if made is not None else None,
             made_at=line_of(made) if made is not None else where(x, node) if kind == "strided" else None,
-            swap_operands=kind == "strided" and made is None and _first_operand_strided(x),
+            swap_operands=swap is not None,
+            swap=swap,
         )
         severity = None if kind in ("noop", "crop", "strided") else Severity.INFO
         yield Hit(node, violation, bytes=total(copies), copy_sizes=copy_sizes(copies),

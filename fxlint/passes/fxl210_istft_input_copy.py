@@ -38,8 +38,9 @@ and the copy costs less than keeping two layouts. Silence the line with
 
 `details` (the fields of `IstftInputCopy`): those every kernel-layout rule
 carries (`origin`, `shape`, `strides`, `copied`, `backward_copied`, `why`,
-`reasons`, `kernel_path`, `made_at`) and `contiguous` (the spectrogram is a
-contiguous `(N, F, T)` tensor).
+`reasons`, `kernel_path`, `made_at`), `contiguous` (the spectrogram is a
+contiguous `(N, F, T)` tensor) and `freq_innermost` (frequency is innermost
+already: a step or slice of batch or frames breaks the fold).
 """
 
 from __future__ import annotations
@@ -61,12 +62,17 @@ class IstftInputCopy(OperandCopy):
     """A spectrogram `torch.istft` clones because its batch and frame dims do not fold."""
 
     contiguous: bool  # the spectrogram is a contiguous (N, F, T) tensor
+    freq_innermost: bool = False  # frequency is innermost already: a subscript of batch or frames breaks the fold
 
     def message(self) -> str:
         return self.copy_text(f"torch.istft copies its input spectrogram {self.operand_text}")
 
     def fix_title(self) -> str:
         at = f" ({self.made_at})" if self.made_at else ""
+        if self.freq_innermost:
+            return (f"frequency is innermost already; the batch and frame strides do not nest because of how "
+                    f"{self.operand_text} was cut{at} (a step or a slice of batch or frames): run istft on the "
+                    "whole spectrogram and cut the signal after it, or make that piece contiguous where it is cut")
         return ("keep the spectrogram in torch.stft's layout, frequency innermost: produce it as a (N, T, F) tensor "
                 f"where it is made{at} (pad, scale or mask `z.transpose(1, 2)`, or let the last layer write "
                 "(N, T, F)) and pass `.transpose(1, 2)` of it to istft, which then reads it as it is")
@@ -85,6 +91,8 @@ def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
         t = x.tensor if x is not None else None
         facts = operand_copy(x, t, node, copies, pred.backward("input") if pred.backward_known else None,
                              pred.path)
-        violation = IstftInputCopy(**facts, contiguous=bool(t is not None and t.is_contiguous() is True))
+        inner = t is not None and len(t.shape) >= 2 and t.stride[-2] == 1 and t.is_contiguous() is not True
+        violation = IstftInputCopy(**facts, contiguous=bool(t is not None and t.is_contiguous() is True),
+                                   freq_innermost=bool(inner))
         yield Hit(node, violation, bytes=total(copies), copy_sizes=copy_sizes(copies),
                   backward_bytes=backward_bytes(pred.backward() if pred.backward_known else None), dedup=node.name)
