@@ -6,7 +6,7 @@ operand a kernel copies. Text goes through ``fxlint.canon.text``."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,8 @@ from ..canon.text import (
     torch_name,
 )
 from ..findings import Violation
-from ..kernels import KernelCopy
+from ..kernels import KernelCopy, ops, predict
+from ..registry import Hit
 from ..reporting.grouping import short_path
 from ..tensor.info import TensorInfo
 from ..tensor.symbolic import Dim, known, sum_of
@@ -249,3 +250,22 @@ def operand_copy(operand: CanonNode | None, tensor: TensorInfo | None, consumer:
         "kernel_path": path,
         "made_at": where(operand, consumer),
     }
+
+
+def kernel_input_hits(view: Any, families: str | tuple[str, ...],
+                      build: Callable[[CanonNode, CanonNode | None, TensorInfo | None, dict[str, Any]], Violation],
+                      ) -> Iterator[Hit]:
+    """A hit for every op of the kernel ``families`` whose kernel copies its ``input`` operand: ``build(node,
+    input node, its tensor, the OperandCopy fields)`` gives the rule's violation (FXL207, FXL210)."""
+    for node in view.ops(*ops(family=families)):
+        pred = predict(node)
+        if pred is None:
+            continue
+        copies = [c for c in pred.forward() if c.operand == "input"]
+        if not copies:
+            continue
+        x = node.args.get("input") if isinstance(node.args.get("input"), CanonNode) else None
+        t = x.tensor if x is not None else None
+        facts = operand_copy(x, t, node, copies, pred.backward("input") if pred.backward_known else None, pred.path)
+        yield Hit(node, build(node, x, t, facts), bytes=total(copies), copy_sizes=copy_sizes(copies),
+                  backward_bytes=backward_bytes(pred.backward() if pred.backward_known else None), dedup=node.name)

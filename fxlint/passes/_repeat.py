@@ -229,6 +229,21 @@ def _interleaved_by(n: CanonNode, neg: int, r: int) -> bool:
     return isinstance(d, int) and (d - len(n.tensor.shape) if d >= 0 else d) == neg
 
 
+def interleave_dim(node: CanonNode, rank: int) -> int | None:
+    """The dim (0 to rank - 1) a ``repeat_interleave`` node repeats along, None when it flattens (no dim) or its
+    repeats are a tensor of counts."""
+    r, d = node.args.get("repeats"), node.args.get("dim")
+    if not isinstance(d, int) or isinstance(r, bool) or (isinstance(r, CanonNode) and r.tensor is not None):
+        return None
+    return d % rank
+
+
+def interleave_text(node: CanonNode) -> str:
+    """``.repeat_interleave(2, dim=-1)``, as the node's arguments spell it."""
+    r = node.args.get("repeats")
+    return f".repeat_interleave({getattr(r, 'name', r)}, dim={node.args.get('dim')})"
+
+
 def _tiled_dim(node: CanonNode) -> tuple[CanonNode, int, Dim, bool, str] | None:
     """(source, dim, times, interleaved, as written) when ``node`` copies one dim of size > 1 several times:
     ``repeat_interleave(r, dim=d)`` or a ``repeat`` whose one factor above 1 is on such a dim."""
@@ -237,14 +252,13 @@ def _tiled_dim(node: CanonNode) -> tuple[CanonNode, int, Dim, bool, str] | None:
         return None
     shape = tuple(src.tensor.shape)
     if node.op == "repeat_interleave":
-        r, d = node.args.get("repeats"), node.args.get("dim")
-        if not isinstance(d, int) or isinstance(r, bool) or (isinstance(r, CanonNode) and r.tensor is not None):
-            return None  # flattened, or a tensor of counts
-        d %= len(shape)
+        d = interleave_dim(node, len(shape))
+        if d is None:
+            return None
         times = _factor(out.shape[d], shape[d])
         if times is None or is_one(shape[d]) or known(times) == 1:
             return None
-        return src, d, times, True, f".repeat_interleave({getattr(r, 'name', r)}, dim={node.args.get('dim')})"
+        return src, d, times, True, interleave_text(node)
     if node.op == "repeat" and node.args.get("style") != "tile":
         reps = [_factor(o, i) for o, i in zip(out.shape, shape)]
         if any(r is None for r in reps):
@@ -341,17 +355,14 @@ def _replication(node: CanonNode) -> tuple[CanonNode, tuple[Dim, ...], tuple[Dim
     if out is None:
         return None
     if node.op == "repeat_interleave":  # of a size-1 dim: the same as a repeat of it
-        src, d = node.input, node.args.get("dim")
-        r = node.args.get("repeats")
-        if (src is None or src.tensor is None or not isinstance(d, int) or len(src.tensor.shape) != len(out.shape)
-                or (isinstance(r, CanonNode) and r.tensor is not None)):
+        src = node.input
+        if src is None or src.tensor is None or len(src.tensor.shape) != len(out.shape):
             return None
         shape = tuple(src.tensor.shape)
-        d %= len(shape)
-        if not is_one(shape[d]) or is_one(out.shape[d]):
+        d = interleave_dim(node, len(shape))
+        if d is None or not is_one(shape[d]) or is_one(out.shape[d]):
             return None
-        text = f".repeat_interleave({getattr(r, 'name', r)}, dim={node.args.get('dim')})"
-        return src, shape, tuple(out.shape), (d,), text
+        return src, shape, tuple(out.shape), (d,), interleave_text(node)
     if node.op == "repeat":
         src = node.input
         if src is None or src.tensor is None:
@@ -455,10 +466,9 @@ def _single_dim(node: CanonNode) -> tuple[int, int, bool] | None:
         return None
     shape = tuple(src.tensor.shape)
     if node.op == "repeat_interleave":
-        r, d = node.args.get("repeats"), node.args.get("dim")
-        if not isinstance(d, int) or isinstance(r, bool) or (isinstance(r, CanonNode) and r.tensor is not None):
+        d = interleave_dim(node, len(shape))
+        if d is None:
             return None
-        d %= len(shape)
         times = known(_factor(out.shape[d], shape[d]) or 0) if not is_one(shape[d]) else known(out.shape[d])
         return (d, times, True) if times else None
     reps = [known(_factor(o, i) or 0) for o, i in zip(out.shape, shape)]

@@ -121,7 +121,7 @@ from ..canon.alias import mutated_after, view_family
 from ..canon.text import args_text, bytes_text, bytes_value, call_text, line_of, shape_text, shape_value
 from ..findings import Violation
 from ..registry import FixSpec, Hit, RuleContext, rule
-from ._repeat import ChainedRepeat, chained_repeat, repeat_like
+from ._repeat import ChainedRepeat, chained_repeat, interleave_text, repeat_like
 from ._sites import numbered
 
 
@@ -310,8 +310,7 @@ def _chained_hit(ch: ChainedRepeat) -> Hit:
 
 def _spelled(node: CanonNode) -> str:
     if node.op == "repeat_interleave":
-        r = node.args.get("repeats")
-        return f".repeat_interleave({getattr(r, 'name', r)}, dim={node.args.get('dim')})"
+        return interleave_text(node)
     reps = node.args.get("repeats")
     if isinstance(reps, (list, tuple)) and all(isinstance(x, int) for x in reps):
         return f".repeat({', '.join(map(str, reps))})"

@@ -51,10 +51,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..canon import CanonNode, GraphView
-from ..kernels import ops, predict
+from ..canon import GraphView
 from ..registry import Hit, RuleContext, rule
-from ._layout_hits import OperandCopy, backward_bytes, copy_sizes, operand_copy, total
+from ._layout_hits import OperandCopy, kernel_input_hits
 
 #: the kernel family this rule checks (its ops come from the kernel registry)
 FAMILY = "rnn"
@@ -88,22 +87,9 @@ class NoncontiguousRnn(OperandCopy):
 
 @rule("FXL207", "noncontiguous-rnn", "warning", violation=NoncontiguousRnn)
 def check(view: GraphView, ctx: RuleContext) -> Iterator[Hit]:
-    for node in view.ops(*ops(family=FAMILY)):
-        pred = predict(node)
-        if pred is None:
-            continue
-        copies = [c for c in pred.forward() if c.operand == "input"]
-        if not copies:
-            continue
-        x = node.args.get("input") if isinstance(node.args.get("input"), CanonNode) else None
-        t = x.tensor if x is not None else None
-        facts = operand_copy(x, t, node, copies, pred.backward("input") if pred.backward_known else None,
-                             pred.path)
-        violation = NoncontiguousRnn(
-            **facts,
-            mode=str(node.args.get("mode")),
-            batch_first=bool(node.args.get("batch_first")),
-            input_contiguous=bool(t is not None and t.is_contiguous() is True),
-        )
-        yield Hit(node, violation, bytes=total(copies), copy_sizes=copy_sizes(copies),
-                  backward_bytes=backward_bytes(pred.backward() if pred.backward_known else None), dedup=node.name)
+    return kernel_input_hits(view, FAMILY, lambda node, x, t, facts: NoncontiguousRnn(
+        **facts,
+        mode=str(node.args.get("mode")),
+        batch_first=bool(node.args.get("batch_first")),
+        input_contiguous=bool(t is not None and t.is_contiguous() is True),
+    ))
