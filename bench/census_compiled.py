@@ -137,7 +137,8 @@ def run_model(name: str, mode: str = "infer") -> dict[str, Any]:
         rec["verdicts"] = {v: sum(1 for f in report.findings if f.compiled == v) for v in ("survives", "fused",
                                                                                          "unknown")}
         rec["misses"] = [{**m, "file": display_path(m["file"])} for m in check.misses[:20]]
-        rec["refuted"] = [{"code": c.code, "file": display_path(c.file), "line": c.line, "claimed": c.claimed,
+        rec["refuted"] = [{"code": c.code, "file": display_path(c.file), "line": c.line, "phase": c.phase,
+                           "claimed": c.claimed,
                            "measured": c.measured} for c in check.checks if c.verdict == "survives"
                           and c.status == "refuted"]
         rec["fused_refuted"] = [{"code": c.code, "file": display_path(c.file), "line": c.line, "left": c.measured}
@@ -284,10 +285,11 @@ def render_markdown(data: dict[str, Any], *, per_model: bool = True) -> str:
     refuted = [(x, r) for x in models for r in x.get("refuted", [])]
     if refuted:
         out += ["", "`survives` verdicts the oracle refutes:", "",
-                "| model | mode | finding | line | claimed | measured on the line |",
-                "| --- | --- | --- | --- | --- | --- |"]
+                "| model | mode | finding | line | phase | claimed | measured on the line |",
+                "| --- | --- | --- | --- | --- | --- | --- |"]
         for x, r in refuted[:25]:
             out.append(f"| {x['name']} | {x['mode']} | {r['code']} | `{r['file']}:{r['line']}` | "
+                       f"{r.get('phase', 'forward')} | "
                        f"{human_bytes(r['claimed'])} | {human_bytes(r['measured'])} |")
     if per_model:
         out += ["", "| model | mode | status | copies per call | on a line with a finding | survives c / r / nr / nk "

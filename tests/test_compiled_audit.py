@@ -198,6 +198,29 @@ def test_a_copy_the_oracle_narrowed_to_a_few_lines_backs_a_survives_finding_on_o
     assert [c.status for c in check_verdicts([_f(2, "fused", 0)], audit).checks] == [CONFIRMED]
 
 
+def test_a_claim_on_the_compiled_backward_is_held_to_the_backward_copies_of_its_line_apart():
+    from dataclasses import replace
+
+    audit = CompiledAudit(copies=[_copy(1, 100), _copy(1, 40, "backward"), _copy(2, 30, "backward"),
+                                  _copy(3, 8, "backward")],
+                          lines_run={("m.py", n) for n in (1, 2, 3)})
+    both = replace(_f(1, "survives", 100), compiled_backward_bytes=40)  # forward 100 and backward 40, on line 1
+    only_back = replace(_f(2, "survives", None), compiled_backward_bytes=30)  # a copy of the backward graph only
+    wrong_back = replace(_f(3, "survives", None), compiled_backward_bytes=16)  # 8 measured there
+    # a forward claim is never backed by a backward copy of the same size, nor the other way round
+    crossed = replace(_f(1, "survives", 40), compiled_backward_bytes=100)
+    check = check_verdicts([both, only_back, wrong_back], audit)
+    got = [(c.line, c.phase, c.claimed, c.status) for c in check.checks]
+    assert got == [(1, "forward", 100, CONFIRMED), (1, "backward", 40, CONFIRMED), (2, "backward", 30, CONFIRMED),
+                   (3, "backward", 16, REFUTED)]
+    assert check.precision == 3 / 4
+    assert [(c.phase, c.status) for c in check_verdicts([crossed], audit).checks] == [("forward", REFUTED),
+                                                                                     ("backward", REFUTED)]
+    # no claim on either graph: not known, once
+    nothing = replace(_f(1, "survives", None), compiled_backward_bytes=0)
+    assert [(c.phase, c.status) for c in check_verdicts([nothing], audit).checks] == [("forward", NOT_KNOWN)]
+
+
 # --------------------------------------------------------------------------- Inductor
 
 class Example(nn.Module):
@@ -699,3 +722,39 @@ def test_the_bytes_of_a_graph_that_runs_twice_per_call_count_both_runs():
     assert sorted(f.compiled_bytes for f in report.by_code("FXL703")) == [2 * loops.nbytes, 2 * x.nbytes]
     check = check_verdicts(report.findings, audit)
     assert [c.status for c in check.checks if c.code == "FXL703"] == [CONFIRMED, CONFIRMED]
+
+
+class _ConvPair(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 8, 3, padding=1)
+
+    def forward(self, x):
+        y = self.c1(x)  # FIRST CONV LINE
+        return self.c2(y.relu())  # SECOND CONV LINE
+
+
+@pytest.mark.inductor
+def test_in_a_training_graph_an_input_laid_out_for_a_convolution_is_on_the_convolutions_line():
+    """A training graph's convolution is lowered without an origin node: the kernel that lays its weight and
+    input out as channels_last has no user line of its own. The oracle puts it on the line of the extern
+    kernel that reads it next (where eager makes the same conversion), so FXL702's verdict is held to it, and
+    the backward's claims are held to the backward's copies."""
+    from tests.conftest import line_of
+
+    torch.manual_seed(0)
+    model, x = _ConvPair().train(), torch.randn(2, 3, 16, 16)
+    first, second = line_of(__file__, "# FIRST CONV LINE"), line_of(__file__, "# SECOND CONV LINE")
+    audit = fxlint.audit(model, (x,), train=True, compiled=True)
+    assert audit.known, audit.why_unknown
+    laid_out = sorted((c.line, c.bytes) for c in audit.copies if c.phase == "forward" and c.kernel == "cpp_fused_0")
+    w1, w2 = model.c1.weight.nbytes, model.c2.weight.nbytes
+    assert laid_out == sorted([(first, w1), (first, x.nbytes), (second, w2)])
+    assert not [c for c in audit.copies if c.file is None]
+    report = fxlint.lint(model, (x,), train=True, compiled=True)
+    check = check_verdicts(report.findings, audit)
+    got = {(c.code, c.line, c.phase, c.claimed, c.status) for c in check.checks}
+    assert {("FXL702", first, "forward", w1, CONFIRMED), ("FXL702", first, "forward", x.nbytes, CONFIRMED),
+            ("FXL702", second, "forward", w2, CONFIRMED)} <= got
+    assert [c.status for c in check.checks if c.phase == "backward"] == [CONFIRMED]  # FXL701: a gradient laid out
+    assert check.covered_bytes == check.total_bytes

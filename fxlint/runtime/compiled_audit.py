@@ -380,8 +380,18 @@ def _line_of(graph: _Graph, call: oc.Call, write: oc.Write | None
     if len(locs) == 1:
         return locs[0], (), ops
     undecided = tuple(f"{loc.file}:{loc.line}" for loc in locs)
-    if not locs or write is None:
-        return None, undecided, ops
+    if write is None:
+        # an extern kernel whose stack traces name several lines (a fallback carries those of every op lowered
+        # into its inputs): the line of its own op's post-grad node, where the output code names it
+        own = _own_locations(graph, call) if locs else []
+        return (own[0], (), ops) if len(own) == 1 and len(own) < len(locs) else (None, undecided, ops)
+    if not locs:
+        # a kernel with no user line of its own (it only reads graph inputs: a parameter or the caller's tensor
+        # laid out for the extern kernel that reads it next, as a training graph's convolution has it): that
+        # kernel's line, where eager makes the same conversion (inside the op)
+        reader = _next_reader(graph, call, write.arg)
+        own = _own_locations(graph, reader) if reader is not None and reader.kind != "generated" else []
+        return (own[0], (), ops) if len(own) == 1 else (None, undecided, ops)
     item = write.bytes // max(1, numel(write.size)) if write.bytes is not None and write.size is not None else None
     nodes = [graph.nodes[n] for n in post if n in graph.nodes]
     sliced = write.base is not None and write.base != write.size

@@ -8,7 +8,9 @@
   counts on each of them here, and stays off every line for coverage;
   **refuted** when its line ran and they do not; **not-run** when no kernel of the compiled program that
   ran comes from its line; **not-known** when the finding has no line or no bytes, or the oracle could not
-  read the program.
+  read the program. In a training graph a finding may also claim what the compiled backward copies for it
+  (``compiled_backward_bytes``): that claim is held the same way, apart, to the backward copies the oracle
+  put on its line (a second check, ``phase="backward"``).
 * A ``fused`` finding claims no copy of its own: it is **confirmed** when, after the ``survives`` findings
   took theirs, no forward copy is left on its line, **refuted** otherwise (the copy may be another op's of
   the same line: the oracle works per line).
@@ -29,6 +31,7 @@ from .compiled_audit import CompiledAudit, CompiledCopy
 
 CONFIRMED, REFUTED, NOT_RUN, NOT_KNOWN = "confirmed", "refuted", "not-run", "not-known"
 SURVIVES, FUSED = "survives", "fused"
+PHASES = ("forward", "backward")
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,8 @@ class VerdictCheck:
     verdict: str  # survives | fused
     claimed: int | None  # compiled_bytes
     status: str  # confirmed | refuted | not-run | not-known
-    measured: int  # the oracle's forward copy bytes on the line (for survives: those it took; for fused: those left)
+    measured: int  # the oracle's copy bytes of the phase on the line (survives: those it took; fused: those left)
+    phase: str = "forward"  # forward | backward: which compiled graph the claim is about
 
 
 @dataclass
@@ -97,27 +101,29 @@ def check_verdicts(findings: Iterable[Finding], audit: CompiledAudit,
         out.checks = [VerdictCheck(f.code, f.file, f.line, f.compiled or "", f.compiled_bytes, NOT_KNOWN, 0)
                       for f in fs if f.compiled in (SURVIVES, FUSED)]
         return out
-    on_line: dict[tuple[str, int], list[CompiledCopy]] = defaultdict(list)
+    on_line: dict[str, dict[tuple[str, int], list[CompiledCopy]]] = {p: defaultdict(list) for p in PHASES}
     # the copies the oracle could only narrow down to a few lines (a kernel fused from several): each may back
     # a survives finding on one of them (never a fused one's, never coverage)
-    maybe_on: dict[tuple[str, int], list[CompiledCopy]] = defaultdict(list)
+    maybe_on: dict[str, dict[tuple[str, int], list[CompiledCopy]]] = {p: defaultdict(list) for p in PHASES}
     for c in audit.copies:
-        if c.phase != "forward":
+        if c.phase not in on_line:
             continue
         if c.file is not None and c.line is not None:
-            on_line[(c.file, c.line)].append(c)
+            on_line[c.phase][(c.file, c.line)].append(c)
         elif c.file is None:
             for where in c.lines:
                 file, _, line = where.rpartition(":")
                 if file and line.isdigit():
-                    maybe_on[(file, int(line))].append(c)
+                    maybe_on[c.phase][(file, int(line))].append(c)
     taken: set[int] = set()
-    survives = sorted((f for f in fs if f.compiled == SURVIVES), key=lambda f: -(f.compiled_bytes or 0))
-    for f in survives:
-        out.checks.append(_check_survives(f, audit, on_line, taken, maybe_on))
+    for phase in PHASES:
+        claims = [(f, _claim(f, phase)) for f in fs if f.compiled == SURVIVES]
+        for f, claim in sorted(claims, key=lambda fc: -(fc[1] or 0)):
+            if claim is not None or (phase == "forward" and _claim(f, "backward") is None):
+                out.checks.append(_check_survives(f, claim, phase, audit, on_line[phase], taken, maybe_on[phase]))
     for f in fs:
         if f.compiled == FUSED:
-            out.checks.append(_check_fused(f, audit, on_line, taken))
+            out.checks.append(_check_fused(f, audit, on_line["forward"], taken))
     lines = {(f.file, f.line) for f in (*fs, *suppressed) if _copy_finding(f) and f.file is not None}
     missed: dict[tuple, dict[str, Any]] = {}
     for c in audit.copies:
@@ -139,18 +145,27 @@ def check_verdicts(findings: Iterable[Finding], audit: CompiledAudit,
     return out
 
 
-def _check_survives(f: Finding, audit: CompiledAudit, on_line: dict[tuple[str, int], list[CompiledCopy]],
-                    taken: set[int], maybe_on: dict[tuple[str, int], list[CompiledCopy]]) -> VerdictCheck:
-    def result(status: str, measured: int = 0) -> VerdictCheck:
-        return VerdictCheck(f.code, f.file, f.line, SURVIVES, f.compiled_bytes, status, measured)
+def _claim(f: Finding, phase: str) -> int | None:
+    """The bytes per call a ``survives`` finding says the compiled graph of ``phase`` copies on its line (None:
+    it says nothing of that graph; a backward claim of 0 says nothing either)."""
+    if phase == "forward":
+        return f.compiled_bytes
+    return f.compiled_backward_bytes or None
 
-    if f.file is None or f.line is None or f.compiled_bytes is None:
+
+def _check_survives(f: Finding, claim: int | None, phase: str, audit: CompiledAudit,
+                    on_line: dict[tuple[str, int], list[CompiledCopy]], taken: set[int],
+                    maybe_on: dict[tuple[str, int], list[CompiledCopy]]) -> VerdictCheck:
+    def result(status: str, measured: int = 0) -> VerdictCheck:
+        return VerdictCheck(f.code, f.file, f.line, SURVIVES, claim, status, measured, phase)
+
+    if f.file is None or f.line is None or claim is None:
         return result(NOT_KNOWN)
     if (f.file, f.line) not in audit.lines_run:
         return result(NOT_RUN)
     here = [*on_line.get((f.file, f.line), []), *maybe_on.get((f.file, f.line), [])]
     pool = sorted((c for c in here if id(c) not in taken), key=lambda c: -c.bytes)
-    picked, left = [], f.compiled_bytes
+    picked, left = [], claim
     for c in pool:
         if c.bytes <= left:
             picked.append(c)
@@ -159,7 +174,7 @@ def _check_survives(f: Finding, audit: CompiledAudit, on_line: dict[tuple[str, i
             break
     if left == 0 and picked:
         taken.update(id(c) for c in picked)
-        return result(CONFIRMED, f.compiled_bytes)
+        return result(CONFIRMED, claim)
     return result(REFUTED, sum(c.bytes for c in pool))
 
 
