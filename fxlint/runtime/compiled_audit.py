@@ -24,7 +24,9 @@ the verdicts:
   the op that reads the buffer next when the kernel comes from it too (its post-grad node's), else on the
   line of the post-grad node whose size is the buffer's (where only views have it, an ``unsqueeze`` the kernel stores
   through: the node that moved the data, of that size but for dims of 1); when that does not decide, on no
-  line (``lines`` lists the candidates);
+  line (``lines`` lists the candidates); a kernel with no user line of its own (it reads only graph inputs:
+  a training graph's convolution input and weight laid out channels_last) on the line of the extern kernel
+  that reads it next;
 * **the profiler** (``torch._inductor.config.cpp.enable_kernel_profile=True``: each generated kernel is a
   profiler event): which graphs ran and how often, that each copy kernel ran as often as ``call()`` says
   (a mismatch is a note), and the copies ATen makes inside the extern kernels and fallbacks the program
