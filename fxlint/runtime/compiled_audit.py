@@ -385,8 +385,8 @@ def _line_of(graph: _Graph, call: oc.Call, write: oc.Write | None
     if write is None:
         # an extern kernel whose stack traces name several lines (a fallback carries those of every op lowered
         # into its inputs): the line of its own op's post-grad node, where the output code names it
-        own = _own_locations(graph, call) if locs else []
-        return (own[0], (), ops) if len(own) == 1 and len(own) < len(locs) else (None, undecided, ops)
+        own = _own_locations(graph, call)  # all of them when its op has no post-grad node of its own
+        return (own[0], (), ops) if len(own) == 1 else (None, undecided, ops)
     if not locs:
         # a kernel with no user line of its own (it only reads graph inputs: a parameter or the caller's tensor
         # laid out for the extern kernel that reads it next, as a training graph's convolution has it): that
