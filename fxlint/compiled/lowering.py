@@ -29,6 +29,7 @@ verdicts are then ``unknown``, and the compile itself is never touched.
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -153,6 +154,9 @@ class _Watch:
         #: backward node (which has no ``from_node``) is traced back to the forward op that made its
         #: autograd node
         self.by_seq: dict[int, set[str]] = {}
+        #: the observed graph's nodes -> the innermost frame of their stack trace (a backward node carries its
+        #: forward op's): which of several forward ops sharing a sequence number a backward node runs for
+        self.frames = {n.name: _innermost(n.meta.get("stack_trace")) for n in graph.nodes}
 
     def read(self, scheduler: Any) -> None:
         if self.lowering.error is not None:
@@ -269,8 +273,28 @@ def _roots(node: fx.Node, watch: _Watch) -> set[str]:
         else:
             stack.extend(getattr(src, "from_node", None) or ())
     if not found and watch.by_seq:  # a backward node: the forward op whose autograd node it runs for
+        trace = node.meta.get("stack_trace") or ""
+        if _GRADIENT_SUM in trace:
+            # the autograd engine's sum of a tensor's gradients over its uses runs for no forward op: it carries
+            # the sequence number of whichever node ran last (shufflenet's: the final linear's), not its tensor's
+            return found
         found = set(watch.by_seq.get(node.meta.get("seq_nr"), ()))  # type: ignore[arg-type]
+        frame = _innermost(trace)
+        same = {name for name in found if frame is not None and watch.frames.get(name) == frame}
+        if same:  # several forward ops share the number (a decomposed op): the one at the node's own line
+            found = same
     return found
+
+
+#: how AOTAutograd marks a backward node that sums a tensor's gradients (torch/fx/traceback.py)
+_GRADIENT_SUM = "Gradient addition node"
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def _innermost(trace: str | None) -> str | None:
+    """The innermost ``file:line`` of an FX stack trace (None without one)."""
+    frames = _FRAME.findall(trace or "")
+    return f"{frames[-1][0]}:{frames[-1][1]}" if frames else None
 
 
 def _op_name(node: fx.Node) -> str | None:

@@ -410,6 +410,15 @@ def _line_of(graph: _Graph, call: oc.Call, write: oc.Write | None
         # the value of one of them the graph returns (a KV cache's concatenation): kept for the caller, not
         # made for the op that reads it next
         kept = bool(held) and any("output" in n.users for n in holders)
+        # a layout no op of the kernel has, read next by an extern kernel: laid out for that kernel (a training
+        # graph's convolution input, whose conversion Inductor lowers without the convolution's provenance):
+        # that kernel's line, as when it has the provenance
+        laid = [n for n in nodes if n.size is not None and n.stride is not None]
+        if laid and not kept and all(_squeezed_layout(n.size, n.stride) != layout for n in laid):  # type: ignore[arg-type]
+            reader = _next_reader(graph, call, write.arg)
+            own = _own_locations(graph, reader) if reader is not None and reader.kind != "generated" else []
+            if len(own) == 1:
+                return own[0], (), ops
     # several lines: a buffer made for the op that reads it next (a matmul's operand, a convolution's input
     # in the layout it needs) goes on that op's line, when the kernel comes from that line too: where eager
     # makes the same copy (inside the op)
