@@ -758,3 +758,41 @@ def test_in_a_training_graph_an_input_laid_out_for_a_convolution_is_on_the_convo
             ("FXL702", second, "forward", w2, CONFIRMED)} <= got
     assert [c.status for c in check.checks if c.phase == "backward"] == [CONFIRMED]  # FXL701: a gradient laid out
     assert check.covered_bytes == check.total_bytes
+
+
+class _Shuffled(nn.Module):
+    """ShuffleNet's kind of block: a max-pooled stem read by two branches, their cat shuffled, then a conv."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem, self.pool = nn.Conv2d(3, 8, 3, padding=1), nn.MaxPool2d(3, 2, 1)
+        self.b1, self.b2 = nn.Conv2d(8, 8, 1), nn.Conv2d(8, 8, 1)
+        self.head, self.fc = nn.Conv2d(16, 16, 1), nn.Linear(16, 4)
+
+    def forward(self, x):
+        x = self.pool(self.stem(x))  # POOL LINE
+        out = torch.cat((self.b1(x), self.b2(x)), dim=1)
+        out = out.view(2, 2, 8, 8, 8).transpose(1, 2).contiguous().view(2, 16, 8, 8)
+        return self.fc(self.head(out).mean([2, 3]))  # HEAD LINE
+
+
+@pytest.mark.inductor
+def test_in_training_a_relayout_for_a_conv_and_a_pooled_gradient_summed_over_two_uses_are_on_their_own_lines():
+    """Two placements a training graph needs (ShuffleNet's). The shuffled cat laid out channels_last for the
+    head's conv has no provenance from the conv: the oracle puts it on the conv's line, as fxlint does (the
+    layout is none of its kernel's ops'). The pooled value's gradient is summed over its two uses by a
+    backward node that carries the sequence number of the last autograd node run (the final linear's): fxlint
+    traces it to no forward op, so the max-pool's backward copies stay on the pool's line."""
+    from tests.conftest import line_of
+
+    torch.manual_seed(0)
+    model, x = _Shuffled().train(), torch.randn(2, 3, 16, 16)
+    pool, head = line_of(__file__, "# POOL LINE"), line_of(__file__, "# HEAD LINE")
+    audit = fxlint.audit(model, (x,), train=True, compiled=True)
+    assert audit.known, audit.why_unknown
+    check = check_verdicts(fxlint.lint(model, (x,), train=True, compiled=True).findings, audit)
+    assert check.checks and {c.status for c in check.checks} == {CONFIRMED}
+    got = {(c.code, c.line, c.phase) for c in check.checks}
+    assert ("FXL701", head, "forward") in got  # the relayout for the head's conv
+    assert ("FXL701", pool, "backward") in got  # the pooled gradient laid out for the max-pool's backward
+    assert check.covered_bytes == check.total_bytes
