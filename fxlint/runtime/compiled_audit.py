@@ -20,7 +20,9 @@ the verdicts:
   and ``_inductor_triton_kernel_to_post_grad_node_info`` give, for that key, the user stack traces and the
   post-grad nodes the kernel was lowered from; ``inductor_post_grad_graph`` gives those nodes' ops and
   sizes. A copy is put on the user's line of its kernel (the innermost frame outside torch and the
-  pass-through libraries, as the eager audit does); when a kernel spans several lines, on the own line of
+  pass-through libraries, as the eager audit does); when a kernel spans several lines, a buffer that holds
+  a data-moving op's value in that op's layout on the op's line; one in a layout none of the kernel's ops
+  has, read next by an extern kernel, on that kernel's own line; else on the own line of
   the op that reads the buffer next when the kernel comes from it too (its post-grad node's), else on the
   line of the post-grad node whose size is the buffer's (where only views have it, an ``unsqueeze`` the kernel stores
   through: the node that moved the data, of that size but for dims of 1); when that does not decide, on no
