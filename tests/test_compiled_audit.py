@@ -796,3 +796,44 @@ def test_in_training_a_relayout_for_a_conv_and_a_pooled_gradient_summed_over_two
     assert ("FXL701", head, "forward") in got  # the relayout for the head's conv
     assert ("FXL701", pool, "backward") in got  # the pooled gradient laid out for the max-pool's backward
     assert check.covered_bytes == check.total_bytes
+
+
+class _UpsampledIntoConv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c, self.d = nn.Conv2d(8, 8, 3, padding=1), nn.Conv2d(8, 8, 1)
+
+    def forward(self, x):
+        y = F.interpolate(self.d(x)[:, :, 1:], scale_factor=2, mode="nearest")  # UPSAMPLE LINE
+        return self.c(y)  # CONV LINE
+
+
+@pytest.mark.inductor
+def test_a_kernel_fused_from_several_ops_gives_each_copy_to_the_op_it_holds_not_to_every_op_it_names():
+    """Inductor computes the upsampled slice and lays the next convolution's weight out in one kernel, and
+    converts that convolution's output back for the caller in another; both kernels carry the provenance of
+    the upsampling, the slice and the convolution. The weight's conversion is FXL702's (it reads only the
+    weight: the slice is of another value), the conversion back FXL705's at the convolution's line (it reads
+    the convolution's output, which the upsampling feeds: not a copy of the upsampling), and the upsampling's
+    own copies are fused; the oracle agrees line by line."""
+    from tests.conftest import line_of
+
+    torch.manual_seed(0)
+    model, x = _UpsampledIntoConv().eval(), torch.randn(2, 8, 5, 4)
+    up, conv = line_of(__file__, "# UPSAMPLE LINE"), line_of(__file__, "# CONV LINE")
+    with torch.no_grad():
+        audit = fxlint.audit(model, (x,), compiled=True)
+        report = fxlint.lint(model, (x,), compiled=True)
+    assert audit.known, audit.why_unknown
+    got = {(f.code, f.line, f.compiled, f.compiled_bytes) for f in report.findings if f.compiled}
+    weight, out = model.c.weight.nbytes, 2 * 8 * 8 * 8 * 4
+    assert ("FXL702", conv, "survives", weight) in got
+    assert ("FXL705", conv, "survives", out) in got
+    assert ("FXL206", up, "fused", 0) in got
+    assert not [f for f in report.findings if f.code == "FXL701"]
+    weight_finding = next(f for f in report.findings if f.code == "FXL702" and f.line == conv)
+    assert "c.weight" in weight_finding.message
+    check = check_verdicts(report.findings, audit)
+    assert check.checks and {c.status for c in check.checks} == {CONFIRMED}
+    assert sum(c.bytes for c in audit.copies if c.line == up and c.avoidable) == next(
+        c.claimed for c in check.checks if c.code == "FXL702" and c.line == up)  # x laid out: nothing else on it

@@ -57,9 +57,16 @@ def _made_by_a_cat(buf: CompiledBuffer, view: Any) -> bool:
 
 
 def _through_a_view(buf: CompiledBuffer, view: Any) -> bool:
-    """Among the ops lowered into ``buf``, a view op of the user's (the input is read through it)."""
-    nodes = [view.by_name.get(n) for n in buf.sources] if view is not None else []
-    return any(n is not None and n.kind == "op" and (n.is_view or n.is_maybe_view) for n in nodes)
+    """Among the ops lowered into ``buf``, a view op of the user's that reads an input ``buf`` reads (the input
+    is read through it). A view of another value does not count: a kernel fused from several ops gives each
+    of its buffers the provenance of them all (a convolution's weight laid out in the kernel that computes
+    the upsampled, sliced activation it convolves)."""
+    if view is None:
+        return False
+    read = set(buf.read_nodes)
+    nodes = [view.by_name.get(n) for n in buf.sources]
+    return any(n is not None and n.kind == "op" and (n.is_view or n.is_maybe_view)
+               and (not read or any(i.name in read for i in n.inputs)) for n in nodes)
 
 
 __all__ = ["CAT", "INPUT_LAYOUT", "KERNEL_LAYOUT", "KINDS", "MUTATION", "OTHER", "OUTPUT_LAYOUT", "kind_of"]

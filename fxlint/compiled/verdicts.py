@@ -79,6 +79,23 @@ class Sites:
             return None
         return tuple(int(d) for d in t.shape), tuple(int(d) for d in t.stride)
 
+    def feeds(self, node: str, targets: Sequence[str], limit: int = 4096) -> bool:
+        """Whether ``node``'s value flows into one of ``targets`` (through the ops that read it; False without a
+        view). A buffer that reads a value computed from ``node`` cannot hold ``node``'s own value."""
+        at = self.view.by_name.get(node) if self.view is not None else None
+        wanted = set(targets)
+        if at is None or not wanted:
+            return False
+        stack, seen = list(at.users), {at.name}
+        while stack and len(seen) < limit:
+            n = stack.pop()
+            if n.name in wanted:
+                return True
+            if n.name not in seen:
+                seen.add(n.name)
+                stack.extend(n.users)
+        return False
+
     def operand(self, f: Finding, node: str) -> str | None:
         """The node of the operand ``f``'s violation names (``operand``: ``"a"``, ``"input"``...) at
         ``node`` (None: not about an operand, or no view)."""
@@ -125,7 +142,11 @@ def credit(findings: Sequence[Finding], lowering: Lowering, sites: Sites | None 
             # realised (the scaled_dot_product_attention that reads it): the user's copy when the buffer has the
             # layout that copy gives its output, as the kernel takes it; in another layout (a convolution's
             # channels_last) the copy is the kernel's, the user's fused into it
-            same = {i for n in buf.sources for i in owners.get(n, ()) if _same_layout(sites.layout(n), buf)}
+            # (not a source upstream of what the buffer reads: a kernel fused from several ops gives each of its
+            # buffers the provenance of them all, and a convolution's output converted back for the caller, read
+            # from the convolution, is no copy of the upsampling before it)
+            same = {i for n in buf.sources for i in owners.get(n, ())
+                    if _same_layout(sites.layout(n), buf) and not sites.feeds(n, buf.read_nodes)}
             mine = sorted(same) if len(same) == 1 else []
         if len(mine) > 1:
             srcs = set(buf.sources)

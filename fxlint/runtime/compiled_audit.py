@@ -404,8 +404,10 @@ def _line_of(graph: _Graph, call: oc.Call, write: oc.Write | None
     kept = False
     if not sliced and write.size is not None and write.stride is not None:
         layout = _squeezed_layout(write.size, write.stride)
+        later = _ops_read(graph, call)
         holders = [n for n in nodes if _short_op(n.op) in _MOVE_OPS and n.size is not None and n.stride is not None
-                   and (item is None or n.itemsize in (None, item)) and _squeezed_layout(n.size, n.stride) == layout]
+                   and (item is None or n.itemsize in (None, item)) and _squeezed_layout(n.size, n.stride) == layout
+                   and not _feeds(graph, n, later)]
         held = _lines_of_nodes(holders, traces)
         if len(held) == 1:
             return next(iter(held.values())), (), ops
@@ -491,6 +493,40 @@ def _own_locations(graph: _Graph, call: oc.Call) -> list[Any]:
               if n in graph.nodes and graph.nodes[n].where is not None and _short_op(graph.nodes[n].op) == base}
     own = [t for t in traces if _innermost(t) in wheres]
     return _locations(own or traces)
+
+
+def _ops_read(graph: _Graph, call: oc.Call) -> list[_PostNode]:
+    """The post-grad nodes of the extern kernels whose outputs ``call`` reads: a node of the kernel upstream
+    of one of them is not a value the kernel writes (a kernel fused from several ops carries the provenance of
+    them all: a convolution's output converted back for the caller names the upsampling before it)."""
+    written = {w.arg for w in call.writes}
+    names = {m.group(1) for a in call.args if a not in written
+             for m in [re.match(r"^(?:reinterpret_tensor\()?(\w+)", a)] if m is not None}
+    found: list[_PostNode] = []
+    for earlier in graph.code.calls[:call.index]:
+        if earlier.kind != "generated" and earlier.out in names:
+            base = _op_base(earlier.name)
+            found += [graph.nodes[n] for n in graph.compile.post_nodes.get(earlier.handle or "", [])
+                      if n in graph.nodes and _short_op(graph.nodes[n].op) == base]
+    return found
+
+
+def _feeds(graph: _Graph, node: _PostNode, targets: list[_PostNode], limit: int = 4096) -> bool:
+    """Whether ``node``'s value flows into one of ``targets`` (through the nodes that read it)."""
+    if not targets:
+        return False
+    wanted = {id(t) for t in targets}
+    stack, seen = list(node.users), set[str]()
+    while stack and len(seen) < limit:
+        name = stack.pop()
+        nxt = graph.nodes.get(name)
+        if nxt is None or name in seen:
+            continue
+        if id(nxt) in wanted:
+            return True
+        seen.add(name)
+        stack.extend(nxt.users)
+    return False
 
 
 def _next_reader(graph: _Graph, call: oc.Call, arg: str) -> oc.Call | None:

@@ -88,6 +88,7 @@ class Call:
     handle: str | None  # "cpp_fused_xxx_0:3": the key of Inductor's provenance tables
     args: list[str]  # argument expressions, as written
     writes: list[Write] = field(default_factory=list)  # one per pointer the kernel stores into
+    out: str | None = None  # the buffer it returns into (``buf4 = extern_kernels.convolution(...)``, ``out=buf4``)
 
 
 @dataclass
@@ -262,10 +263,11 @@ def _kernel_call(stmt: str, kernels: dict[str, Kernel], layouts: dict[str, Layou
             call.writes.append(Write(arg, nbytes, what, lay.size if lay is not None else None,
                                      lay.base if lay is not None else None, lay.stride if lay is not None else None))
         return call
+    out = m.group(1) if m else next((a.split("=", 1)[1].strip() for a in args if a.startswith("out=")), None)
     if fn.startswith("extern_kernels."):
-        return Call(index, "extern", fn, handle, args)
+        return Call(index, "extern", fn, handle, args, out=out)
     if fn.startswith("torch.ops."):
-        return Call(index, "aten", fn.removeprefix("torch.ops."), handle, args)
+        return Call(index, "aten", fn.removeprefix("torch.ops."), handle, args, out=out)
     return None
 
 
