@@ -826,13 +826,19 @@ def test_a_kernel_fused_from_several_ops_gives_each_copy_to_the_op_it_holds_not_
         report = fxlint.lint(model, (x,), compiled=True)
     assert audit.known, audit.why_unknown
     got = {(f.code, f.line, f.compiled, f.compiled_bytes) for f in report.findings if f.compiled}
-    weight, out = model.c.weight.nbytes, 2 * 8 * 8 * 8 * 4
+    weight, out = model.c.weight.nbytes, 2 * 8 * 8 * 8 * 4  # the upsampled value's size too: its layout decides
     assert ("FXL702", conv, "survives", weight) in got
     assert ("FXL705", conv, "survives", out) in got
     assert ("FXL206", up, "fused", 0) in got
     assert not [f for f in report.findings if f.code == "FXL701"]
     weight_finding = next(f for f in report.findings if f.code == "FXL702" and f.line == conv)
     assert "c.weight" in weight_finding.message
+    # the oracle: the conversion back (the second kernel, which names the upsampling too) on the convolution's line
+    # (the last kernel of the program: the second to name the upsampling, in the layout of its value too)
+    kernels = [c for c in audit.copies if c.phase == "forward" and c.how == "kernel"]
+    last = max(int(c.call.rpartition(":")[2]) for c in kernels)
+    back = [c for c in kernels if int(c.call.rpartition(":")[2]) == last]
+    assert [(c.line, c.bytes) for c in back] == [(conv, out)]
     check = check_verdicts(report.findings, audit)
     assert check.checks and {c.status for c in check.checks} == {CONFIRMED}
     assert sum(c.bytes for c in audit.copies if c.line == up and c.avoidable) == next(

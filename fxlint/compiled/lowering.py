@@ -274,7 +274,7 @@ def _roots(node: fx.Node, watch: _Watch) -> set[str]:
             stack.extend(getattr(src, "from_node", None) or ())
     if not found and watch.by_seq:  # a backward node: the forward op whose autograd node it runs for
         trace = node.meta.get("stack_trace") or ""
-        if _GRADIENT_SUM in trace:
+        if node.meta.get("is_gradient_acc") or _GRADIENT_SUM in trace:
             # the autograd engine's sum of a tensor's gradients over its uses runs for no forward op: it carries
             # the sequence number of whichever node ran last (shufflenet's: the final linear's), not its tensor's
             return found
@@ -286,7 +286,8 @@ def _roots(node: fx.Node, watch: _Watch) -> set[str]:
     return found
 
 
-#: how AOTAutograd marks a backward node that sums a tensor's gradients (torch/fx/traceback.py)
+#: how AOTAutograd marks a backward node that sums a tensor's gradients in its stack trace (torch/fx/traceback.py;
+#: torch/fx/proxy.py also sets ``meta["is_gradient_acc"]``)
 _GRADIENT_SUM = "Gradient addition node"
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 

@@ -47,6 +47,7 @@ class Sites:
 
     def __init__(self, view: Any = None) -> None:
         self.view = view
+        self._order: dict[str, int] | None = None  # node name -> position in the graph, when first asked
 
     def instances(self, f: Finding) -> tuple[str, ...]:
         """The nodes of every copy ``f`` counts: ``nodes``; else, when its ``copy_sizes`` count several
@@ -79,19 +80,26 @@ class Sites:
             return None
         return tuple(int(d) for d in t.shape), tuple(int(d) for d in t.stride)
 
-    def feeds(self, node: str, targets: Sequence[str], limit: int = 4096) -> bool:
+    def feeds(self, node: str, targets: Sequence[str]) -> bool:
         """Whether ``node``'s value flows into one of ``targets`` (through the ops that read it; False without a
-        view). A buffer that reads a value computed from ``node`` cannot hold ``node``'s own value."""
+        view). A buffer that reads a value computed from ``node`` cannot hold ``node``'s own value. Only the nodes
+        between ``node`` and the last target in graph order are walked."""
         at = self.view.by_name.get(node) if self.view is not None else None
-        wanted = set(targets)
-        if at is None or not wanted:
+        if at is None:
             return False
+        if self._order is None:
+            self._order = {n.name: i for i, n in enumerate(self.view.nodes)}
+        order = self._order
+        wanted = {t for t in targets if t in order}
+        if not wanted:
+            return False
+        last = max(order[t] for t in wanted)
         stack, seen = list(at.users), {at.name}
-        while stack and len(seen) < limit:
+        while stack:
             n = stack.pop()
             if n.name in wanted:
                 return True
-            if n.name not in seen:
+            if n.name not in seen and order.get(n.name, last + 1) < last:
                 seen.add(n.name)
                 stack.extend(n.users)
         return False
@@ -142,11 +150,13 @@ def credit(findings: Sequence[Finding], lowering: Lowering, sites: Sites | None 
             # realised (the scaled_dot_product_attention that reads it): the user's copy when the buffer has the
             # layout that copy gives its output, as the kernel takes it; in another layout (a convolution's
             # channels_last) the copy is the kernel's, the user's fused into it
-            # (not a source upstream of what the buffer reads: a kernel fused from several ops gives each of its
-            # buffers the provenance of them all, and a convolution's output converted back for the caller, read
-            # from the convolution, is no copy of the upsampling before it)
+            # (in the forward, not a source upstream of what the buffer reads: a kernel fused from several ops
+            # gives each of its buffers the provenance of them all, and a convolution's output converted back for
+            # the caller, read from the convolution, is no copy of the upsampling before it; a backward buffer
+            # reads the gradients of forward values, which are downstream of its sources by design)
             same = {i for n in buf.sources for i in owners.get(n, ())
-                    if _same_layout(sites.layout(n), buf) and not sites.feeds(n, buf.read_nodes)}
+                    if _same_layout(sites.layout(n), buf)
+                    and not (buf.phase == "forward" and sites.feeds(n, buf.read_nodes))}
             mine = sorted(same) if len(same) == 1 else []
         if len(mine) > 1:
             srcs = set(buf.sources)

@@ -404,10 +404,11 @@ def _line_of(graph: _Graph, call: oc.Call, write: oc.Write | None
     kept = False
     if not sliced and write.size is not None and write.stride is not None:
         layout = _squeezed_layout(write.size, write.stride)
-        later = _ops_read(graph, call)
         holders = [n for n in nodes if _short_op(n.op) in _MOVE_OPS and n.size is not None and n.stride is not None
-                   and (item is None or n.itemsize in (None, item)) and _squeezed_layout(n.size, n.stride) == layout
-                   and not _feeds(graph, n, later)]
+                   and (item is None or n.itemsize in (None, item)) and _squeezed_layout(n.size, n.stride) == layout]
+        if holders:
+            later = _ops_read(graph, call)
+            holders = [n for n in holders if not _feeds(graph, n, later)]
         held = _lines_of_nodes(holders, traces)
         if len(held) == 1:
             return next(iter(held.values())), (), ops
@@ -511,16 +512,17 @@ def _ops_read(graph: _Graph, call: oc.Call) -> list[_PostNode]:
     return found
 
 
-def _feeds(graph: _Graph, node: _PostNode, targets: list[_PostNode], limit: int = 4096) -> bool:
-    """Whether ``node``'s value flows into one of ``targets`` (through the nodes that read it)."""
-    if not targets:
-        return False
+def _feeds(graph: _Graph, node: _PostNode, targets: list[_PostNode]) -> bool:
+    """Whether ``node``'s value flows into one of ``targets`` (through the nodes that read it); only the nodes
+    before the last target in graph order (the post-grad graph is printed in topological order) are walked."""
+    order = {name: i for i, name in enumerate(graph.nodes)} if targets else {}
     wanted = {id(t) for t in targets}
+    last = max((i for name, i in order.items() if id(graph.nodes[name]) in wanted), default=-1)
     stack, seen = list(node.users), set[str]()
-    while stack and len(seen) < limit:
+    while stack:
         name = stack.pop()
         nxt = graph.nodes.get(name)
-        if nxt is None or name in seen:
+        if nxt is None or name in seen or order.get(name, last + 1) > last:
             continue
         if id(nxt) in wanted:
             return True

@@ -105,6 +105,8 @@ _RECORD = re.compile(r'RAIIAtenRecordFunctionHandle\s+\w+\("([^"]+)"')
 _SIGNATURE = re.compile(r'extern "C"\s+void\s+kernel\((.*?)\)\s*\{', re.S)
 _HANDLE = re.compile(r"#\s*\[Provenance debug handles\]\s*(\S+)")
 _ASSIGN = re.compile(r"^(\w+)\s*=\s*(.*)$")
+#: an extern kernel's ``out=`` argument (a buffer, or a view of one: ``out=reinterpret_tensor(buf3, ...)``)
+_OUT = re.compile(r"^out\s*=\s*(?:reinterpret_tensor\()?(\w+)")
 
 
 def parse(code: str) -> OutputCode:
@@ -263,7 +265,8 @@ def _kernel_call(stmt: str, kernels: dict[str, Kernel], layouts: dict[str, Layou
             call.writes.append(Write(arg, nbytes, what, lay.size if lay is not None else None,
                                      lay.base if lay is not None else None, lay.stride if lay is not None else None))
         return call
-    out = m.group(1) if m else next((a.split("=", 1)[1].strip() for a in args if a.startswith("out=")), None)
+    outs = (_OUT.match(a) for a in args)
+    out = m.group(1) if m else next((o.group(1) for o in outs if o is not None), None)
     if fn.startswith("extern_kernels."):
         return Call(index, "extern", fn, handle, args, out=out)
     if fn.startswith("torch.ops."):
