@@ -843,3 +843,37 @@ def test_a_kernel_fused_from_several_ops_gives_each_copy_to_the_op_it_holds_not_
     assert check.checks and {c.status for c in check.checks} == {CONFIRMED}
     assert sum(c.bytes for c in audit.copies if c.line == up and c.avoidable) == next(
         c.claimed for c in check.checks if c.code == "FXL702" and c.line == up)  # x laid out: nothing else on it
+
+
+class _ChannelsNorm(nn.Module):
+    """timm's LayerNorm2d between two convolutions: permute to channels last, layer_norm, permute back."""
+
+    def __init__(self):
+        super().__init__()
+        self.c, self.ln, self.d = nn.Conv2d(3, 40, 4, stride=4), nn.LayerNorm(40), nn.Conv2d(40, 8, 1)
+
+    def forward(self, x):
+        x = self.c(x).permute(0, 2, 3, 1)
+        x = F.layer_norm(x, (40,), self.ln.weight, self.ln.bias)  # NORM LINE
+        return self.d(x.permute(0, 3, 1, 2))
+
+
+@pytest.mark.inductor
+def test_a_value_stored_again_from_the_register_that_computed_it_is_no_copy():
+    """In training Inductor stores the layer norm's saved statistics twice in one kernel, the second time in
+    the layout the traced graph gave them, from the register it computed them in: one more write and no read,
+    which the oracle does not count as a copy. fxlint's lowering agrees (before, FXL203 claimed those 2 kB
+    survive, and the oracle refuted it)."""
+    from tests.conftest import line_of
+
+    torch.manual_seed(0)
+    model, x = _ChannelsNorm().train(), torch.randn(2, 3, 64, 64)
+    norm = line_of(__file__, "# NORM LINE")
+    audit = fxlint.audit(model, (x,), train=True, compiled=True)
+    assert audit.known, audit.why_unknown
+    assert not [c for c in audit.copies if c.line == norm and c.phase == "forward"]
+    report = fxlint.lint(model, (x,), train=True, compiled=True)
+    at_norm = [f for f in report.findings if f.line == norm and f.compiled]
+    assert at_norm and all(f.compiled == "fused" and f.compiled_bytes == 0 for f in at_norm)
+    check = check_verdicts(report.findings, audit)
+    assert check.checks and {c.status for c in check.checks} == {CONFIRMED}

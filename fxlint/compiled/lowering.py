@@ -440,10 +440,12 @@ def _read_scheduler(scheduler: Any, watch: _Watch) -> None:
             # a node that only moves data is a copy when it reads memory: a value the fused kernel computed
             # in registers (its buffer removed) and stores once here is that computation's own output
             copy = why is not None and any(r not in removed for r in reads)
-            # written into a concatenation from the register an earlier node of the same kernel stored it from
-            # (the value kept in a buffer of its own for other readers, and stored into the cat's slice too):
-            # the cat's own write, as eager's cat writes it, not a copy Inductor adds
-            cat_from_register = all(dep.name in removed or _place(dep) in stored for dep in read_deps)
+            # stored from the register an earlier node of the same kernel stored the value from (the value kept in
+            # a buffer of its own for other readers, and stored again: into a cat's slice, the cat's own write as
+            # eager's cat writes it; in another layout, a layer norm's saved statistics in the layout the traced
+            # graph gave them): one more write, no read, so no copy (the compiled-program oracle's reading too).
+            # Not a write into an input of the graph: that copy-back is the mutation's (FXL704), whatever it reads
+            from_register = all(dep.name in removed or _place(dep) in stored for dep in read_deps)
             stored |= {_place(dep) for dep in written}
             inputs = tuple(sorted((graph_inputs[r] for r in reads if r in graph_inputs), key=order.__getitem__))
             for buf in snode.get_outputs():
@@ -460,7 +462,7 @@ def _read_scheduler(scheduler: Any, watch: _Watch) -> None:
                 into, into_node = _into(buf, watch)
                 out.buffers.append(CompiledBuffer(
                     name=name, kernel="extern" if extern else "generated",
-                    copy=copy and not (into == "cat" and cat_from_register), bytes=_bytes(buf.node),
+                    copy=copy and not (from_register and not mutated), bytes=_bytes(buf.node),
                     sources=tuple(ordered), ops=tuple(sorted(ops)), producer=producer, why=why,
                     consumers=tuple(consumers), consumer_nodes=tuple(consumer_nodes), inputs=inputs,
                     only_inputs=bool(reads) and all(r in graph_inputs for r in reads),
