@@ -69,6 +69,25 @@ def test_every_copy_has_one_kind_and_each_kind_but_other_one_rule():
                 assert h.compiled_bytes == 1024 and h.bytes is None  # a compiled copy: eager makes none
 
 
+def test_an_output_returned_as_a_view_the_user_took_is_reported_at_that_views_line():
+    """FXL705 at the op the buffer is lowered from: a training graph saves `q.view(b, -1, h, d).transpose(1, 2)`
+    for the backward and returns it in the traced layout; the value returned is that view (the user's line
+    where the oracle measures the copy), not the linear's output it reads."""
+    rule = next(r for r in default_registry().rules() if r.code == "FXL705")
+    view_ns = _fake_view("q", "q_heads")
+    view_ns.by_name["q_heads"].op = "transpose"
+    for n in view_ns.nodes:
+        n.spelling = n.op
+    buf = _buf(producer="q_heads", sources=("q", "q_heads"), read_nodes=("q",), output=True, ops=("transpose",))
+    subject = CompiledGraph("graph 0", view_ns, Lowering(buffers=[buf], lowered={"q"}, schedulers=1), [buf])
+    hits = list(rule.check(subject, None))
+    assert [h.node.name for h in hits] == ["q_heads"]
+    # a conversion lowered from a node the view does not know: the value it reads, as before
+    other = _buf(producer="gone", sources=("q",), read_nodes=("q",), output=True, ops=("convolution",))
+    subject = CompiledGraph("graph 0", view_ns, Lowering(buffers=[other], lowered={"q"}, schedulers=1), [other])
+    assert [h.node.name for h in rule.check(subject, None)] == ["q"]
+
+
 def _fake_view(*names: str) -> SimpleNamespace:
     def node(name: str) -> SimpleNamespace:
         kind = "buffer" if "buffers" in name else "parameter" if name == "w" else "op"

@@ -5,7 +5,9 @@ Reads Inductor's lowering of the graph (under `torch.compile(..., backend="fxlin
 `fxlint lint --compiled`) and finds the copies that lay out an output of the compiled graph: Inductor
 computes values in the layout it chooses (on a CPU with oneDNN, a convolution's output is channels_last),
 but what the compiled graph returns must have the strides eager would give it, so an output computed in
-another layout is converted before it is returned. The bytes are what that copy writes per call.
+another layout is converted before it is returned. The bytes are what that copy writes per call. The
+finding sits at the line of the value returned: a view the user took (`q.view(b, -1, h, d).transpose(1, 2)`,
+which a training graph saves for its backward) is returned as that view, at that view's line.
 
 ## Why is this bad?
 The conversion reads and writes the whole output once more per call, and the caller often converts it
@@ -76,7 +78,12 @@ class CompiledOutputLayout(Violation):
 @rule("FXL705", "compiled-output-layout", "info", scope="compiled", violation=CompiledOutputLayout)
 def check(compiled: CompiledGraph, ctx: RuleContext) -> Iterator[Hit]:
     for buf in compiled.copies(OUTPUT_LAYOUT):
-        value = next((n for n in map(compiled.node, reversed(buf.read_nodes)) if n is not None), None)
+        # the value returned: the op the buffer is lowered from (a view the user took of what it reads, as
+        # `q.view(b, -1, h, d).transpose(1, 2)` saved for a training graph's backward, is returned as that
+        # view, at that line), else the value it reads
+        made = compiled.node(buf.producer) if buf.producer is not None else None
+        read = next((n for n in map(compiled.node, reversed(buf.read_nodes)) if n is not None), None)
+        value = made if made is not None and made.kind == "op" else read
         violation = CompiledOutputLayout(value=value_text(value), shape=buf.size,
                                          layout=layout_name(buf.size, buf.stride), copied=buf.bytes, phase=buf.phase,
                                          conv=any(op in CONV_KERNELS for op in buf.ops))
