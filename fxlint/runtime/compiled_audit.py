@@ -44,6 +44,7 @@ whose kind is ``unknown``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import re
 from collections import defaultdict
@@ -337,6 +338,11 @@ class _Graph:
     nodes: dict[str, _PostNode]
     events: dict[str, int]  # generated kernel's profiler event -> call sites per run
 
+    @functools.cached_property
+    def order(self) -> dict[str, int]:
+        """Post-grad node name -> its position (the graph is printed in topological order)."""
+        return {name: i for i, name in enumerate(self.nodes)}
+
     def expected_names(self) -> set[str]:
         names = set(self.events)
         for c in self.code.calls:
@@ -393,9 +399,8 @@ def _line_of(graph: _Graph, call: oc.Call, write: oc.Write | None
         # a kernel with no user line of its own (it only reads graph inputs: a parameter or the caller's tensor
         # laid out for the extern kernel that reads it next, as a training graph's convolution has it): that
         # kernel's line, where eager makes the same conversion (inside the op)
-        reader = _next_reader(graph, call, write.arg)
-        own = _own_locations(graph, reader) if reader is not None and reader.kind != "generated" else []
-        return (own[0], (), ops) if len(own) == 1 else (None, undecided, ops)
+        loc = _extern_reader_line(graph, call, write.arg)
+        return (loc, (), ops) if loc is not None else (None, undecided, ops)
     item = write.bytes // max(1, numel(write.size)) if write.bytes is not None and write.size is not None else None
     nodes = [graph.nodes[n] for n in post if n in graph.nodes]
     sliced = write.base is not None and write.base != write.size
@@ -420,10 +425,9 @@ def _line_of(graph: _Graph, call: oc.Call, write: oc.Write | None
         # that kernel's line, as when it has the provenance
         laid = [n for n in nodes if n.size is not None and n.stride is not None]
         if laid and not kept and all(_squeezed_layout(n.size, n.stride) != layout for n in laid):  # type: ignore[arg-type]
-            reader = _next_reader(graph, call, write.arg)
-            own = _own_locations(graph, reader) if reader is not None and reader.kind != "generated" else []
-            if len(own) == 1:
-                return own[0], (), ops
+            loc = _extern_reader_line(graph, call, write.arg)
+            if loc is not None:
+                return loc, (), ops
     # several lines: a buffer made for the op that reads it next (a matmul's operand, a convolution's input
     # in the layout it needs) goes on that op's line, when the kernel comes from that line too: where eager
     # makes the same copy (inside the op)
@@ -502,7 +506,7 @@ def _ops_read(graph: _Graph, call: oc.Call) -> list[_PostNode]:
     them all: a convolution's output converted back for the caller names the upsampling before it)."""
     written = {w.arg for w in call.writes}
     names = {m.group(1) for a in call.args if a not in written
-             for m in [re.match(r"^(?:reinterpret_tensor\()?(\w+)", a)] if m is not None}
+             for m in [_ARG_BUFFER.match(a)] if m is not None}
     found: list[_PostNode] = []
     for earlier in graph.code.calls[:call.index]:
         if earlier.kind != "generated" and earlier.out in names:
@@ -515,7 +519,7 @@ def _ops_read(graph: _Graph, call: oc.Call) -> list[_PostNode]:
 def _feeds(graph: _Graph, node: _PostNode, targets: list[_PostNode]) -> bool:
     """Whether ``node``'s value flows into one of ``targets`` (through the nodes that read it); only the nodes
     before the last target in graph order (the post-grad graph is printed in topological order) are walked."""
-    order = {name: i for i, name in enumerate(graph.nodes)} if targets else {}
+    order = graph.order if targets else {}
     wanted = {id(t) for t in targets}
     last = max((i for name, i in order.items() if id(graph.nodes[name]) in wanted), default=-1)
     stack, seen = list(node.users), set[str]()
@@ -531,8 +535,20 @@ def _feeds(graph: _Graph, node: _PostNode, targets: list[_PostNode]) -> bool:
     return False
 
 
+def _extern_reader_line(graph: _Graph, call: oc.Call, arg: str) -> Any:
+    """The one own line of the extern kernel that reads ``arg`` next (None: a generated kernel reads it next,
+    nothing does, or its op names several lines)."""
+    reader = _next_reader(graph, call, arg)
+    own = _own_locations(graph, reader) if reader is not None and reader.kind != "generated" else []
+    return own[0] if len(own) == 1 else None
+
+
+#: the buffer an output-code argument names (``buf3``, ``reinterpret_tensor(buf3, ...)``)
+_ARG_BUFFER = re.compile(r"^(?:reinterpret_tensor\()?(\w+)")
+
+
 def _next_reader(graph: _Graph, call: oc.Call, arg: str) -> oc.Call | None:
-    m = re.match(r"^(?:reinterpret_tensor\()?(\w+)", arg)
+    m = _ARG_BUFFER.match(arg)
     if m is None:
         return None
     name = re.compile(rf"\b{re.escape(m.group(1))}\b")
