@@ -65,6 +65,28 @@ def test_a_copy_buffer_is_credited_to_the_finding_on_its_producer():
     assert [f.compiled for f in apply_verdicts([_finding("a")], _lowering(later))] == [FUSED]
 
 
+def test_a_piece_the_backward_writes_into_a_concatenation_is_the_concatenations_not_its_producers():
+    """unbind's backward stacks its pieces' gradients: a piece copied into the stack is credited by the unbind
+    (the stack's node), never by the matmul whose backward computed it, even in the matmul's layout."""
+    from dataclasses import replace
+
+    piece = replace(_buf("buf0", True, 4096, ("unbind", "mm"), producer="mm"), phase="backward", into="cat",
+                    into_node="unbind")
+    def lowering(*lowered):
+        low = _lowering(piece, lowered=lowered)
+        low.backward = True
+        return low
+
+    out = apply_verdicts([_finding("mm", "FXL201", backward_bytes=4096)], lowering("mm"))
+    assert out[0].compiled_backward_bytes == 0
+    out = apply_verdicts([_finding("unbind", "FXL114", nbytes=None, backward_bytes=4096)], lowering("unbind"))
+    assert (out[0].compiled, out[0].compiled_backward_bytes) == (SURVIVES, 4096)
+    # in the forward the piece stays its producer's (a user's copy fused into the cat's store)
+    forward = replace(piece, phase="forward")
+    out = apply_verdicts([_finding("mm", "FXL201")], _lowering(forward, lowered=("mm",)))
+    assert (out[0].compiled, out[0].compiled_bytes) == (SURVIVES, 4096)
+
+
 def test_a_loops_instances_are_summed_and_two_operands_of_one_node_told_apart():
     low = _lowering(_buf("buf0", True, 100, ("a", "mm")), _buf("buf1", True, 100, ("b", "mm")),
                     _buf("buf2", True, 100, ("c",)), lowered=("a", "b", "c", "mm"))

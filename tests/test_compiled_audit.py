@@ -877,3 +877,46 @@ def test_a_value_stored_again_from_the_register_that_computed_it_is_no_copy():
     assert at_norm and all(f.compiled == "fused" and f.compiled_bytes == 0 for f in at_norm)
     check = check_verdicts(report.findings, audit)
     assert check.checks and {c.status for c in check.checks} == {CONFIRMED}
+
+
+class _SplitHeads(nn.Module):
+    """Swin's kind of attention: one projection taken apart into q, k and v by `unbind`."""
+
+    def __init__(self, d=64, h=2):
+        super().__init__()
+        self.h, self.qkv, self.proj = h, nn.Linear(d, 3 * d), nn.Linear(d, d)
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        qkv = self.qkv(x).reshape(b, n, 3, self.h, -1).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)  # UNBIND LINE
+        attn = (q * 0.125) @ k.transpose(-2, -1)
+        x = attn.softmax(-1) @ v  # AV LINE
+        return self.proj(x.transpose(1, 2).reshape(b, n, -1))
+
+
+@pytest.mark.inductor
+def test_in_training_the_gradients_unbind_puts_together_are_its_copies_not_the_matmuls_that_computed_them():
+    """The backward of `unbind` stacks q's, k's and v's gradients; Inductor computes q's (scaled) into the
+    stack and copies in k's and v's, which the matmuls' backward kernels (bmm) wrote. Those two copies are
+    FXL703's at the unbind's line, where the oracle puts them, not the `attn @ v` matmul's: its finding claims
+    only the backward copy of its own (the output's gradient laid out for bmm)."""
+    from tests.conftest import line_of
+
+    torch.manual_seed(0)
+    model, x = _SplitHeads().train(), torch.randn(4, 16, 64)
+    unbind, av = line_of(__file__, "# UNBIND LINE"), line_of(__file__, "# AV LINE")
+    piece = 4 * 16 * 64 * 4  # one of q, k, v (float32)
+    audit = fxlint.audit(model, (x,), train=True, compiled=True)
+    assert audit.known, audit.why_unknown
+    findings = fxlint.lint(model, (x,), train=True, compiled=True).findings
+    check = check_verdicts(findings, audit)
+    assert check.checks and {c.status for c in check.checks} == {CONFIRMED}
+    assert check.covered_bytes == check.total_bytes
+    at_av = [f for f in findings if f.code == "FXL201" and f.line == av]
+    assert [f.compiled_backward_bytes for f in at_av] == [piece]
+    stacked = [f for f in findings if f.code == "FXL703" and f.line == unbind]
+    assert [f.compiled_backward_bytes for f in stacked] == [piece, piece]
+    assert {f.violation.why for f in stacked} == {"gradient pieces"}
+    assert all("`qkv.unbind(...)`'s gradient is put together" in f.message for f in stacked)
+    assert sum(c.bytes for c in audit.at(__file__, unbind, "backward")) == 2 * piece

@@ -127,7 +127,9 @@ def credit(findings: Sequence[Finding], lowering: Lowering, sites: Sites | None 
     and removing it would leave the same copy). Where
     several copy findings share that node (a matmul's two operands), the one whose operand node
     (``Sites.operand``) is among the buffer's sources takes it; if none or several do, those findings
-    are ambiguous (their verdict is unknown)."""
+    are ambiguous (their verdict is unknown). A piece the compiled backward writes into a concatenation (the
+    stack of `unbind`'s backward) is credited by that concatenation's node, never by the op that computed the
+    piece (``_owner_node``)."""
     sites = sites or Sites()
     owners: dict[str, list[int]] = {}
     for i, f in enumerate(findings):
@@ -138,14 +140,15 @@ def credit(findings: Sequence[Finding], lowering: Lowering, sites: Sites | None 
     ambiguous: set[int] = set()
     unexplained: list[CompiledBuffer] = []
     for buf in lowering.copies():
-        mine = owners.get(buf.producer or "", [])
-        if not mine:
+        owner = _owner_node(buf)
+        mine = owners.get(owner or "", [])
+        if not mine and owner == buf.producer:
             # laid out for an ATen kernel whose finding is about the very operand it copies (a weight that
             # eager's convolution converts on every call too): that finding's copy survives as this one
             about = [[i for i in owners.get(n, ()) if sites.operand(findings[i], n) in buf.read_nodes]
                      for n in buf.consumer_nodes]
             mine = next((found for found in about if len(found) == 1), [])
-        if not mine:
+        if not mine and owner == buf.producer:
             # a copy the user wrote (`.contiguous()`, a reshape that copies) lowered into a buffer another op
             # realised (the scaled_dot_product_attention that reads it): the user's copy when the buffer has the
             # layout that copy gives its output, as the kernel takes it; in another layout (a convolution's
@@ -160,7 +163,7 @@ def credit(findings: Sequence[Finding], lowering: Lowering, sites: Sites | None 
             mine = sorted(same) if len(same) == 1 else []
         if len(mine) > 1:
             srcs = set(buf.sources)
-            picked = [i for i in mine if sites.operand(findings[i], buf.producer or "") in srcs]
+            picked = [i for i in mine if sites.operand(findings[i], owner or "") in srcs]
             if len(picked) == 1:
                 mine = picked
         if len(mine) == 1:
@@ -170,6 +173,16 @@ def credit(findings: Sequence[Finding], lowering: Lowering, sites: Sites | None 
         else:
             unexplained.append(buf)
     return credited, ambiguous, unexplained
+
+
+def _owner_node(buf: CompiledBuffer) -> str | None:
+    """The captured graph's node a copy buffer is credited by: its producer, but for a piece the compiled
+    backward writes into a concatenation (the `torch.stack` of `unbind`'s backward, the `cat` of `split`'s),
+    which is that concatenation's write. There the producer is the forward op whose autograd node made the
+    piece (the matmul whose operand's gradient it is), which copies nothing of its own for it."""
+    if buf.phase == "backward" and buf.into == "cat" and buf.into_node is not None:
+        return buf.into_node
+    return buf.producer
 
 
 def _same_layout(layout: tuple[tuple[int, ...], tuple[int, ...]] | None, buf: CompiledBuffer) -> bool:

@@ -8,7 +8,10 @@ generates and nothing else needs it in a buffer of its own; it copies the others
 (a parameter, the caller's tensor), the output of an ATen kernel it calls (a matmul, a convolution:
 they write their own buffer), or a value other ops read too; and a `cat` whose other inputs are empty
 (a KV cache's first update, `torch.cat([cache, k], dim=-2)` with an empty cache) is a copy of its one
-piece. The finding is at the `cat`'s line, also where the kernel that writes the piece computes it from
+piece. In training the backward of an op that takes a tensor apart (`unbind`, `split`, `chunk`) is a
+concatenation of the pieces' gradients, and Inductor copies into it the gradients an ATen kernel wrote (a
+matmul's backward): that finding is at the line of the op that took the tensor apart (`q, k, v =
+qkv.unbind(0)`). The finding is at the `cat`'s line, also where the kernel that writes the piece computes it from
 ops of other lines (a pad fused into the store). The bytes are what the copy writes per call.
 
 ## Why is this bad?
@@ -29,14 +32,16 @@ Where the pieces are projections of one input, one projection with the weights c
 w = torch.cat([self.proj_a.weight, self.proj_b.weight])  # or one nn.Linear(d, 2 * d) from the start
 u = F.linear(x, w)                                       # no cat, no copy
 ```
-Otherwise the copy is the price of the concatenation.
+Otherwise the copy is the price of the concatenation. In the backward of `unbind`/`split`/`chunk`, it is
+the price of computing the pieces apart; nothing in the model's code removes it under Inductor.
 
 ## When it is intentional
 Most concatenations of an ATen kernel's output pay this copy in eager as well; it is reported at info
 level. Silence one line with `# fxlint: ignore[FXL703]`.
 
 `details` (the fields of `CompiledCatCopy`): `piece` (the input copied, by the user's name or the op
-that made it), `why` (`graph input`, `aten kernel`, `read elsewhere`, `only piece`, or `unknown`), `kernel` (the op that
+that made it), `why` (`graph input`, `aten kernel`, `read elsewhere`, `only piece`, `gradient pieces` (the backward of an op that
+takes a tensor apart), or `unknown`), `kernel` (the op that
 made the piece, when it is an ATen kernel), `copied` (bytes per call in the compiled program).
 """
 
@@ -46,7 +51,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..canon import CanonNode
-from ..canon.text import bytes_text
+from ..canon.text import bytes_text, operand_name
 from ..compiled.kinds import CAT
 from ..compiled.lowering import CompiledBuffer
 from ..compiled.program import CompiledGraph
@@ -60,12 +65,19 @@ class CompiledCatCopy(Violation):
     """An input of a cat Inductor copies into the concatenation."""
 
     piece: str
-    why: str  # graph input | aten kernel | read elsewhere | only piece | unknown
+    why: str  # graph input | aten kernel | read elsewhere | only piece | gradient pieces | unknown
     kernel: str | None
     copied: int | None
     phase: str  # forward | backward (a copy of the compiled backward graph)
+    #: for ``gradient pieces``: how the user took the tensor apart (`` `qkv.unbind(0)` ``)
+    parted: str | None = None
 
     def message(self) -> str:
+        if self.why == "gradient pieces":
+            return in_phase(self.phase, (
+                f"{self.parted}'s gradient is put together from its pieces' gradients, and the compiled program "
+                f"copies {self.piece} into it ({bytes_text(self.copied)} per call): an ATen kernel wrote that "
+                "gradient in a buffer of its own"))
         reason = {
             "graph input": "it is an input of the compiled graph, which Inductor cannot compute into the output",
             "aten kernel": f"it comes from an ATen kernel (`{self.kernel}`) that writes a buffer of its own",
@@ -77,6 +89,9 @@ class CompiledCatCopy(Violation):
             f"({bytes_text(self.copied)} per call): {reason}"))
 
     def fix_title(self) -> str:
+        if self.why == "gradient pieces":
+            return ("this copy is the price of computing the pieces apart (their gradients come from separate kernels); "
+                    "nothing in the model's code removes it under Inductor")
         if self.why == "aten kernel":
             return ("if the pieces are projections of one input, project once with the weights concatenated "
                     "(the kernel then writes the whole output); otherwise this copy is the price of the cat")
@@ -95,13 +110,29 @@ def check(compiled: CompiledGraph, ctx: RuleContext) -> Iterator[Hit]:
         piece = _piece(compiled, buf, cat)
         why, kernel = _why(compiled, buf, piece, cat)
         text = value_text(piece) if piece is not None else "one of its inputs"
+        parted = None
         if buf.phase == "backward":  # a gradient the backward concatenates (a split's or a chunk's backward)
             text = backward_value(compiled, buf)
-        violation = CompiledCatCopy(piece=text,
-                                    why=why, kernel=kernel, copied=buf.bytes, phase=buf.phase)
+            if cat is not None and cat.kind == "op" and cat.op != "cat":  # unbind's, split's, chunk's backward
+                why, kernel, parted = "gradient pieces", None, _parted(cat)
+                text = _computed_by(compiled, buf)
+        violation = CompiledCatCopy(piece=text, why=why, kernel=kernel, copied=buf.bytes, phase=buf.phase,
+                                    parted=parted)
         site = cat if cat is not None and cat.kind == "op" else compiled.site(buf)
         yield Hit(site, violation, compiled_bytes=buf.bytes, compiled_phase=buf.phase,
                   dedup=f"{violation.piece}:{buf.phase}")
+
+
+def _parted(op: CanonNode) -> str:
+    """How the user took a tensor apart: `` `qkv.unbind(...)` ``."""
+    whole = op.tensor_inputs[0] if op.tensor_inputs else None
+    return f"`{operand_name(whole)}.{op.op}(...)`" if whole is not None else f"`.{op.op}(...)`"
+
+
+def _computed_by(compiled: CompiledGraph, buf: CompiledBuffer) -> str:
+    """The piece's gradient a backward concatenation copies, by the forward op whose backward computed it."""
+    read = next((n for n in map(compiled.node, reversed(buf.read_nodes)) if n is not None), None)
+    return f"the gradient computed by the backward of {value_text(read)}" if read is not None else "a gradient"
 
 
 def _piece(compiled: CompiledGraph, buf: CompiledBuffer, cat: CanonNode | None) -> CanonNode | None:
