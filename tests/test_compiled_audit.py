@@ -146,8 +146,9 @@ def test_the_wrapper_reader_follows_reused_buffers_and_provenance_handles():
     # a reused buffer is written at its own size (and strides): buf2 is buf0's 32 floats, buf3 a 16-float view of
     # buf1
     assert [c.writes for c in code.calls if c.kind == "generated"] == [
-        [("buf0", 128, oc.DATA, (8, 4), None, (4, 1))], [("buf2", 128, oc.DATA, (8, 4), None, (4, 1))],
-        [("buf3", 64, oc.DATA, (2, 8), None, (8, 1))]]
+        [("buf0", 128, oc.DATA, (8, 4), None, (4, 1), ("arg0_1",))],
+        [("buf2", 128, oc.DATA, (8, 4), None, (4, 1), ("arg0_1",))],
+        [("buf3", 64, oc.DATA, (2, 8), None, (8, 1), ("arg0_1",))]]  # what each copy loads: the call's input
     with pytest.raises(ValueError):
         oc.parse("x = 1\n")
 
@@ -920,3 +921,67 @@ def test_in_training_the_gradients_unbind_puts_together_are_its_copies_not_the_m
     assert {f.violation.why for f in stacked} == {"gradient pieces"}
     assert all("`qkv.unbind(...)`'s gradient is put together" in f.message for f in stacked)
     assert sum(c.bytes for c in audit.at(__file__, unbind, "backward")) == 2 * piece
+
+
+_COPY_OF_OWN_STORE = """
+extern "C" void kernel(float* in_out_ptr0, const float* in_ptr0, float* out_ptr0, float* out_ptr1)
+{
+    for(int64_t x0=0; x0<64; x0+=1)
+    {
+        auto tmp0 = in_ptr0[x0];
+        auto tmp1 = tmp0 * tmp0;
+        in_out_ptr0[x0] = tmp1;
+    }
+    for(int64_t x0=0; x0<64; x0+=1)
+    {
+        auto tmp0 = in_out_ptr0[x0];
+        out_ptr0[static_cast<int64_t>(8L*(x0 % 8) + x0 / 8)] = tmp0;
+        auto tmp1 = at::vec::Vectorized<float>::loadu(in_ptr0 + x0, 8);
+        tmp1.store(out_ptr1 + x0, 8);
+    }
+}
+"""
+
+
+def test_the_reader_follows_which_pointers_a_data_store_loads_from():
+    """A DATA store's sources: the kernel's own computed buffer (a relayout of what it stored) or an input."""
+    assert oc.classify_kernel(_COPY_OF_OWN_STORE) == {"in_out_ptr0": oc.COMPUTED, "out_ptr0": oc.DATA,
+                                                      "out_ptr1": oc.DATA}
+    assert oc.kernel_loads(_COPY_OF_OWN_STORE) == {"out_ptr0": frozenset({"in_out_ptr0"}),
+                                                   "out_ptr1": frozenset({"in_ptr0"})}
+    assert oc.kernel_loads(_TILE) == {"out_ptr0": frozenset({"in_ptr1"})}  # through a local tile
+
+
+class _NormedBetweenConvs(nn.Module):
+    """diffusers' ResnetBlock2D's kind: conv, a per-sample bias added, group norm, SiLU, conv."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(8, 16, 3, padding=1), nn.Conv2d(16, 16, 3, padding=1)
+        self.proj, self.norm = nn.Linear(4, 16), nn.GroupNorm(4, 16)
+
+    def forward(self, x, t):
+        h = self.conv1(x)  # CONV1 LINE
+        h = self.norm(h + self.proj(t)[:, :, None, None])
+        return self.conv2(F.silu(h))
+
+
+@pytest.mark.inductor
+def test_a_gradient_the_kernel_computes_then_copies_for_the_convolutions_backward_is_on_the_conv_line():
+    """In training Inductor computes the group norm's input gradient into a buffer in the layout it chooses and,
+    in the same kernel, copies it to the channels_last layout conv1's backward needs. The post-grad graph's
+    strides do not show that layout change (they are channels_last throughout), so the oracle follows the copy's
+    loads: a copy of a buffer the kernel itself computed, read next by the convolution's backward, is on the
+    conv's line, where FXL701 claims it."""
+    from tests.conftest import line_of
+
+    torch.manual_seed(0)
+    model, args = _NormedBetweenConvs().train(), (torch.randn(2, 8, 8, 8), torch.randn(2, 4))
+    conv1 = line_of(__file__, "# CONV1 LINE")
+    audit = fxlint.audit(model, args, train=True, compiled=True)
+    assert audit.known, audit.why_unknown
+    findings = fxlint.lint(model, args, train=True, compiled=True).findings
+    check = check_verdicts(findings, audit)
+    assert check.checks and {c.status for c in check.checks} == {CONFIRMED}
+    assert ("FXL701", conv1, "backward") in {(c.code, c.line, c.phase) for c in check.checks}
+    assert check.no_line_bytes == 0 and check.covered_bytes == check.total_bytes

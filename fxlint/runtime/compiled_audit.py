@@ -428,6 +428,15 @@ def _line_of(graph: _Graph, call: oc.Call, write: oc.Write | None
             loc = _extern_reader_line(graph, call, write.arg)
             if loc is not None:
                 return loc, (), ops
+    # several lines: a copy of values the kernel itself computed and stored in another of its buffers, read next
+    # by an extern kernel: laid out for that kernel (a training graph's gradient stored as Inductor chose, then
+    # copied to the channels_last layout the convolution's backward needs; the post-grad graph's strides do not
+    # say which layout Inductor chose, so the rule above cannot tell)
+    computed_here = {w.arg for w in call.writes if w.arg != write.arg and w.what != oc.DATA}
+    if not kept and write.what == oc.DATA and write.sources and set(write.sources) <= computed_here:
+        loc = _extern_reader_line(graph, call, write.arg)
+        if loc is not None:
+            return loc, (), ops
     # several lines: a buffer made for the op that reads it next (a matmul's operand, a convolution's input
     # in the layout it needs) goes on that op's line, when the kernel comes from that line too: where eager
     # makes the same copy (inside the op)

@@ -66,6 +66,8 @@ class Write(NamedTuple):
     size: tuple[int, ...] | None
     base: tuple[int, ...] | None  # for an alias, the size of the buffer it is a part of
     stride: tuple[int, ...] | None = None  # its strides, where the output code says them
+    #: for a DATA store: the arguments it loads the stored values from (buf3, in_out_ptr's buffer), as written
+    sources: tuple[str, ...] = ()
 
 
 @dataclass
@@ -76,6 +78,8 @@ class Kernel:
     event: str | None  # the profiler event it records (graph_0_cpp_fused_clone_permute_0), None if it records none
     params: list[tuple[str, str]]  # (C++ type, name), in call order
     stores: dict[str, str]  # parameter name -> DATA / CONST / INDEX / COMPUTED / UNKNOWN
+    #: parameter name -> the pointer parameters its DATA stores load from (where the reader followed them)
+    loads: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -262,8 +266,11 @@ def _kernel_call(stmt: str, kernels: dict[str, Kernel], layouts: dict[str, Layou
             lay = _layout_of(arg, layouts)
             item = _ITEMSIZE.get(ctype.replace("const", "").replace("*", "").strip())
             nbytes = lay.numel * item if lay is not None and item is not None else None
+            by_param = {p: a for (_, p), a in zip(k.params, args)}
+            sources = tuple(by_param[q] for q in sorted(k.loads.get(pname, ())) if q in by_param)
             call.writes.append(Write(arg, nbytes, what, lay.size if lay is not None else None,
-                                     lay.base if lay is not None else None, lay.stride if lay is not None else None))
+                                     lay.base if lay is not None else None, lay.stride if lay is not None else None,
+                                     sources))
         return call
     outs = (_OUT.match(a) for a in args)
     out = m.group(1) if m else next((o.group(1) for o in outs if o is not None), None)
@@ -288,10 +295,10 @@ def _kernel(name: str, source: str) -> Kernel:
                 params.append((bits[0].strip(), bits[1].strip()))
     body = source[sig.end():] if sig else source
     try:
-        stores = classify_kernel(body)
+        stores, loads = _walk(body)
     except Exception:  # noqa: BLE001 - code this reader does not follow: every store unknown
-        stores = {p: UNKNOWN for _, p in params if "out_ptr" in p}
-    return Kernel(name=name, event=rec.group(1) if rec else None, params=params, stores=stores)
+        stores, loads = {p: UNKNOWN for _, p in params if "out_ptr" in p}, {}
+    return Kernel(name=name, event=rec.group(1) if rec else None, params=params, stores=stores, loads=loads)
 
 
 def _strip_templates(text: str) -> str:
@@ -383,9 +390,40 @@ def _matching(text: str, i: int) -> int:
 def classify_kernel(body: str) -> dict[str, str]:
     """What a kernel body stores into each pointer it writes: DATA, CONST, INDEX, COMPUTED or UNKNOWN (the
     worst over its stores: one computed store makes the pointer's contents computed)."""
+    return _walk(body)[0]
+
+
+def kernel_loads(body: str) -> dict[str, frozenset[str]]:
+    """For each pointer a kernel body stores DATA into: the pointer parameters those values are loaded from
+    (``{"out_ptr8": {"in_out_ptr0"}}``: a value the kernel stored, copied into another buffer)."""
+    return _walk(body)[1]
+
+
+#: a pointer parameter of a generated kernel, where an expression names it
+_PTR_NAME = re.compile(r"\b(?:in_ptr\d+|in_out_ptr\d+|out_ptr\d+)\b")
+_TMP_NAME = re.compile(r"\btmp\w*")
+
+
+def _walk(body: str) -> tuple[dict[str, str], dict[str, frozenset[str]]]:
+    """``classify_kernel``'s kinds, and ``kernel_loads``'s pointers, in one reading of the body."""
     env: dict[str, str] = {}
     stores: dict[str, str] = {}
     arrays: set[str] = set()
+    src: dict[str, set[str]] = {}  # tmp / local array -> the pointers its value is loaded from
+    loads: dict[str, set[str]] = {}
+
+    def origin(expr: str) -> set[str]:
+        found = set(_PTR_NAME.findall(expr))
+        for t in _TMP_NAME.findall(expr):
+            found |= src.get(t, set())
+        return found
+
+    def stored(dst: str, expr: str) -> None:
+        if dst in arrays or dst.startswith(_LOCAL):
+            src.setdefault(dst, set()).update(origin(expr))
+        elif "out_ptr" in dst:
+            loads.setdefault(dst, set()).update(origin(expr))
+
     for stmt in _statements(_strip_templates(body)):
         stmt = stmt.strip()
         if stmt.startswith(("for(", "for (", "if(", "if (", "else", "return", "#")):
@@ -399,28 +437,32 @@ def classify_kernel(body: str) -> dict[str, str]:
         if m:
             args = _split_args(m.group(1))
             if len(args) >= 3:
-                src, dst = _kind_of_pointer(args[0], env), _base(args[2])
+                what, dst = _kind_of_pointer(args[0], env), _base(args[2])
                 if dst is not None:
-                    _store(dst, src, stores, env, arrays)
+                    _store(dst, what, stores, env, arrays)
+                    stored(dst, args[0])
             continue
         m = _STMT_INDEXED_STORE.match(stmt)
         if m:
             _store(m.group(1), kind(m.group(3), env), stores, env, arrays)
+            stored(m.group(1), m.group(3))
             continue
         m = _STMT_METHOD_STORE.match(stmt)
         if m:
             _store(m.group(2), kind(m.group(1), env), stores, env, arrays)
+            stored(m.group(2), m.group(1))
             continue
         m = _STMT_AUTO.match(stmt) or _STMT_SET.match(stmt)
         if m:
             name, rhs = m.group(1), m.group(2)
+            src[name] = origin(rhs) | (src.get(name, set()) if _STMT_SET.match(stmt) else set())
             new = kind(rhs, env)
             if _STMT_SET.match(stmt) and name in env and not _STMT_AUTO.match(stmt):
                 # an accumulator updated (tmp_acc0 = tmp_acc0 + tmp0): a reduction, computed
                 new = _worst(new, COMPUTED) if re.search(rf"\b{re.escape(name)}\b", rhs) else new
             env[name] = new
             continue
-    return stores
+    return stores, {p: frozenset(loads.get(p, ())) for p, what in stores.items() if what == DATA}
 
 
 def _store(dst: str, what: str, stores: dict[str, str], env: dict[str, str], arrays: set[str]) -> None:
