@@ -199,6 +199,19 @@ def test_a_copy_the_oracle_narrowed_to_a_few_lines_backs_a_survives_finding_on_o
     assert [c.status for c in check_verdicts([_f(2, "fused", 0)], audit).checks] == [CONFIRMED]
 
 
+def test_a_fused_copy_of_the_backward_alone_is_held_to_the_backward_copies_of_its_line():
+    """FXL121-style: no forward claim, so the forward copies of its line (another op's) neither refute nor back it;
+    a backward copy left on the line refutes it."""
+    from dataclasses import replace
+
+    audit = CompiledAudit(copies=[_copy(1, 100), _copy(2, 30, "backward")], lines_run={("m.py", 1), ("m.py", 2)})
+    on_forward_line = replace(_f(1, "fused", None), compiled_backward_bytes=0)
+    on_backward_line = replace(_f(2, "fused", None), compiled_backward_bytes=0)
+    check = check_verdicts([on_forward_line, on_backward_line], audit)
+    assert [(c.line, c.phase, c.status, c.measured) for c in check.checks] == [
+        (1, "backward", CONFIRMED, 0), (2, "backward", REFUTED, 30)]
+
+
 def test_a_claim_on_the_compiled_backward_is_held_to_the_backward_copies_of_its_line_apart():
     from dataclasses import replace
 
@@ -985,3 +998,37 @@ def test_a_gradient_the_kernel_computes_then_copies_for_the_convolutions_backwar
     assert check.checks and {c.status for c in check.checks} == {CONFIRMED}
     assert ("FXL701", conv1, "backward") in {(c.code, c.line, c.phase) for c in check.checks}
     assert check.no_line_bytes == 0 and check.covered_bytes == check.total_bytes
+
+
+class _UpsampledIntoCat(nn.Module):
+    """smp's U-Net decoder block: the coarser map upsampled (nearest), concatenated with a skip, convolved."""
+
+    def __init__(self):
+        super().__init__()
+        self.c0, self.skip = nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.Conv2d(3, 8, 1)
+        self.c1 = nn.Conv2d(16, 8, 3, padding=1)
+
+    def forward(self, x):
+        f = F.interpolate(self.c0(x), size=(16, 16), mode="nearest")
+        f = torch.cat([f, self.skip(x)], dim=1)  # SKIP CAT LINE
+        return self.c1(f)
+
+
+@pytest.mark.inductor
+def test_in_training_an_accumulating_store_is_no_copy_and_an_aten_backward_is_not_called_fused():
+    """The upsampling's backward is an `index_put` with accumulate: Inductor stores it with `mode="atomic_add"`,
+    a sum, not a move (fxlint called it a copy of the cat's gradient, FXL703 at the cat's line, which the oracle
+    refutes). And the skip convolution's backward runs as an ATen kernel (`convolution_backward`), which copies
+    inside as eager's does: FXL209's verdict there is unknown, not fused."""
+    from tests.conftest import line_of
+
+    torch.manual_seed(0)
+    model, x = _UpsampledIntoCat().train(), torch.randn(2, 3, 16, 16)
+    cat = line_of(__file__, "# SKIP CAT LINE")
+    audit = fxlint.audit(model, (x,), train=True, compiled=True)
+    assert audit.known, audit.why_unknown
+    findings = fxlint.lint(model, (x,), train=True, compiled=True).findings
+    check = check_verdicts(findings, audit)
+    assert check.checks and {c.status for c in check.checks} == {CONFIRMED}
+    assert not [f for f in findings if f.code == "FXL703" and f.compiled_backward_bytes]
+    assert {f.compiled for f in findings if f.code == "FXL209" and f.line == cat} == {"unknown"}

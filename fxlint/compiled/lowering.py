@@ -108,6 +108,9 @@ class Lowering:
     lowered: set[str] = field(default_factory=set)  # Dynamo nodes a node of Inductor's graph comes from
     lowered_backward: set[str] = field(default_factory=set)  # Dynamo nodes a node of its backward graph is for
     extern_sources: set[str] = field(default_factory=set)  # Dynamo nodes whose op runs as an ATen kernel
+    #: Dynamo nodes whose backward runs as an ATen kernel (a convolution's ``convolution_backward``), by the
+    #: forward op the backward node is traced to
+    extern_backward: set[str] = field(default_factory=set)
     schedulers: int = 0  # how many schedulers were read (0: Inductor did not lower it here, e.g. a cache hit)
     backward: bool = False  # the backward graph was lowered and read too
     error: str | None = None
@@ -306,11 +309,24 @@ def _op_name(node: fx.Node) -> str | None:
 
 
 def _moves_only(snode: Any) -> bool:
+    """A kernel node whose loop body only loads and stores: no arithmetic, and no store that accumulates (an
+    ``index_put`` with ``accumulate=True``, the backward of a gather or of a nearest upsampling, stores with
+    ``mode="atomic_add"``: it sums, it does not move)."""
     body = getattr(snode, "_body", None)
     if body is None:
         return False
-    ops = {n.target for n in body.get_nodes() if n.op == "call_method"}
+    nodes = [n for n in body.get_nodes() if n.op == "call_method"]
+    if any(n.target == "store" and _store_mode(n) is not None for n in nodes):
+        return False
+    ops = {n.target for n in nodes}
     return bool(ops) and ops <= MOVE_OPS
+
+
+def _store_mode(node: Any) -> Any:
+    """The mode of a LoopBody ``store`` (``ops.store(name, index, value, mode)``): None for a plain store."""
+    if "mode" in node.kwargs:
+        return node.kwargs["mode"]
+    return node.args[4] if len(node.args) > 4 else None
 
 
 def _bytes(buf: Any) -> int | None:
@@ -432,6 +448,8 @@ def _read_scheduler(scheduler: Any, watch: _Watch) -> None:
                 made_by = sorted(_made_by(node, watch), key=order.__getitem__) if extern else []
             if extern and phase == "forward":
                 out.extern_sources |= set(made_by)
+            elif extern:
+                out.extern_backward |= set(made_by)
             ordered = sorted(sources, key=order.__getitem__)
             producer = made_by[-1] if made_by else (ordered[-1] if ordered else None)
             why = "copy ops" if ops and ops <= COPY_OPS else "load/store" if not extern and _moves_only(snode) else None

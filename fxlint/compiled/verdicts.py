@@ -12,7 +12,8 @@ the buffer's sources. Then:
 * ``fused``: its node was lowered (a node of Inductor's graph comes from it), no copy is credited to it,
   and its op does not run as an ATen kernel: no memory traffic of its own (``compiled_bytes`` 0);
 * ``unknown``: the lowering could not be read, the finding names no node, its node was not lowered,
-  its op runs as an ATen (extern) kernel, where ATen may still copy inside it, or the copies of its
+  its op runs as an ATen (extern) kernel, where ATen may still copy inside it (for a copy of the backward
+  alone: its op's backward runs as one, a convolution's ``convolution_backward``), or the copies of its
   node cannot be told apart between its findings.
 
 Other findings (gradient breaks, graph breaks) keep ``compiled=None``.
@@ -211,7 +212,8 @@ def verdict(f: Finding, lowering: Lowering, bufs: list[CompiledBuffer] | None, a
     if not (f.bytes or f.bytes_expr is not None):  # a copy of the backward alone (FXL113, FXL114)
         if backward:
             return f.with_(compiled=SURVIVES, compiled_bytes=None, compiled_backward_bytes=after)
-        if lowering.backward and all(n in lowering.lowered_backward for n in nodes):
+        if lowering.backward and all(n in lowering.lowered_backward and n not in lowering.extern_backward
+                                     for n in nodes):
             return f.with_(compiled=FUSED, compiled_bytes=None, compiled_backward_bytes=0)
         return f.with_(compiled=UNKNOWN, compiled_bytes=None, compiled_backward_bytes=None)
     if forward:

@@ -13,7 +13,8 @@
   put on its line (a second check, ``phase="backward"``).
 * A ``fused`` finding claims no copy of its own: it is **confirmed** when, after the ``survives`` findings
   took theirs, no forward copy is left on its line, **refuted** otherwise (the copy may be another op's of
-  the same line: the oracle works per line).
+  the same line: the oracle works per line). A finding about a copy of the backward alone (FXL113, FXL121:
+  no forward claim) is held to the backward copies left on its line.
 * **Coverage**: the avoidable copy bytes of the compiled program (forward and backward) on a line where a
   copy finding sits, of all of them; the copies on a line without one are the **misses**, and the copies
   the oracle could not put on one line are counted apart (``no_line``), never as covered.
@@ -122,8 +123,9 @@ def check_verdicts(findings: Iterable[Finding], audit: CompiledAudit,
             if claim is not None or (phase == "forward" and _claim(f, "backward") is None):
                 out.checks.append(_check_survives(f, claim, phase, audit, on_line[phase], taken, maybe_on[phase]))
     for f in fs:
-        if f.compiled == FUSED:
-            out.checks.append(_check_fused(f, audit, on_line["forward"], taken))
+        if f.compiled == FUSED:  # a copy of the backward alone (no forward claim) is held to the backward's copies
+            phase = "forward" if f.compiled_bytes is not None else "backward"
+            out.checks.append(_check_fused(f, audit, on_line[phase], taken, phase))
     lines = {(f.file, f.line) for f in (*fs, *suppressed) if _copy_finding(f) and f.file is not None}
     missed: dict[tuple, dict[str, Any]] = {}
     for c in audit.copies:
@@ -179,9 +181,9 @@ def _check_survives(f: Finding, claim: int | None, phase: str, audit: CompiledAu
 
 
 def _check_fused(f: Finding, audit: CompiledAudit, on_line: dict[tuple[str, int], list[CompiledCopy]],
-                 taken: set[int]) -> VerdictCheck:
+                 taken: set[int], phase: str = "forward") -> VerdictCheck:
     def result(status: str, measured: int = 0) -> VerdictCheck:
-        return VerdictCheck(f.code, f.file, f.line, FUSED, f.compiled_bytes, status, measured)
+        return VerdictCheck(f.code, f.file, f.line, FUSED, f.compiled_bytes, status, measured, phase)
 
     if f.file is None or f.line is None:
         return result(NOT_KNOWN)
