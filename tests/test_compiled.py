@@ -87,6 +87,32 @@ def test_a_piece_the_backward_writes_into_a_concatenation_is_the_concatenations_
     assert (out[0].compiled, out[0].compiled_bytes) == (SURVIVES, 4096)
 
 
+def test_a_finding_of_the_backward_alone_takes_its_own_ops_copy_not_a_layout_for_another_ops_kernel():
+    from dataclasses import replace
+
+    def backward(buf, **kw):
+        return replace(buf, phase="backward", **kw)
+
+    alone = _finding("pool", "FXL123", nbytes=None, backward_bytes=256)
+    # laid out for the convolution's backward (an ATen kernel of another node): not the pool's restride copy
+    for_conv = backward(_buf("buf0", True, 9216, ("pool",), producer="pool"), consumers=("convolution_backward",),
+                        consumer_nodes=("conv",))
+    low = _lowering(for_conv, lowered=("pool", "conv"))
+    low.backward, low.lowered_backward = True, {"pool", "conv"}
+    assert apply_verdicts([alone], low)[0].compiled_backward_bytes == 0
+    # read by no ATen kernel, its producer the flatten after the pool (no finding): the pool's finding predicts it
+    restride = backward(_buf("buf1", True, 256, ("pool", "flatten"), producer="flatten"))
+    low = _lowering(restride, lowered=("pool", "flatten"))
+    low.backward, low.lowered_backward = True, {"pool", "flatten"}
+    assert apply_verdicts([alone], low)[0].compiled_backward_bytes == 256
+    # two such findings among its sources: neither is credited
+    other = _finding("flatten2", "FXL122", nbytes=None, backward_bytes=256)
+    two = backward(_buf("buf2", True, 256, ("pool", "flatten2", "flatten"), producer="flatten"))
+    low = _lowering(two, lowered=("pool", "flatten", "flatten2"))
+    low.backward, low.lowered_backward = True, {"pool", "flatten", "flatten2"}
+    assert [f.compiled_backward_bytes for f in apply_verdicts([alone, other], low)] == [0, 0]
+
+
 def test_a_loops_instances_are_summed_and_two_operands_of_one_node_told_apart():
     low = _lowering(_buf("buf0", True, 100, ("a", "mm")), _buf("buf1", True, 100, ("b", "mm")),
                     _buf("buf2", True, 100, ("c",)), lowered=("a", "b", "c", "mm"))

@@ -1032,3 +1032,36 @@ def test_in_training_an_accumulating_store_is_no_copy_and_an_aten_backward_is_no
     assert check.checks and {c.status for c in check.checks} == {CONFIRMED}
     assert not [f for f in findings if f.code == "FXL703" and f.compiled_backward_bytes]
     assert {f.compiled for f in findings if f.code == "FXL209" and f.line == cat} == {"unknown"}
+
+
+class _PooledConv(nn.Module):
+    """A classifier head on a channels_last convolution: average-pooled to 1 x 1 (FXL123's restride), flattened."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.fc = nn.Conv2d(8, 16, 3, padding=1), nn.Linear(16, 4)
+
+    def forward(self, x):
+        y = self.conv(x)  # POOLED CONV LINE
+        return self.fc(F.adaptive_avg_pool2d(y, 1).flatten(1))  # POOLED HEAD LINE
+
+
+@pytest.mark.inductor
+def test_in_training_the_pools_restride_copy_is_its_own_and_the_gradient_laid_out_for_the_conv_is_the_convs():
+    """The compiled backward makes two copies here: the pool's restrided (B, C) gradient, in a kernel whose
+    producer is the `flatten` after the pool (FXL123 predicts that copy: it takes it from its source), and the
+    pooled gradient spread back over (B, C, H, W) and made channels_last for the convolution's backward, whose
+    producer is the pool (FXL123 claimed it before: it is FXL701's, at the convolution's line, as the oracle says)."""
+    from tests.conftest import line_of
+
+    torch.manual_seed(0)
+    model, x = _PooledConv().train(), torch.randn(4, 8, 6, 6).to(memory_format=torch.channels_last)
+    conv, pool = line_of(__file__, "# POOLED CONV LINE"), line_of(__file__, "# POOLED HEAD LINE")
+    audit = fxlint.audit(model, (x,), train=True, compiled=True)
+    assert audit.known, audit.why_unknown
+    findings = fxlint.lint(model, (x,), train=True, compiled=True).findings
+    check = check_verdicts(findings, audit)
+    assert check.checks and {c.status for c in check.checks} == {CONFIRMED}
+    got = {(f.code, f.line, f.compiled_backward_bytes) for f in findings if f.compiled == "survives"}
+    assert ("FXL123", pool, 4 * 16 * 4) in got  # the (B, C) gradient, float32
+    assert ("FXL701", conv, 4 * 16 * 6 * 6 * 4) in got

@@ -162,6 +162,8 @@ def credit(findings: Sequence[Finding], lowering: Lowering, sites: Sites | None 
                     if _same_layout(sites.layout(n), buf)
                     and not (buf.phase == "forward" and sites.feeds(n, buf.read_nodes))}
             mine = sorted(same) if len(same) == 1 else []
+        if buf.phase == "backward":
+            mine = _backward_owners(findings, buf, owner, mine, owners)
         if len(mine) > 1:
             srcs = set(buf.sources)
             picked = [i for i in mine if sites.operand(findings[i], owner or "") in srcs]
@@ -174,6 +176,27 @@ def credit(findings: Sequence[Finding], lowering: Lowering, sites: Sites | None 
         else:
             unexplained.append(buf)
     return credited, ambiguous, unexplained
+
+
+def _backward_only(f: Finding) -> bool:
+    """A finding about a copy the backward alone makes, inside its own op's backward (FXL113, FXL121-FXL123)."""
+    return not (f.bytes or f.bytes_expr is not None) and bool(f.backward_bytes)
+
+
+def _backward_owners(findings: Sequence[Finding], buf: CompiledBuffer, owner: str | None, mine: list[int],
+                     owners: dict[str, list[int]]) -> list[int]:
+    """The findings a copy of the compiled backward is credited to, past its producer's. A finding of the backward
+    alone predicts a copy inside its own op's backward: it takes no buffer laid out for another op's ATen kernel
+    (the pooled gradient spread back and made channels_last for the convolution before the pool is that
+    convolution's, not the pool's restride); and a buffer no finding on its producer explains, read by no ATen
+    kernel, is the copy such a finding on one of its sources predicts, when exactly one does (the pool's restrided
+    gradient, whose kernel names the `flatten` after it as its producer)."""
+    if mine and buf.consumers and owner not in buf.consumer_nodes:
+        return [i for i in mine if not _backward_only(findings[i])]
+    if not mine and not buf.consumers:
+        alone = {i for n in buf.sources for i in owners.get(n, ()) if _backward_only(findings[i])}
+        return sorted(alone) if len(alone) == 1 else []
+    return mine
 
 
 def _owner_node(buf: CompiledBuffer) -> str | None:
