@@ -100,6 +100,10 @@ def test_a_finding_of_the_backward_alone_takes_its_own_ops_copy_not_a_layout_for
     low = _lowering(for_conv, lowered=("pool", "conv"))
     low.backward, low.lowered_backward = True, {"pool", "conv"}
     assert apply_verdicts([alone], low)[0].compiled_backward_bytes == 0
+    # ... unless it is the copy the finding predicts, of its size (FXL114's permuted gradient made contiguous for
+    # the projection's matmul)
+    predicted = _finding("pool", "FXL114", nbytes=None, backward_bytes=9216)
+    assert apply_verdicts([predicted], low)[0].compiled_backward_bytes == 9216
     # read by no ATen kernel, its producer the flatten after the pool (no finding): the pool's finding predicts it
     restride = backward(_buf("buf1", True, 256, ("pool", "flatten"), producer="flatten"))
     low = _lowering(restride, lowered=("pool", "flatten"))

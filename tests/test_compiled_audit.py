@@ -19,7 +19,7 @@ import torch.nn.functional as F
 import fxlint
 from fxlint.findings import Finding, Severity
 from fxlint.runtime import output_code as oc
-from fxlint.runtime.compiled_audit import CompiledAudit, CompiledCopy
+from fxlint.runtime.compiled_audit import _GATHER_REASON, CompiledAudit, CompiledCopy
 from fxlint.runtime.compiled_confirm import CONFIRMED, NOT_KNOWN, NOT_RUN, REFUTED, check_verdicts
 
 # --------------------------------------------------------------------------- the C++ reader, no compile
@@ -146,9 +146,9 @@ def test_the_wrapper_reader_follows_reused_buffers_and_provenance_handles():
     # a reused buffer is written at its own size (and strides): buf2 is buf0's 32 floats, buf3 a 16-float view of
     # buf1
     assert [c.writes for c in code.calls if c.kind == "generated"] == [
-        [("buf0", 128, oc.DATA, (8, 4), None, (4, 1), ("arg0_1",))],
-        [("buf2", 128, oc.DATA, (8, 4), None, (4, 1), ("arg0_1",))],
-        [("buf3", 64, oc.DATA, (2, 8), None, (8, 1), ("arg0_1",))]]  # what each copy loads: the call's input
+        [("buf0", 128, oc.DATA, (8, 4), None, (4, 1), ("arg0_1",), (32,))],
+        [("buf2", 128, oc.DATA, (8, 4), None, (4, 1), ("arg0_1",), (32,))],
+        [("buf3", 64, oc.DATA, (2, 8), None, (8, 1), ("arg0_1",), (32,))]]  # what each copy loads, its elements
     with pytest.raises(ValueError):
         oc.parse("x = 1\n")
 
@@ -1032,6 +1032,11 @@ def test_in_training_an_accumulating_store_is_no_copy_and_an_aten_backward_is_no
     assert check.checks and {c.status for c in check.checks} == {CONFIRMED}
     assert not [f for f in findings if f.code == "FXL703" and f.compiled_backward_bytes]
     assert {f.compiled for f in findings if f.code == "FXL209" and f.line == cat} == {"unknown"}
+    # the upsampled piece, computed into the cat by a gather Inductor decomposed the upsampling into, is the
+    # upsampling's own output (eager's op writes it too), not a copy; the skip convolution's output is copied
+    piece = 2 * 8 * 16 * 16 * 4
+    at_cat = sorted((c.bytes, c.avoidable, c.reason) for c in audit.at(__file__, cat, "forward"))
+    assert at_cat == [(piece, False, _GATHER_REASON), (piece, True, None)]
 
 
 class _PooledConv(nn.Module):

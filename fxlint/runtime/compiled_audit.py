@@ -714,11 +714,13 @@ def _kernel_copies(g: _Graph, runs: int, seen: dict[str, int], report: CompiledA
             if nbytes is None:
                 report.notes.append(f"{g.label}: {call.name} writes {arg}, whose size the output code does not say")
                 continue
+            gathered = _decomposed_gather(g, call, write)
             report.copies.append(CompiledCopy(
                 kernel=call.name, how="kernel", bytes=nbytes * ran, writes=ran, phase=g.phase, graph=g.label,
                 file=loc.file if loc else None, line=loc.line if loc else None,
                 function=loc.function if loc else None, code=loc.code if loc else None, lines=cands, ops=ops,
-                buffer=arg, call=call.handle))
+                buffer=arg, call=call.handle, avoidable=not gathered,
+                reason=_GATHER_REASON if gathered else None))
         if ran:
             for loc in _locations(g.compile.stack_traces.get(call.handle or "", [])):
                 report.lines_run.add((loc.file, loc.line))
@@ -726,6 +728,26 @@ def _kernel_copies(g: _Graph, runs: int, seen: dict[str, int], report: CompiledA
         if call.kind != "generated" and runs:
             for loc in _locations(g.compile.stack_traces.get(call.handle or "", [])):
                 report.lines_run.add((loc.file, loc.line))
+
+
+_GATHER_REASON = ("the output of an op Inductor lowers to a gather (a nearest upsampling, a reflection pad), which "
+                  "eager's op writes too")
+
+
+def _decomposed_gather(graph: _Graph, call: oc.Call, write: oc.Write) -> bool:
+    """Whether a kernel's write, bigger than each buffer it loads from, holds the value of an `_unsafe_index` node,
+    and of no other op that moves data, of its size: a gather Inductor decomposed an op into (`upsample_nearest2d`,
+    a reflection pad, im2col), whose own output this is. Eager runs that op as one kernel writing the same output,
+    and the eager audit never counts it as a copy; the user's own indexing stays `index` in the post-grad graph."""
+    if write.size is None or not write.source_numels or any(n is None or n >= numel(write.size)
+                                                            for n in write.source_numels):
+        return False  # each value loaded once (a copy), or loads the reader cannot size: not an expansion
+    item = write.bytes // max(1, numel(write.size)) if write.bytes is not None else None
+    size = _squeezed(write.size)
+    nodes = [graph.nodes[n] for n in graph.compile.post_nodes.get(call.handle or "", []) if n in graph.nodes]
+    movers = [n for n in nodes if _short_op(n.op) in (*_MOVE_OPS, "cat") and n.size is not None
+              and _squeezed(n.size) == size and (item is None or n.itemsize in (None, item))]
+    return bool(movers) and all(_short_op(n.op) == "_unsafe_index" for n in movers)
 
 
 def _merged(copies: list[CompiledCopy]) -> list[CompiledCopy]:

@@ -68,6 +68,8 @@ class Write(NamedTuple):
     stride: tuple[int, ...] | None = None  # its strides, where the output code says them
     #: for a DATA store: the arguments it loads the stored values from (buf3, in_out_ptr's buffer), as written
     sources: tuple[str, ...] = ()
+    #: their element counts, where the output code says them (None where it does not)
+    source_numels: tuple[int | None, ...] = ()
 
 
 @dataclass
@@ -268,9 +270,10 @@ def _kernel_call(stmt: str, kernels: dict[str, Kernel], layouts: dict[str, Layou
             nbytes = lay.numel * item if lay is not None and item is not None else None
             by_param = {p: a for (_, p), a in zip(k.params, args)}
             sources = tuple(by_param[q] for q in sorted(k.loads.get(pname, ())) if q in by_param)
+            numels = tuple(getattr(_layout_of(a, layouts), "numel", None) for a in sources)
             call.writes.append(Write(arg, nbytes, what, lay.size if lay is not None else None,
                                      lay.base if lay is not None else None, lay.stride if lay is not None else None,
-                                     sources))
+                                     sources, numels))
         return call
     outs = (_OUT.match(a) for a in args)
     out = m.group(1) if m else next((o.group(1) for o in outs if o is not None), None)
