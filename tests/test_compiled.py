@@ -104,6 +104,11 @@ def test_a_finding_of_the_backward_alone_takes_its_own_ops_copy_not_a_layout_for
     # the projection's matmul)
     predicted = _finding("pool", "FXL114", nbytes=None, backward_bytes=9216)
     assert apply_verdicts([predicted], low)[0].compiled_backward_bytes == 9216
+    # ... and never a forward value saved for the backward (q laid out for the attention's backward kernel)
+    saved = replace(for_conv, saved=("q",))
+    low_saved = _lowering(saved, lowered=("pool", "conv"))
+    low_saved.backward, low_saved.lowered_backward = True, {"pool", "conv"}
+    assert apply_verdicts([predicted], low_saved)[0].compiled_backward_bytes == 0
     # read by no ATen kernel, its producer the flatten after the pool (no finding): the pool's finding predicts it
     restride = backward(_buf("buf1", True, 256, ("pool", "flatten"), producer="flatten"))
     low = _lowering(restride, lowered=("pool", "flatten"))

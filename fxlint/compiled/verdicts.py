@@ -186,14 +186,17 @@ def _backward_only(f: Finding) -> bool:
 def _backward_owners(findings: Sequence[Finding], buf: CompiledBuffer, owner: str | None, mine: list[int],
                      owners: dict[str, list[int]]) -> list[int]:
     """The findings a copy of the compiled backward is credited to, past its producer's. A finding of the backward
-    alone predicts a copy of its own op's backward: it takes a buffer laid out for another op's ATen kernel only when
-    that is the copy it predicts, of its size (the permuted gradient `unbind` puts together, made contiguous for
-    the projection's matmul, is FXL114's; the pooled gradient spread back over the pool's input and made
-    channels_last for the convolution before the pool is that convolution's, not the pool's (B, C) restride); and a buffer no finding on its producer explains, read by no ATen
+    alone predicts a copy of its own op's backward: of a buffer laid out for an ATen kernel it takes only a gradient
+    (never a forward value saved for the backward: q, k and v laid out for the attention's backward kernel), and
+    for another op's kernel only at the size of the copy it predicts (the permuted gradient `unbind` puts
+    together, made contiguous for the projection's matmul, is FXL114's; the pooled gradient spread back over the
+    pool's input and made channels_last for the convolution before the pool is that convolution's, not the
+    pool's (B, C) restride); and a buffer no finding on its producer explains, read by no ATen
     kernel, is the copy such a finding on one of its sources predicts, when exactly one does (the pool's restrided
     gradient, whose kernel names the `flatten` after it as its producer)."""
-    if mine and buf.consumers and owner not in buf.consumer_nodes:
-        return [i for i in mine if not _backward_only(findings[i]) or findings[i].backward_bytes == buf.bytes]
+    if mine and buf.consumers:
+        return [i for i in mine if not _backward_only(findings[i])
+                or (not buf.saved and (owner in buf.consumer_nodes or findings[i].backward_bytes == buf.bytes))]
     if not mine and not buf.consumers:
         alone = {i for n in buf.sources for i in owners.get(n, ()) if _backward_only(findings[i])}
         return sorted(alone) if len(alone) == 1 else []
