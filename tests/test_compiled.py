@@ -104,6 +104,10 @@ def test_a_finding_of_the_backward_alone_takes_its_own_ops_copy_not_a_layout_for
     # the projection's matmul)
     predicted = _finding("pool", "FXL114", nbytes=None, backward_bytes=9216)
     assert apply_verdicts([predicted], low)[0].compiled_backward_bytes == 9216
+    # ... per run of a graph that runs several times per call (its buffers count every run)
+    twice = _lowering(for_conv, lowered=("pool", "conv")).repeated(2)
+    twice.backward, twice.lowered_backward = True, {"pool", "conv"}
+    assert apply_verdicts([predicted], twice)[0].compiled_backward_bytes == 2 * 9216
     # ... and never a forward value saved for the backward (q laid out for the attention's backward kernel)
     saved = replace(for_conv, saved=("q",))
     low_saved = _lowering(saved, lowered=("pool", "conv"))
@@ -114,6 +118,12 @@ def test_a_finding_of_the_backward_alone_takes_its_own_ops_copy_not_a_layout_for
     low = _lowering(restride, lowered=("pool", "flatten"))
     low.backward, low.lowered_backward = True, {"pool", "flatten"}
     assert apply_verdicts([alone], low)[0].compiled_backward_bytes == 256
+    # a piece written into a concatenation is the concatenation's, even with such a finding among its sources
+    piece = backward(_buf("buf3", True, 256, ("pool", "flatten"), producer="flatten"), into="cat",
+                     into_node="unbind")
+    low = _lowering(piece, lowered=("pool", "flatten", "unbind"))
+    low.backward, low.lowered_backward = True, {"pool", "flatten", "unbind"}
+    assert apply_verdicts([alone], low)[0].compiled_backward_bytes == 0
     # two such findings among its sources: neither is credited
     other = _finding("flatten2", "FXL122", nbytes=None, backward_bytes=256)
     two = backward(_buf("buf2", True, 256, ("pool", "flatten2", "flatten"), producer="flatten"))

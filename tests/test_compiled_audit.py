@@ -963,6 +963,15 @@ def test_the_reader_follows_which_pointers_a_data_store_loads_from():
     assert oc.kernel_loads(_COPY_OF_OWN_STORE) == {"out_ptr0": frozenset({"in_out_ptr0"}),
                                                    "out_ptr1": frozenset({"in_ptr0"})}
     assert oc.kernel_loads(_TILE) == {"out_ptr0": frozenset({"in_ptr1"})}  # through a local tile
+    through_local = """
+    {
+        auto tmp0 = at::vec::Vectorized<float>::loadu(in_ptr0 + x0, 8);
+        tmp0.store(local_buffer0 + x0, 8);
+        auto tmp1 = local_buffer0[x0];
+        out_ptr0[x0] = tmp1;
+    }
+    """
+    assert oc.kernel_loads(through_local) == {"out_ptr0": frozenset({"in_ptr0"})}  # through a kernel-local buffer
 
 
 class _NormedBetweenConvs(nn.Module):

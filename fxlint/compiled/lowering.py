@@ -108,12 +108,13 @@ class Lowering:
     lowered: set[str] = field(default_factory=set)  # Dynamo nodes a node of Inductor's graph comes from
     lowered_backward: set[str] = field(default_factory=set)  # Dynamo nodes a node of its backward graph is for
     extern_sources: set[str] = field(default_factory=set)  # Dynamo nodes whose op runs as an ATen kernel
-    #: Dynamo nodes whose backward runs as an ATen kernel (a convolution's ``convolution_backward``), by the
-    #: forward op the backward node is traced to
+    #: Dynamo nodes whose backward runs as an ATen kernel (a convolution's ``convolution_backward``, a linear's
+    #: ``mm``), by the forward op the backward node is traced to
     extern_backward: set[str] = field(default_factory=set)
     schedulers: int = 0  # how many schedulers were read (0: Inductor did not lower it here, e.g. a cache hit)
     backward: bool = False  # the backward graph was lowered and read too
     error: str | None = None
+    runs: int = 1  # how many times per call the graph runs (``repeated``): each buffer's bytes count them all
 
     @property
     def readable(self) -> bool:
@@ -136,8 +137,9 @@ class Lowering:
 
         if runs <= 1:
             return self
-        return replace(self, buffers=[replace(b, bytes=b.bytes * runs if b.bytes is not None else None)
-                                      for b in self.buffers])
+        return replace(self, runs=self.runs * runs,
+                       buffers=[replace(b, bytes=b.bytes * runs if b.bytes is not None else None)
+                                for b in self.buffers])
 
 
 # ----------------------------------------------------------------------------------------- the hook

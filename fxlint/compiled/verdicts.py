@@ -163,7 +163,7 @@ def credit(findings: Sequence[Finding], lowering: Lowering, sites: Sites | None 
                     and not (buf.phase == "forward" and sites.feeds(n, buf.read_nodes))}
             mine = sorted(same) if len(same) == 1 else []
         if buf.phase == "backward":
-            mine = _backward_owners(findings, buf, owner, mine, owners)
+            mine = _backward_owners(findings, buf, owner, mine, owners, sites, lowering.runs)
         if len(mine) > 1:
             srcs = set(buf.sources)
             picked = [i for i in mine if sites.operand(findings[i], owner or "") in srcs]
@@ -179,12 +179,13 @@ def credit(findings: Sequence[Finding], lowering: Lowering, sites: Sites | None 
 
 
 def _backward_only(f: Finding) -> bool:
-    """A finding about a copy the backward alone makes, inside its own op's backward (FXL113, FXL121-FXL123)."""
+    """A finding about a copy the backward alone makes, in its own op's backward (no forward bytes: FXL113, FXL114,
+    FXL120-FXL123, FXL209)."""
     return not (f.bytes or f.bytes_expr is not None) and bool(f.backward_bytes)
 
 
 def _backward_owners(findings: Sequence[Finding], buf: CompiledBuffer, owner: str | None, mine: list[int],
-                     owners: dict[str, list[int]]) -> list[int]:
+                     owners: dict[str, list[int]], sites: Sites, runs: int = 1) -> list[int]:
     """The findings a copy of the compiled backward is credited to, past its producer's. A finding of the backward
     alone predicts a copy of its own op's backward: of a buffer laid out for an ATen kernel it takes only a gradient
     (never a forward value saved for the backward: q, k and v laid out for the attention's backward kernel), and
@@ -194,10 +195,13 @@ def _backward_owners(findings: Sequence[Finding], buf: CompiledBuffer, owner: st
     pool's (B, C) restride); and a buffer no finding on its producer explains, read by no ATen
     kernel, is the copy such a finding on one of its sources predicts, when exactly one does (the pool's restrided
     gradient, whose kernel names the `flatten` after it as its producer)."""
+    def predicted(f: Finding) -> bool:  # the copy it predicts: its own op's kernel reads it, or its size (per run)
+        return (any(n in buf.consumer_nodes for n in sites.instances(f))
+                or (f.backward_bytes is not None and f.backward_bytes * runs == buf.bytes))
+
     if mine and buf.consumers:
-        return [i for i in mine if not _backward_only(findings[i])
-                or (not buf.saved and (owner in buf.consumer_nodes or findings[i].backward_bytes == buf.bytes))]
-    if not mine and not buf.consumers:
+        return [i for i in mine if not _backward_only(findings[i]) or (not buf.saved and predicted(findings[i]))]
+    if not mine and not buf.consumers and owner == buf.producer:
         alone = {i for n in buf.sources for i in owners.get(n, ()) if _backward_only(findings[i])}
         return sorted(alone) if len(alone) == 1 else []
     return mine

@@ -69,7 +69,7 @@ class CompiledCatCopy(Violation):
     kernel: str | None
     copied: int | None
     phase: str  # forward | backward (a copy of the compiled backward graph)
-    #: for ``gradient pieces``: how the user took the tensor apart (`` `qkv.unbind(0)` ``)
+    #: for ``gradient pieces``: how the user took the tensor apart (`` `qkv.unbind(...)` ``)
     parted: str | None = None
 
     def message(self) -> str:
@@ -113,7 +113,7 @@ def check(compiled: CompiledGraph, ctx: RuleContext) -> Iterator[Hit]:
         parted = None
         if buf.phase == "backward":  # a gradient the backward concatenates (a split's or a chunk's backward)
             text = backward_value(compiled, buf)
-            if cat is not None and cat.kind == "op" and cat.op != "cat":  # unbind's, split's, chunk's backward
+            if cat is not None and cat.kind == "op" and cat.op in _PARTING:  # unbind's, split's, chunk's backward
                 why, kernel, parted = "gradient pieces", None, _parted(cat)
                 text = _computed_by(compiled, buf)
         violation = CompiledCatCopy(piece=text, why=why, kernel=kernel, copied=buf.bytes, phase=buf.phase,
@@ -121,6 +121,10 @@ def check(compiled: CompiledGraph, ctx: RuleContext) -> Iterator[Hit]:
         site = cat if cat is not None and cat.kind == "op" else compiled.site(buf)
         yield Hit(site, violation, compiled_bytes=buf.bytes, compiled_phase=buf.phase,
                   dedup=f"{violation.piece}:{buf.phase}")
+
+
+#: the ops that take a tensor apart, whose backward puts the pieces' gradients together
+_PARTING = frozenset({"unbind", "split", "split_with_sizes", "chunk", "tensor_split"})
 
 
 def _parted(op: CanonNode) -> str:

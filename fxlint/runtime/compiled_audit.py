@@ -433,7 +433,7 @@ def _line_of(graph: _Graph, call: oc.Call, write: oc.Write | None
     # copied to the channels_last layout the convolution's backward needs; the post-grad graph's strides do not
     # say which layout Inductor chose, so the rule above cannot tell)
     computed_here = {w.arg for w in call.writes if w.arg != write.arg and w.what != oc.DATA}
-    if not kept and write.what == oc.DATA and write.sources and set(write.sources) <= computed_here:
+    if not kept and not sliced and write.what == oc.DATA and write.sources and set(write.sources) <= computed_here:
         loc = _extern_reader_line(graph, call, write.arg)
         if loc is not None:
             return loc, (), ops
@@ -738,7 +738,8 @@ def _decomposed_gather(graph: _Graph, call: oc.Call, write: oc.Write) -> bool:
     """Whether a kernel's write, bigger than each buffer it loads from, holds the value of an `_unsafe_index` node,
     and of no other op that moves data, of its size: a gather Inductor decomposed an op into (`upsample_nearest2d`,
     a reflection pad, im2col), whose own output this is. Eager runs that op as one kernel writing the same output,
-    and the eager audit never counts it as a copy; the user's own indexing stays `index` in the post-grad graph."""
+    and the eager audit never counts it as a copy. (The user's own indexing stays `index` in the post-grad graph, or
+    becomes `_unsafe_index` by a pattern that never writes more than it loads.)"""
     if write.size is None or not write.source_numels or any(n is None or n >= numel(write.size)
                                                             for n in write.source_numels):
         return False  # each value loaded once (a copy), or loads the reader cannot size: not an expansion

@@ -404,7 +404,7 @@ def kernel_loads(body: str) -> dict[str, frozenset[str]]:
 
 #: a pointer parameter of a generated kernel, where an expression names it
 _PTR_NAME = re.compile(r"\b(?:in_ptr\d+|in_out_ptr\d+|out_ptr\d+)\b")
-_TMP_NAME = re.compile(r"\btmp\w*")
+_NAME = re.compile(r"\b[A-Za-z_]\w*")
 
 
 def _walk(body: str) -> tuple[dict[str, str], dict[str, frozenset[str]]]:
@@ -415,9 +415,9 @@ def _walk(body: str) -> tuple[dict[str, str], dict[str, frozenset[str]]]:
     src: dict[str, set[str]] = {}  # tmp / local array -> the pointers its value is loaded from
     loads: dict[str, set[str]] = {}
 
-    def origin(expr: str) -> set[str]:
+    def origin(expr: str) -> set[str]:  # the pointers, and the tmps' and local tiles' pointers, an expression reads
         found = set(_PTR_NAME.findall(expr))
-        for t in _TMP_NAME.findall(expr):
+        for t in _NAME.findall(expr):
             found |= src.get(t, set())
         return found
 
