@@ -132,6 +132,18 @@ def test_a_finding_of_the_backward_alone_takes_its_own_ops_copy_not_a_layout_for
     assert [f.compiled_backward_bytes for f in apply_verdicts([alone, other], low)] == [0, 0]
 
 
+def test_a_gathers_scattering_backward_is_not_called_copy_free():
+    """An indexing's backward is an `index_put` with accumulate (a store with mode atomic_add): no copy, but traffic
+    of its own that a rewrite (a gather made a slice) removes, so the backward claim is not known rather than 0."""
+    gather = _finding("idx", "FXL401")
+    low = _lowering(lowered=("idx",))
+    low.backward, low.lowered_backward = True, {"idx"}
+    assert apply_verdicts([gather], low)[0].compiled_backward_bytes == 0
+    low.accumulating_backward = {"idx"}
+    out = apply_verdicts([gather], low)[0]
+    assert (out.compiled, out.compiled_backward_bytes) == (FUSED, None)
+
+
 def test_a_loops_instances_are_summed_and_two_operands_of_one_node_told_apart():
     low = _lowering(_buf("buf0", True, 100, ("a", "mm")), _buf("buf1", True, 100, ("b", "mm")),
                     _buf("buf2", True, 100, ("c",)), lowered=("a", "b", "c", "mm"))

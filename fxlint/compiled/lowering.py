@@ -111,6 +111,9 @@ class Lowering:
     #: Dynamo nodes whose backward runs as an ATen kernel (a convolution's ``convolution_backward``, a linear's
     #: ``mm``), by the forward op the backward node is traced to
     extern_backward: set[str] = field(default_factory=set)
+    #: Dynamo nodes whose backward scatters with accumulation (an indexing's backward, `index_put` with
+    #: accumulate: a store with ``mode="atomic_add"``): no copy, but memory traffic of the op's own
+    accumulating_backward: set[str] = field(default_factory=set)
     schedulers: int = 0  # how many schedulers were read (0: Inductor did not lower it here, e.g. a cache hit)
     backward: bool = False  # the backward graph was lowered and read too
     error: str | None = None
@@ -324,6 +327,13 @@ def _moves_only(snode: Any) -> bool:
     return bool(ops) and ops <= MOVE_OPS
 
 
+def _accumulates(snode: Any) -> bool:
+    """A kernel node whose loop body stores with a mode (``atomic_add``: a scatter that accumulates)."""
+    body = getattr(snode, "_body", None)
+    return body is not None and any(n.op == "call_method" and n.target == "store" and _store_mode(n) is not None
+                                    for n in body.get_nodes())
+
+
 def _store_mode(node: Any) -> Any:
     """The mode of a LoopBody ``store`` (``ops.store(name, index, value, mode)``): None for a plain store."""
     if "mode" in node.kwargs:
@@ -455,6 +465,8 @@ def _read_scheduler(scheduler: Any, watch: _Watch) -> None:
             ordered = sorted(sources, key=order.__getitem__)
             producer = made_by[-1] if made_by else (ordered[-1] if ordered else None)
             why = "copy ops" if ops and ops <= COPY_OPS else "load/store" if not extern and _moves_only(snode) else None
+            if phase == "backward" and not extern and _accumulates(snode):
+                out.accumulating_backward |= sources
             read_deps = [dep for dep in getattr(snode.read_writes, "reads", ()) if isinstance(dep, MemoryDep)]
             reads = {dep.name for dep in read_deps}
             # a node that only moves data is a copy when it reads memory: a value the fused kernel computed

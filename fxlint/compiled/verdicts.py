@@ -238,8 +238,11 @@ def verdict(f: Finding, lowering: Lowering, bufs: list[CompiledBuffer] | None, a
         return f.with_(compiled=UNKNOWN, compiled_bytes=None, compiled_backward_bytes=None)
     forward = [b for b in bufs or () if b.phase == "forward"]
     backward = [b for b in bufs or () if b.phase == "backward"]
-    # the compiled backward's copies for it, per training step (when the backward was read)
-    after = _total(backward) if backward else 0 if lowering.backward else None
+    # the compiled backward's copies for it, per training step (when the backward was read); not known (None)
+    # where its backward scatters with accumulation and copies nothing (an indexing's backward): no copy, but
+    # traffic of its own that a rewrite (a gather made a slice) can remove
+    scatters = any(n in lowering.accumulating_backward for n in nodes)
+    after = _total(backward) if backward else 0 if lowering.backward and not scatters else None
     if not (f.bytes or f.bytes_expr is not None):  # a copy of the backward alone (FXL113, FXL114)
         if backward:
             return f.with_(compiled=SURVIVES, compiled_bytes=None, compiled_backward_bytes=after)
