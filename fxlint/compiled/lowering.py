@@ -318,12 +318,9 @@ def _moves_only(snode: Any) -> bool:
     ``index_put`` with ``accumulate=True``, the backward of a gather or of a nearest upsampling, stores with
     ``mode="atomic_add"``: it sums, it does not move)."""
     body = getattr(snode, "_body", None)
-    if body is None:
+    if body is None or _accumulates(snode):
         return False
-    nodes = [n for n in body.get_nodes() if n.op == "call_method"]
-    if any(n.target == "store" and _store_mode(n) is not None for n in nodes):
-        return False
-    ops = {n.target for n in nodes}
+    ops = {n.target for n in body.get_nodes() if n.op == "call_method"}
     return bool(ops) and ops <= MOVE_OPS
 
 

@@ -261,6 +261,7 @@ def _kernel_call(stmt: str, kernels: dict[str, Kernel], layouts: dict[str, Layou
     if fn in kernels:
         k = kernels[fn]
         call = Call(index, "generated", fn, handle, args)
+        by_param = {p: a for (_, p), a in zip(k.params, args)}
         for (ctype, pname), arg in zip(k.params, args):
             what = k.stores.get(pname)
             if what is None:
@@ -268,7 +269,6 @@ def _kernel_call(stmt: str, kernels: dict[str, Kernel], layouts: dict[str, Layou
             lay = _layout_of(arg, layouts)
             item = _ITEMSIZE.get(ctype.replace("const", "").replace("*", "").strip())
             nbytes = lay.numel * item if lay is not None and item is not None else None
-            by_param = {p: a for (_, p), a in zip(k.params, args)}
             sources = tuple(by_param[q] for q in sorted(k.loads.get(pname, ())) if q in by_param)
             numels = tuple(getattr(_layout_of(a, layouts), "numel", None) for a in sources)
             call.writes.append(Write(arg, nbytes, what, lay.size if lay is not None else None,
